@@ -1,0 +1,86 @@
+//! A generic manifest table: `.tsv` (tab-separated, no quoting) or `.csv`
+//! (comma-separated, RFC 4180 quoting), one utterance per row with the
+//! columns `path`, `text` and optionally `speaker`. A first row naming
+//! those columns (`path`/`audio`/`wav`/`file`, `text`/`transcript`/
+//! `sentence`, `speaker`) is a header and may order them freely; otherwise
+//! the columns are positional. Relative paths are relative to the table's
+//! directory. The id is the audio path relative to that directory, without
+//! extension; the speaker defaults to `default`.
+
+use std::path::Path;
+
+use crate::collect::{Candidate, Collector};
+use crate::{BadReason, CorpusError};
+
+struct Columns {
+    path: usize,
+    text: usize,
+    speaker: Option<usize>,
+}
+
+fn header(row: &csv::ByteRecord) -> Option<Columns> {
+    let names: Vec<String> = row.iter().map(|f| String::from_utf8_lossy(f).trim().to_ascii_lowercase()).collect();
+    let find = |cands: &[&str]| names.iter().position(|n| cands.contains(&n.as_str()));
+    let path = find(&["path", "audio", "wav", "file", "audio_path", "filepath"])?;
+    let text = find(&["text", "transcript", "sentence", "transcription"])?;
+    Some(Columns { path, text, speaker: find(&["speaker", "speaker_id", "spk"]) })
+}
+
+pub(crate) fn read(file: &Path) -> Result<Collector, CorpusError> {
+    let bytes = super::read_index(file, "table")?;
+    let tsv = file.extension().and_then(|e| e.to_str()).is_some_and(|e| !e.eq_ignore_ascii_case("csv"));
+    let mut rb = csv::ReaderBuilder::new();
+    rb.has_headers(false).flexible(true).delimiter(if tsv { b'\t' } else { b',' });
+    if tsv {
+        rb.quoting(false);
+    }
+    let base = file.parent().unwrap_or(Path::new("."));
+    let mut out = Collector::default();
+    let mut cols = Columns { path: 0, text: 1, speaker: Some(2) };
+    for (n, row) in rb.from_reader(bytes.as_slice()).byte_records().enumerate() {
+        let line = n + 1;
+        let row = match row {
+            Ok(r) => r,
+            Err(e) => {
+                out.bad(format!("line {line}"), file, BadReason::MalformedIndex, e.to_string());
+                continue;
+            }
+        };
+        if n == 0 {
+            if let Some(h) = header(&row) {
+                cols = h;
+                continue;
+            }
+        }
+        if row.iter().all(|f| f.trim_ascii().is_empty()) {
+            continue;
+        }
+        let (Some(path), Some(text)) = (row.get(cols.path), row.get(cols.text)) else {
+            let detail = format!("line {line}: expected at least the columns path and text");
+            out.bad(format!("line {line}"), file, BadReason::MalformedIndex, detail);
+            continue;
+        };
+        let Ok(rel) = std::str::from_utf8(path.trim_ascii()) else {
+            out.bad(format!("line {line}"), file, BadReason::MalformedIndex, "audio path is not UTF-8");
+            continue;
+        };
+        let rel_path = Path::new(rel);
+        let id = rel_path.with_extension("").to_string_lossy().trim_start_matches("./").to_string();
+        let speaker = cols
+            .speaker
+            .and_then(|i| row.get(i))
+            .map(|s| String::from_utf8_lossy(s).trim().to_string())
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "default".into());
+        out.push(Candidate {
+            audio: if rel_path.is_absolute() { rel_path.to_path_buf() } else { base.join(rel_path) },
+            id,
+            speaker,
+            transcript: text.to_vec(),
+            transcript_file: file.to_path_buf(),
+            normalize_from: None,
+            reference: None,
+        });
+    }
+    Ok(out)
+}

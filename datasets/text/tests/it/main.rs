@@ -1,0 +1,5 @@
+//! Integration tests of dv-text.
+
+mod lexicon;
+mod normalize;
+mod phoneme;

