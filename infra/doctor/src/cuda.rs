@@ -47,12 +47,22 @@ fn open(names: &[&str], extra_dirs: &[PathBuf]) -> Result<(Library, String), Str
             // NVIDIA's own libraries, loaded once, with no other thread
             // depending on their state.
             match unsafe { Library::new(&c) } {
-                Ok(lib) => return Ok((lib, c.display().to_string())),
+                Ok(lib) => return Ok((lib, mapped_path(name).unwrap_or_else(|| c.display().to_string()))),
                 Err(e) => tried.push(format!("{}: {e}", c.display())),
             }
         }
     }
     Err(if tried.is_empty() { format!("not found ({})", names.join(", ")) } else { tried.join("; ") })
+}
+
+/// Where the loader found a library loaded by soname: its path in
+/// `/proc/self/maps`.
+fn mapped_path(name: &str) -> Option<String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| Path::new(p).file_name().is_some_and(|f| f == name))
+        .map(str::to_string)
 }
 
 /// Looks up a symbol. `T` must be the symbol's true C signature.

@@ -1,7 +1,7 @@
 //! `dv corpus`: read any supported corpus into a manifest, and generate the
 //! embedded default corpus.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -34,7 +34,7 @@ pub(crate) enum CorpusCommand {
     },
     /// Generate the embedded default corpus (festival + hts_engine slt voice, exact labels and F0).
     MakeDefault {
-        /// Output directory (default: $DV_HOME/corpora/slt-fortunes-<N>).
+        /// Output directory (default: $DV_HOME/corpora/cmu_us_slt_fortunes_<N>).
         #[arg(long)]
         out: Option<PathBuf>,
         /// Utterances to render (300 ≈ 18 min; about 5,000 exist).
@@ -55,19 +55,31 @@ pub(crate) fn run(cmd: CorpusCommand) -> anyhow::Result<()> {
             inspect(&location, format, &manifest, bad, cmudict, show_bad)
         }
         CorpusCommand::MakeDefault { out, utterances, seed, jobs } => {
-            let out = out.unwrap_or_else(|| crate::dv_home().join(format!("corpora/slt-fortunes-{utterances}")));
+            let out = out.unwrap_or_else(|| crate::dv_home().join(format!("corpora/cmu_us_slt_fortunes_{utterances}")));
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
             let req = Request { out, utterances, seed, jobs, tools: Tools::default() };
-            let mut last = std::time::Instant::now();
+            let tty = std::io::stderr().is_terminal();
+            let started = std::time::Instant::now();
+            let mut last = started;
             let mut progress = |done: usize, total: usize| {
-                if done == total || last.elapsed().as_millis() >= 500 {
+                let every = if tty { 0.5 } else { 10.0 };
+                if done == total || last.elapsed().as_secs_f64() >= every {
                     last = std::time::Instant::now();
-                    eprint!("\rrendering {done}/{total} utterances");
-                    let _ = std::io::stderr().flush();
+                    let secs = started.elapsed().as_secs_f64();
+                    let eta = if done > 0 { secs / done as f64 * (total - done) as f64 } else { 0.0 };
+                    let msg = format!("rendering {done}/{total} utterances, {secs:.0} s, ETA {eta:.0} s");
+                    if tty {
+                        eprint!("\r{msg}");
+                        let _ = std::io::stderr().flush();
+                    } else {
+                        eprintln!("{msg}");
+                    }
                 }
             };
             let report = recipe::make(&req, &mut progress)?;
-            eprintln!();
+            if tty {
+                eprintln!();
+            }
             if report.reused {
                 println!("corpus {} is up to date ({} utterances, {:.1} min of audio)", report.out.display(), report.utterances, report.audio_seconds / 60.0);
             } else {

@@ -5,7 +5,7 @@ use dv_doctor::{cpu, cuda, tool};
 use dv_torch::LibtorchInfo;
 
 fn line(label: &str, value: impl std::fmt::Display) {
-    println!("{label:<22} {value}");
+    println!("{label:<24} {value}");
 }
 
 pub(crate) fn run() -> anyhow::Result<()> {
@@ -18,7 +18,8 @@ pub(crate) fn run() -> anyhow::Result<()> {
             if let Some(b) = &t.build_dir {
                 line("  built against", b.display());
             }
-            line("  built with CUDA", t.cuda_built);
+            line("  libtorch_cuda linked", t.cuda_linked);
+            line("  CUDA usable", t.cuda_usable);
             line("  CUDA devices", t.cuda_devices);
             match t.cudnn_version {
                 Some(v) => line("  cuDNN", format!("available: {}, version {v}", t.cudnn_available)),

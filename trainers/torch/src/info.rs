@@ -27,8 +27,11 @@ pub struct LibtorchInfo {
     pub lib_dir: PathBuf,
     /// Directory libtorch was found in at build time.
     pub build_dir: Option<PathBuf>,
-    /// Whether libtorch was built with CUDA and `libtorch_cuda` is linked.
-    pub cuda_built: bool,
+    /// Whether `libtorch_cuda.so` is loaded into this process (the forced
+    /// link of `dv`'s build); without it CUDA is unusable even on a GPU.
+    pub cuda_linked: bool,
+    /// Whether libtorch can use CUDA now (a driver and a device are present).
+    pub cuda_usable: bool,
     /// CUDA devices libtorch can use (0 without a GPU or driver).
     pub cuda_devices: i64,
     /// Whether cuDNN can be used.
@@ -48,13 +51,15 @@ impl LibtorchInfo {
     pub fn query() -> Result<LibtorchInfo, TorchError> {
         // Touch libtorch first so that it is certainly loaded and initialised.
         let cuda_devices = if tch::Cuda::is_available() { tch::Cuda::device_count() } else { 0 };
-        let lib_dir = loaded_lib_dir()?;
+        let maps = process_maps()?;
+        let lib_dir = mapped_dir(&maps, "libtorch_cpu.so").ok_or(TorchError::NotLoaded)?;
         let version = read_version(&lib_dir)?;
         let cuda_up = cuda_devices > 0;
         Ok(LibtorchInfo {
             version,
             build_dir: option_env!("DV_LIBTORCH_BUILD_DIR").map(PathBuf::from),
-            cuda_built: tch::utils::has_cuda(),
+            cuda_linked: mapped_dir(&maps, "libtorch_cuda.so").is_some(),
+            cuda_usable: tch::utils::has_cuda(),
             cuda_devices,
             cudnn_available: cuda_up && tch::Cuda::cudnn_is_available(),
             cudnn_version: cuda_up.then(tch::utils::version_cudnn),
@@ -67,16 +72,17 @@ impl LibtorchInfo {
     }
 }
 
-/// The directory of the `libtorch_cpu.so` mapped into this process.
-fn loaded_lib_dir() -> Result<PathBuf, TorchError> {
+fn process_maps() -> Result<String, TorchError> {
     let maps_path = Path::new("/proc/self/maps");
-    let maps = std::fs::read_to_string(maps_path)
-        .map_err(|source| TorchError::Io { path: maps_path.to_path_buf(), source })?;
+    std::fs::read_to_string(maps_path).map_err(|source| TorchError::Io { path: maps_path.to_path_buf(), source })
+}
+
+/// The directory of the shared library `name` mapped into this process.
+fn mapped_dir(maps: &str, name: &str) -> Option<PathBuf> {
     maps.lines()
         .filter_map(|l| l.split_whitespace().nth(5))
-        .find(|p| p.ends_with("/libtorch_cpu.so"))
+        .find(|p| Path::new(p).file_name().is_some_and(|f| f == name))
         .and_then(|p| Path::new(p).parent().map(Path::to_path_buf))
-        .ok_or(TorchError::NotLoaded)
 }
 
 /// Reads `__version__` from the wheel's `torch/version.py` (libtorch's

@@ -1,8 +1,9 @@
 //! CMU ARCTIC and festvox voices: `etc/txt.done.data` with one
 //! `( id "transcript" )` per line, `wav/<id>.wav`, and optional reference
 //! labels `lab/<id>.lab` (xwaves phone labels) and `f0/<id>.f0` (EST ascii
-//! F0 track). The speaker is taken from a directory named
-//! `cmu_us_<spk>_arctic`, else the directory's name.
+//! F0 track). The speaker is taken from a directory named festvox's way,
+//! `cmu_<lang>_<spk>_…` (`cmu_us_slt_arctic` → `slt`), else the directory's
+//! name.
 
 use std::path::Path;
 
@@ -43,10 +44,11 @@ fn speaker_of(root: &Path) -> String {
         .ok()
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "arctic".into());
-    name.strip_prefix("cmu_us_")
-        .and_then(|n| n.strip_suffix("_arctic"))
-        .map(str::to_string)
-        .unwrap_or(name)
+    let parts: Vec<&str> = name.split('_').collect();
+    match parts.as_slice() {
+        ["cmu", _lang, spk, ..] if !spk.is_empty() => spk.to_string(),
+        _ => name,
+    }
 }
 
 pub(crate) fn read(root: &Path) -> Result<Collector, CorpusError> {

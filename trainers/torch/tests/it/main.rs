@@ -24,4 +24,5 @@ fn libtorch_cuda_is_linked_when_the_wheel_has_it() {
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
     let mapped = maps.contains("/libtorch_cuda.so");
     assert_eq!(wheel_has_cuda, mapped, "libtorch_cuda.so present in wheel: {wheel_has_cuda}, mapped: {mapped}");
+    assert_eq!(info.cuda_linked, mapped);
 }
