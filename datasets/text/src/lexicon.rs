@@ -73,11 +73,14 @@ impl Lexicon {
             if line.is_empty() || line.starts_with(";;;") {
                 continue;
             }
-            let malformed = |reason: String| TextError::MalformedLexicon { path: origin.to_path_buf(), line: i + 1, reason };
+            let malformed =
+                |reason: String| TextError::MalformedLexicon { path: origin.to_path_buf(), line: i + 1, reason };
             let mut fields = line.split_whitespace();
             let head = fields.next().unwrap_or("");
             let word = match head.rfind('(') {
-                Some(k) if head.ends_with(')') && head[k + 1..head.len() - 1].chars().all(|c| c.is_ascii_digit()) => &head[..k],
+                Some(k) if head.ends_with(')') && head[k + 1..head.len() - 1].chars().all(|c| c.is_ascii_digit()) => {
+                    &head[..k]
+                }
                 _ => head,
             };
             let pron: Pronunciation = fields
@@ -119,22 +122,15 @@ impl Lexicon {
 
     /// Looks up every word of a normalized text.
     pub fn lookup(&self, text: &Normalized) -> Lookup {
-        let words = text
-            .words()
-            .map(|w| (w.to_string(), self.get(w).and_then(|p| p.first().cloned())))
-            .collect();
+        let words = text.words().map(|w| (w.to_string(), self.get(w).and_then(|p| p.first().cloned()))).collect();
         Lookup { words }
     }
 
     /// The words kept by the §4.2 filter, sorted, with their one
     /// pronunciation: the G2P training pairs.
     pub fn g2p_pairs(&self) -> Vec<(&str, &Pronunciation)> {
-        let mut kept: Vec<_> = self
-            .entries
-            .iter()
-            .filter(|(w, p)| g2p_keeps(w, p.len()))
-            .map(|(w, p)| (w.as_str(), &p[0]))
-            .collect();
+        let mut kept: Vec<_> =
+            self.entries.iter().filter(|(w, p)| g2p_keeps(w, p.len())).map(|(w, p)| (w.as_str(), &p[0])).collect();
         kept.sort_unstable_by(|a, b| a.0.cmp(b.0));
         kept
     }

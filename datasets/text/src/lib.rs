@@ -35,4 +35,4 @@ pub use error::TextError;
 pub use lexicon::{locate_cmudict, G2pFilterStats, Lexicon, Lookup, Pronunciation};
 pub use normalize::{normalize, Normalized, Pause, Token};
 pub use number::{cardinal, ordinal, year};
-pub use phoneme::{phoneme_pairs, PhonemePair, Phoneme, Stress, StressedPhoneme};
+pub use phoneme::{phoneme_pairs, Phoneme, PhonemePair, Stress, StressedPhoneme};

@@ -107,13 +107,8 @@ const ABBREVIATIONS: &[(&str, &str, bool)] = &[
 ];
 
 /// Dotted abbreviations matched as written (case-insensitive).
-const DOTTED: &[(&str, &str)] = &[
-    ("e.g.", "for example"),
-    ("i.e.", "that is"),
-    ("a.m.", "a m"),
-    ("p.m.", "p m"),
-    ("u.s.", "u s"),
-];
+const DOTTED: &[(&str, &str)] =
+    &[("e.g.", "for example"), ("i.e.", "that is"), ("a.m.", "a m"), ("p.m.", "p m"), ("u.s.", "u s")];
 
 const SCALE_WORDS: &[&str] = &["thousand", "million", "billion", "trillion"];
 
@@ -214,9 +209,8 @@ impl Scanner {
         }
         let start = self.pos;
         while let Some(c) = self.peek(0) {
-            let inner_apostrophe = c == '\''
-                && self.peek(1).is_some_and(|n| n.is_ascii_alphabetic())
-                && self.pos > start;
+            let inner_apostrophe =
+                c == '\'' && self.peek(1).is_some_and(|n| n.is_ascii_alphabetic()) && self.pos > start;
             if c.is_ascii_alphabetic() || inner_apostrophe {
                 self.pos += 1;
             } else {
@@ -354,9 +348,9 @@ impl Scanner {
         let n: u64 = int.parse().unwrap_or(0);
         // "$1.5 million" reads the scale before the unit.
         let rest: String = self.chars[self.pos..].iter().take(12).collect();
-        let scale = SCALE_WORDS.iter().find(|s| {
-            rest.trim_start().to_ascii_lowercase().starts_with(*s) && rest.starts_with(' ')
-        });
+        let scale = SCALE_WORDS
+            .iter()
+            .find(|s| rest.trim_start().to_ascii_lowercase().starts_with(*s) && rest.starts_with(' '));
         if let Some(scale) = scale {
             let skip = rest.len() - rest.trim_start().len() + scale.len();
             self.pos += skip;

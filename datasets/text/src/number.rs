@@ -2,13 +2,28 @@
 //! style of read speech ("one hundred twenty three", no "and").
 
 const ONES: [&str; 20] = [
-    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-    "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
     "nineteen",
 ];
-const TENS: [&str; 10] = [
-    "", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety",
-];
+const TENS: [&str; 10] = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"];
 const SCALES: [(u64, &str); 6] = [
     (1_000_000_000_000_000_000, "quintillion"),
     (1_000_000_000_000_000, "quadrillion"),
@@ -100,9 +115,5 @@ pub fn year(n: u64) -> String {
 /// Each digit as a word: `"14"` → `one four`, for the part after a decimal
 /// point. Non-digits are skipped.
 pub(crate) fn digits(s: &str) -> String {
-    s.chars()
-        .filter_map(|c| c.to_digit(10))
-        .map(|d| ONES[d as usize])
-        .collect::<Vec<_>>()
-        .join(" ")
+    s.chars().filter_map(|c| c.to_digit(10)).map(|d| ONES[d as usize]).collect::<Vec<_>>().join(" ")
 }

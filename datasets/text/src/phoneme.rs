@@ -55,9 +55,8 @@ pub enum Phoneme {
 }
 
 const SYMBOLS: [&str; 40] = [
-    "AA", "AE", "AH", "AO", "AW", "AY", "B", "CH", "D", "DH", "EH", "ER", "EY", "F", "G", "HH",
-    "IH", "IY", "JH", "K", "L", "M", "N", "NG", "OW", "OY", "P", "R", "S", "SH", "T", "TH", "UH",
-    "UW", "V", "W", "Y", "Z", "ZH", "sil",
+    "AA", "AE", "AH", "AO", "AW", "AY", "B", "CH", "D", "DH", "EH", "ER", "EY", "F", "G", "HH", "IH", "IY", "JH", "K",
+    "L", "M", "N", "NG", "OW", "OY", "P", "R", "S", "SH", "T", "TH", "UH", "UW", "V", "W", "Y", "Z", "ZH", "sil",
 ];
 
 impl Phoneme {
@@ -126,10 +125,7 @@ impl Phoneme {
     /// Whether the phoneme is a vowel (vowels carry stress in CMUDict).
     pub fn is_vowel(self) -> bool {
         use Phoneme::*;
-        matches!(
-            self,
-            Aa | Ae | Ah | Ao | Aw | Ay | Eh | Er | Ey | Ih | Iy | Ow | Oy | Uh | Uw
-        )
+        matches!(self, Aa | Ae | Ah | Ao | Aw | Ay | Eh | Er | Ey | Ih | Iy | Ow | Oy | Uh | Uw)
     }
 
     /// Parses a phone as festival and CMU ARCTIC labels write it: the radio

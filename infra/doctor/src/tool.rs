@@ -5,10 +5,13 @@ use std::path::{Path, PathBuf};
 
 /// Finds an executable by name on `PATH`, or checks a path given with a `/`.
 pub fn find_program(name: &str) -> Option<PathBuf> {
-    let is_exec = |p: &Path| p.is_file() && std::fs::metadata(p).is_ok_and(|m| {
-        use std::os::unix::fs::PermissionsExt;
-        m.permissions().mode() & 0o111 != 0
-    });
+    let is_exec = |p: &Path| {
+        p.is_file()
+            && std::fs::metadata(p).is_ok_and(|m| {
+                use std::os::unix::fs::PermissionsExt;
+                m.permissions().mode() & 0o111 != 0
+            })
+    };
     if name.contains('/') {
         let p = PathBuf::from(name);
         return is_exec(&p).then_some(p);

@@ -2,7 +2,7 @@
 //! embedded default corpus.
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Subcommand;
@@ -81,7 +81,12 @@ pub(crate) fn run(cmd: CorpusCommand) -> anyhow::Result<()> {
                 eprintln!();
             }
             if report.reused {
-                println!("corpus {} is up to date ({} utterances, {:.1} min of audio)", report.out.display(), report.utterances, report.audio_seconds / 60.0);
+                println!(
+                    "corpus {} is up to date ({} utterances, {:.1} min of audio)",
+                    report.out.display(),
+                    report.utterances,
+                    report.audio_seconds / 60.0
+                );
             } else {
                 println!(
                     "corpus {}: {} utterances ({} plain sentences available), {:.1} min of audio, made in {:.1} s",
@@ -100,7 +105,7 @@ pub(crate) fn run(cmd: CorpusCommand) -> anyhow::Result<()> {
 fn inspect(
     location: &str,
     format: Option<CorpusKind>,
-    manifest: &PathBuf,
+    manifest: &Path,
     bad: Option<PathBuf>,
     cmudict: Option<PathBuf>,
     show_bad: usize,

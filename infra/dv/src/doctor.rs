@@ -39,7 +39,13 @@ pub(crate) fn run() -> anyhow::Result<()> {
             for dev in &d.devices {
                 line(
                     &format!("  GPU {}", dev.index),
-                    format!("{}, {:.1} GiB, compute {}.{}", dev.name, dev.memory_bytes as f64 / (1u64 << 30) as f64, dev.compute_capability.0, dev.compute_capability.1),
+                    format!(
+                        "{}, {:.1} GiB, compute {}.{}",
+                        dev.name,
+                        dev.memory_bytes as f64 / (1u64 << 30) as f64,
+                        dev.compute_capability.0,
+                        dev.compute_capability.1
+                    ),
                 );
             }
         }
@@ -53,16 +59,24 @@ pub(crate) fn run() -> anyhow::Result<()> {
         Ok(l) => line("NCCL", format!("{} ({})", l.version, l.path)),
         Err(e) => line("NCCL", format!("cannot load: {e}")),
     }
-    let simd: Vec<String> = cpu::simd_features().into_iter().map(|(n, on)| format!("{n}{}", if on { "+" } else { "-" })).collect();
+    let simd: Vec<String> =
+        cpu::simd_features().into_iter().map(|(n, on)| format!("{n}{}", if on { "+" } else { "-" })).collect();
     line("CPU SIMD", simd.join(" "));
     line("CPU cores", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
     println!("default corpus recipe:");
     for (what, path, package) in Tools::default().requirements() {
-        let state = if path.exists() { format!("ok ({})", path.display()) } else { format!("MISSING: apt-get install {package}") };
+        let state = if path.exists() {
+            format!("ok ({})", path.display())
+        } else {
+            format!("MISSING: apt-get install {package}")
+        };
         line(&format!("  {what}"), state);
     }
     for prog in ["python3", "praat"] {
-        line(&format!("  {prog}"), tool::find_program(prog).map(|p| format!("ok ({})", p.display())).unwrap_or_else(|| "not found".into()));
+        line(
+            &format!("  {prog}"),
+            tool::find_program(prog).map(|p| format!("ok ({})", p.display())).unwrap_or_else(|| "not found".into()),
+        );
     }
     match dv_text::locate_cmudict() {
         Ok(p) => line("  CMUDict", format!("ok ({})", p.display())),

@@ -72,7 +72,11 @@ pub(crate) fn run(cmd: TextCommand) -> anyhow::Result<()> {
             println!("lexicon                  {}", path.display());
             println!("grapheme-phoneme pairs   {}", s.pairs);
             println!("distinct words           {}", s.words);
-            println!("G2P filter (§4.2) keeps  {} words ({:.1}% of pairs); the paper kept 124,978 of 133,854", s.kept, 100.0 * s.kept as f64 / s.pairs as f64);
+            println!(
+                "G2P filter (§4.2) keeps  {} words ({:.1}% of pairs); the paper kept 124,978 of 133,854",
+                s.kept,
+                100.0 * s.kept as f64 / s.pairs as f64
+            );
             println!("  dropped, not starting with a letter  {}", s.not_letter_start);
             println!("  dropped, containing a digit          {}", s.with_digit);
             println!("  dropped, several pronunciations      {}", s.multiple_pronunciations);

@@ -86,7 +86,8 @@ fn probe_coded(path: &Path) -> Result<AudioInfo, AudioError> {
             return Err(AudioError::Unsupported { path: path.to_path_buf(), what: format!("codec {other:?}") });
         }
     };
-    let missing = |what: &str| AudioError::Malformed { path: path.to_path_buf(), reason: format!("header lacks {what}") };
+    let missing =
+        |what: &str| AudioError::Malformed { path: path.to_path_buf(), reason: format!("header lacks {what}") };
     let sample_rate = p.sample_rate.ok_or_else(|| missing("the sample rate"))?;
     let channels = p.channels.map(|c| c.count() as u16).ok_or_else(|| missing("the channel layout"))?;
     let frames = p.n_frames.ok_or_else(|| missing("the number of frames"))?;

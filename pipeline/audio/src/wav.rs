@@ -105,7 +105,10 @@ fn finish(path: &Path, fmt: Fmt, declared: u64, available: u64) -> Result<AudioI
     }
     let expected_align = fmt.channels as u32 * (fmt.bits as u32 / 8);
     if fmt.block_align as u32 != expected_align {
-        return Err(malformed(format!("block align {} for {} channels of {} bits", fmt.block_align, fmt.channels, fmt.bits)));
+        return Err(malformed(format!(
+            "block align {} for {} channels of {} bits",
+            fmt.block_align, fmt.channels, fmt.bits
+        )));
     }
     // 0xFFFFFFFF is written by streaming encoders that never patched the size.
     let bytes = if declared == u32::MAX as u64 { available } else { declared };

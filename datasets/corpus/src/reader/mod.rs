@@ -145,10 +145,8 @@ fn read_index(path: &Path, kind: &'static str) -> Result<Vec<u8>, CorpusError> {
 
 /// The sorted entries of a directory (files or subdirectories).
 fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, CorpusError> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(CorpusError::io(dir))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
+    let mut v: Vec<PathBuf> =
+        std::fs::read_dir(dir).map_err(CorpusError::io(dir))?.filter_map(|e| e.ok().map(|e| e.path())).collect();
     v.sort();
     Ok(v)
 }

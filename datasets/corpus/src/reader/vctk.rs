@@ -55,7 +55,8 @@ pub(crate) fn read(root: &Path) -> Result<Collector, CorpusError> {
                 let name = audio.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
                 let Some(id) = name.strip_suffix(suffix) else { continue };
                 if !with_text.contains(id) {
-                    let txt: PathBuf = root.join("txt").join(spk_dir.file_name().unwrap_or_default()).join(format!("{id}.txt"));
+                    let txt: PathBuf =
+                        root.join("txt").join(spk_dir.file_name().unwrap_or_default()).join(format!("{id}.txt"));
                     let detail = format!("no transcript {}", txt.display());
                     out.bad(id, &audio, BadReason::MissingTranscript, detail);
                 }

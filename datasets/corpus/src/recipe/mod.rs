@@ -79,7 +79,11 @@ impl Tools {
     pub fn check(&self) -> Result<(), CorpusError> {
         for (what, path, package) in self.requirements() {
             if !path.exists() {
-                return Err(CorpusError::MissingTool { what: what.into(), path: path.to_path_buf(), package: package.into() });
+                return Err(CorpusError::MissingTool {
+                    what: what.into(),
+                    path: path.to_path_buf(),
+                    package: package.into(),
+                });
             }
         }
         Ok(())

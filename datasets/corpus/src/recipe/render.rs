@@ -38,7 +38,8 @@ fn scheme_string(s: &str) -> String {
 /// festival's text analysis: HTS full-context labels in `hts/<id>.lab` for
 /// every item that lacks them, `jobs` festival processes in parallel.
 pub(crate) fn label(tools: &Tools, dir: &Path, items: &[(String, String)], jobs: usize) -> Result<(), CorpusError> {
-    let todo: Vec<&(String, String)> = items.iter().filter(|(id, _)| !dir.join("hts").join(format!("{id}.lab")).is_file()).collect();
+    let todo: Vec<&(String, String)> =
+        items.iter().filter(|(id, _)| !dir.join("hts").join(format!("{id}.lab")).is_file()).collect();
     if todo.is_empty() {
         return Ok(());
     }
@@ -63,11 +64,14 @@ pub(crate) fn label(tools: &Tools, dir: &Path, items: &[(String, String)], jobs:
         let mut cmd = Command::new(&tools.festival);
         cmd.arg("-b").arg(&script).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
         let shown = format!("{cmd:?}");
-        let child = cmd.spawn().map_err(|e| CorpusError::ToolFailed { command: shown.clone(), reason: e.to_string() })?;
+        let child =
+            cmd.spawn().map_err(|e| CorpusError::ToolFailed { command: shown.clone(), reason: e.to_string() })?;
         children.push((shown, script, child));
     }
     for (shown, script, child) in children {
-        let out = child.wait_with_output().map_err(|e| CorpusError::ToolFailed { command: shown.clone(), reason: e.to_string() })?;
+        let out = child
+            .wait_with_output()
+            .map_err(|e| CorpusError::ToolFailed { command: shown.clone(), reason: e.to_string() })?;
         if !out.status.success() {
             let reason = format!("{}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim());
             return Err(CorpusError::ToolFailed { command: shown, reason });
@@ -140,7 +144,8 @@ pub(crate) fn render(
 ) -> Result<(), CorpusError> {
     let (rate, period) = voice_frame(&tools.voice)?;
     let step = period as f64 / rate as f64;
-    let todo: Vec<&String> = items.iter().map(|(id, _)| id).filter(|id| !dir.join("wav").join(format!("{id}.wav")).is_file()).collect();
+    let todo: Vec<&String> =
+        items.iter().map(|(id, _)| id).filter(|id| !dir.join("wav").join(format!("{id}.wav")).is_file()).collect();
     let already = items.len() - todo.len();
     progress(already, items.len());
     let next = AtomicUsize::new(0);
@@ -199,7 +204,11 @@ fn render_one(tools: &Tools, dir: &Path, scratch: &Path, id: &str, step: f64) ->
         .arg("-od")
         .arg(&dur)
         .arg(dir.join("hts").join(format!("{id}.lab"))))?;
-    run(Command::new(&tools.sox).arg("-R").arg(&full).arg("-b").arg("16").arg(&resampled).args(["rate", "-h", &SAMPLE_RATE.to_string()]))?;
+    run(Command::new(&tools.sox).arg("-R").arg(&full).arg("-b").arg("16").arg(&resampled).args([
+        "rate",
+        "-h",
+        &SAMPLE_RATE.to_string(),
+    ]))?;
     let dur_text = std::fs::read_to_string(&dur).map_err(CorpusError::io(&dur))?;
     let spans = parse_durations(&dur_text).map_err(|e| CorpusError::Recipe(format!("{}: {e}", dur.display())))?;
     let lf0_bytes = std::fs::read(&lf0).map_err(CorpusError::io(&lf0))?;

@@ -78,7 +78,11 @@ pub fn is_plain(sentence: &str, lexicon: &HashSet<String>) -> bool {
     words.iter().enumerate().all(|(i, w)| {
         let core = w.trim_end_matches([',', ';', '.', '!', '?']);
         let tail = &w[core.len()..];
-        let tail_ok = if i == last { tail.len() == 1 && tail != "," && tail != ";" } else { tail.len() <= 1 && !tail.contains(['.', '!', '?']) };
+        let tail_ok = if i == last {
+            tail.len() == 1 && tail != "," && tail != ";"
+        } else {
+            tail.len() <= 1 && !tail.contains(['.', '!', '?'])
+        };
         let caps = core.len() > 1 && core.chars().all(|c| c.is_ascii_uppercase());
         !core.is_empty() && tail_ok && !caps && lexicon.contains(&core.to_ascii_lowercase())
     })

@@ -42,7 +42,10 @@ fn ljspeech_reads_good_rows_and_reports_each_bad_one() {
     let u = &c.utterances[1];
     assert_eq!(u.speaker, "LJ");
     assert_eq!(u.transcript, "In 1843 he paid $5.");
-    assert_eq!(u.normalized, "in eighteen forty three he paid five dollars.", "normalized from LJSpeech's own third column");
+    assert_eq!(
+        u.normalized, "in eighteen forty three he paid five dollars.",
+        "normalized from LJSpeech's own third column"
+    );
     assert_eq!((u.sample_rate, u.samples, u.channels), (22_050, 22_050, 1));
     assert!((u.duration - 1.0).abs() < 1e-12);
     assert!(c.utterances[0].transcript.contains("\"with which\""), "quotes are text, not CSV quoting");
@@ -79,7 +82,10 @@ fn arctic_reads_prompts_labels_and_f0() {
     for id in ["arctic_a0001", "arctic_a0002", "arctic_a0004"] {
         wav(&r.join(format!("wav/{id}.wav")), 16_000, 8_000);
     }
-    write(&r.join("lab/arctic_a0001.lab"), "separator ;\nnfields 1\n#\n0.100000 125 pau\n0.200000 125 ao ; score 1\n0.350000 125 ax\n0.500000 125 pau\n");
+    write(
+        &r.join("lab/arctic_a0001.lab"),
+        "separator ;\nnfields 1\n#\n0.100000 125 pau\n0.200000 125 ao ; score 1\n0.350000 125 ax\n0.500000 125 pau\n",
+    );
     write(&r.join("lab/arctic_a0004.lab"), "#\n0.1 125 pau\n0.05 125 ao\n");
     write(
         &r.join("f0/arctic_a0001.f0"),
@@ -160,7 +166,10 @@ fn vctk_092_reads_mic1_flac_and_reports_orphans() {
     write(&r.join("txt/p225/p225_001.txt"), "Please call Stella.\n");
     write(&r.join("txt/p225/p225_002.txt"), "Ask her to bring these things.\n");
     write(&r.join("txt/p226/p226_001.txt"), b"\xff\xfe bad bytes\n");
-    write(&r.join("speaker-info.txt"), "ID  AGE  GENDER  ACCENTS  REGION COMMENTS\np225  23  F    English    Southern  England\n");
+    write(
+        &r.join("speaker-info.txt"),
+        "ID  AGE  GENDER  ACCENTS  REGION COMMENTS\np225  23  F    English    Southern  England\n",
+    );
     flac(&r.join("wav48_silence_trimmed/p225/p225_001_mic1.flac"));
     flac(&r.join("wav48_silence_trimmed/p225/p225_001_mic2.flac"));
     flac(&r.join("wav48_silence_trimmed/p226/p226_001_mic1.flac"));
@@ -215,7 +224,10 @@ fn tables_read_tsv_with_header_csv_with_quotes_and_positional_rows() {
     assert_eq!(ids(&c), ["audio/a"]);
     assert_eq!(c.utterances[0].transcript, "Hello, world");
     let want: BTreeMap<String, BadReason> =
-        [("line 2", BadReason::MalformedIndex), ("audio/a", BadReason::DuplicateId)].into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        [("line 2", BadReason::MalformedIndex), ("audio/a", BadReason::DuplicateId)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
     assert_eq!(reasons(&c), want);
 }
 

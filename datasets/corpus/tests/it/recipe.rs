@@ -61,9 +61,11 @@ fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
 #[test]
 fn embedded_corpus_is_deterministic_and_has_exact_labels() {
     let d = tempfile::tempdir().unwrap();
-    let req = |out: &str| Request { out: d.path().join(out), utterances: 4, seed: 2017, jobs: 2, tools: Tools::default() };
+    let req =
+        |out: &str| Request { out: d.path().join(out), utterances: 4, seed: 2017, jobs: 2, tools: Tools::default() };
     let mut calls = Vec::new();
-    let a = make(&req("a"), &mut |done, total| calls.push((done, total))).expect("the recipe's Debian packages are installed");
+    let a = make(&req("a"), &mut |done, total| calls.push((done, total)))
+        .expect("the recipe's Debian packages are installed");
     assert!(!a.reused && a.utterances == 4 && a.sentences_available > 4000, "{a:?}");
     assert_eq!(calls.last(), Some(&(4, 4)));
     let b = make(&req("b"), &mut |_, _| {}).unwrap();
@@ -83,7 +85,13 @@ fn embedded_corpus_is_deterministic_and_has_exact_labels() {
         let first = r.phones.first().unwrap();
         let last = r.phones.last().unwrap();
         assert_eq!((first.phone.as_str(), first.start, last.phone.as_str()), ("sil", 0.0, "sil"));
-        assert!((last.end - u.duration).abs() < 0.002, "{}: labels end at {} s, audio lasts {} s", u.id, last.end, u.duration);
+        assert!(
+            (last.end - u.duration).abs() < 0.002,
+            "{}: labels end at {} s, audio lasts {} s",
+            u.id,
+            last.end,
+            u.duration
+        );
         let f0 = r.f0.as_ref().unwrap();
         assert!((f0.hz.len() as f64 * f0.step - u.duration).abs() < 0.002, "{}: F0 frames cover the audio", u.id);
         let voiced: Vec<f32> = f0.hz.iter().copied().filter(|v| *v > 0.0).collect();

@@ -4,10 +4,19 @@
 use std::path::{Path, PathBuf};
 
 use dv_corpus::{BadItem, BadReason, F0Track, PhoneSpan, ReferenceLabels, Utterance};
-use dv_manifest::{bad_items_frame, read_parquet, schema, utterances_frame, utterances_from_frame, write_parquet, Summary};
+use dv_manifest::{
+    bad_items_frame, read_parquet, schema, utterances_frame, utterances_from_frame, write_parquet, Summary,
+};
 use dv_text::Lexicon;
 
-fn utt(id: &str, speaker: &str, rate: u32, duration: f64, normalized: &str, reference: Option<ReferenceLabels>) -> Utterance {
+fn utt(
+    id: &str,
+    speaker: &str,
+    rate: u32,
+    duration: f64,
+    normalized: &str,
+    reference: Option<ReferenceLabels>,
+) -> Utterance {
     Utterance {
         id: id.into(),
         speaker: speaker.into(),
@@ -76,7 +85,12 @@ fn foreign_parquet_is_a_schema_error_naming_the_column() {
 
 #[test]
 fn bad_item_report_round_trips() {
-    let bad = vec![BadItem { item: "x".into(), file: PathBuf::from("/c/x.wav"), reason: BadReason::TruncatedAudio, detail: "cut".into() }];
+    let bad = vec![BadItem {
+        item: "x".into(),
+        file: PathBuf::from("/c/x.wav"),
+        reason: BadReason::TruncatedAudio,
+        detail: "cut".into(),
+    }];
     let df = bad_items_frame(&bad).unwrap();
     assert_eq!(df.column("reason").unwrap().str().unwrap().get(0), Some("truncated_audio"));
     assert_eq!(df.column("file").unwrap().str().unwrap().get(0), Some("/c/x.wav"));
@@ -108,7 +122,12 @@ fn summary_counts_what_it_says() {
     assert_eq!(s.bad.get(&BadReason::MissingAudio), Some(&2));
     assert_eq!(s.bad.get(&BadReason::DuplicateId), Some(&1));
     let shown = s.to_string();
-    assert!(shown.contains("utterances     3") && shown.contains("16.67% of 6 word tokens") && shown.contains("missing_audio"), "{shown}");
+    assert!(
+        shown.contains("utterances     3")
+            && shown.contains("16.67% of 6 word tokens")
+            && shown.contains("missing_audio"),
+        "{shown}"
+    );
     let none = Summary::of(&[], &[], None);
     assert_eq!((none.utterances, none.min_duration, none.oov.is_none()), (0, 0.0, true));
 }

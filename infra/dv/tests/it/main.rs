@@ -33,13 +33,20 @@ fn inspect_writes_manifest_and_reports_bad_items() {
     let d = tempfile::tempdir().unwrap();
     let corpus = d.path().join("LJSpeech-1.1");
     std::fs::create_dir_all(&corpus).unwrap();
-    std::fs::write(corpus.join("metadata.csv"), "LJ1|Dr. Smith paid $3.|Doctor Smith paid three dollars.\nLJ2|Gone.|Gone.\n").unwrap();
+    std::fs::write(
+        corpus.join("metadata.csv"),
+        "LJ1|Dr. Smith paid $3.|Doctor Smith paid three dollars.\nLJ2|Gone.|Gone.\n",
+    )
+    .unwrap();
     silence_wav(&corpus.join("wavs/LJ1.wav"));
     let manifest = d.path().join("out/m.parquet");
     let o = dv(&["corpus", "inspect", corpus.to_str().unwrap(), "--manifest", manifest.to_str().unwrap()]);
     let out = stdout(&o);
     assert!(o.status.success(), "{out}\n{}", String::from_utf8_lossy(&o.stderr));
-    assert!(out.contains("(ljspeech)") && out.contains("utterances     1") && out.contains("speakers       1: LJ (1)"), "{out}");
+    assert!(
+        out.contains("(ljspeech)") && out.contains("utterances     1") && out.contains("speakers       1: LJ (1)"),
+        "{out}"
+    );
     assert!(out.contains("missing_audio") && out.contains("LJ2.wav"), "the bad item and its file are shown: {out}");
     let rows = dv_manifest::utterances_from_frame(&dv_manifest::read_parquet(&manifest).unwrap()).unwrap();
     assert_eq!(rows.len(), 1);
@@ -71,7 +78,9 @@ fn doctor_reports_the_linked_libtorch() {
     let o = dv(&["doctor"]);
     let out = stdout(&o);
     assert!(o.status.success(), "{out}");
-    let field = |name: &str| out.lines().find(|l| l.trim_start().starts_with(name)).map(|l| l.trim_start()[name.len()..].trim().to_string());
+    let field = |name: &str| {
+        out.lines().find(|l| l.trim_start().starts_with(name)).map(|l| l.trim_start()[name.len()..].trim().to_string())
+    };
     assert!(field("libtorch ").is_some_and(|v| v.starts_with("2.11.0")), "{out}");
     assert_eq!(field("libtorch_cuda linked").as_deref(), Some("true"), "the CUDA wheel is force-linked: {out}");
     assert!(out.contains("CPU SIMD"), "{out}");

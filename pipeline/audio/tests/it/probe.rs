@@ -2,9 +2,18 @@ use std::path::{Path, PathBuf};
 
 use dv_audio::{probe, AudioError, Container, SampleFormat};
 
+/// The fmt chunk fields of a test file.
+struct Fmt {
+    tag: u16,
+    channels: u16,
+    rate: u32,
+    bits: u16,
+}
+
 /// Writes a WAV file with the given fmt fields and `data_bytes` of payload,
 /// declaring `declared` bytes in the data chunk header.
-fn wav(dir: &Path, name: &str, tag: u16, channels: u16, rate: u32, bits: u16, data_bytes: usize, declared: u32) -> PathBuf {
+fn wav(dir: &Path, name: &str, fmt: Fmt, data_bytes: usize, declared: u32) -> PathBuf {
+    let Fmt { tag, channels, rate, bits } = fmt;
     let align = channels * bits / 8;
     let mut b = Vec::new();
     b.extend_from_slice(b"RIFF");
@@ -43,9 +52,12 @@ fn pcm_and_float_wavs_report_rate_channels_and_frames() {
     ];
     for (i, (tag, ch, rate, bits, fmt)) in cases.into_iter().enumerate() {
         let bytes = 1000 * ch as usize * bits as usize / 8;
-        let p = wav(d.path(), &format!("{i}.wav"), tag, ch, rate, bits, bytes, bytes as u32);
+        let p = wav(d.path(), &format!("{i}.wav"), Fmt { tag, channels: ch, rate, bits }, bytes, bytes as u32);
         let info = probe(&p).unwrap();
-        assert_eq!((info.container, info.format, info.sample_rate, info.channels, info.frames), (Container::Wav, fmt, rate, ch, 1000));
+        assert_eq!(
+            (info.container, info.format, info.sample_rate, info.channels, info.frames),
+            (Container::Wav, fmt, rate, ch, 1000)
+        );
         assert!((info.duration() - 1000.0 / rate as f64).abs() < 1e-12);
     }
 }
@@ -53,7 +65,7 @@ fn pcm_and_float_wavs_report_rate_channels_and_frames() {
 #[test]
 fn truncated_wav_is_reported_with_both_sizes() {
     let d = tempfile::tempdir().unwrap();
-    let p = wav(d.path(), "cut.wav", 1, 1, 16_000, 16, 100, 32_000);
+    let p = wav(d.path(), "cut.wav", Fmt { tag: 1, channels: 1, rate: 16_000, bits: 16 }, 100, 32_000);
     match probe(&p) {
         Err(AudioError::Truncated { path, declared, available }) => {
             assert_eq!(path, p);
@@ -66,7 +78,7 @@ fn truncated_wav_is_reported_with_both_sizes() {
 #[test]
 fn zero_length_wav_and_empty_file_are_empty() {
     let d = tempfile::tempdir().unwrap();
-    let p = wav(d.path(), "zero.wav", 1, 1, 16_000, 16, 0, 0);
+    let p = wav(d.path(), "zero.wav", Fmt { tag: 1, channels: 1, rate: 16_000, bits: 16 }, 0, 0);
     assert!(matches!(probe(&p), Err(AudioError::Empty { .. })));
     let e = d.path().join("nothing.wav");
     std::fs::write(&e, b"").unwrap();
@@ -76,12 +88,12 @@ fn zero_length_wav_and_empty_file_are_empty() {
 #[test]
 fn unsupported_codecs_are_named() {
     let d = tempfile::tempdir().unwrap();
-    let p = wav(d.path(), "mulaw.wav", 7, 1, 8_000, 8, 800, 800);
+    let p = wav(d.path(), "mulaw.wav", Fmt { tag: 7, channels: 1, rate: 8_000, bits: 8 }, 800, 800);
     match probe(&p) {
         Err(AudioError::Unsupported { what, .. }) => assert_eq!(what, "mu-law"),
         other => panic!("expected Unsupported, got {other:?}"),
     }
-    let p = wav(d.path(), "pcm12.wav", 1, 1, 8_000, 12, 800, 800);
+    let p = wav(d.path(), "pcm12.wav", Fmt { tag: 1, channels: 1, rate: 8_000, bits: 12 }, 800, 800);
     assert!(matches!(probe(&p), Err(AudioError::Unsupported { .. })));
 }
 
