@@ -61,6 +61,7 @@ impl Collector {
                         BadReason::MissingAudio
                     }
                     AudioError::Io { .. } | AudioError::Malformed { .. } => BadReason::UnreadableAudio,
+                    AudioError::Resample { .. } | AudioError::Config { .. } => BadReason::UnsupportedAudio,
                     AudioError::Truncated { .. } => BadReason::TruncatedAudio,
                     AudioError::Empty { .. } => BadReason::EmptyAudio,
                     AudioError::Unsupported { .. } => BadReason::UnsupportedAudio,

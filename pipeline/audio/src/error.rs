@@ -19,6 +19,12 @@ pub enum AudioError {
     /// The file holds no audio frames.
     #[error("{path}: no audio (zero frames)")]
     Empty { path: PathBuf },
+    /// Sample-rate conversion could not be set up.
+    #[error("cannot resample {from} Hz to {to} Hz: {reason}")]
+    Resample { from: u32, to: u32, reason: String },
+    /// A DSP configuration that cannot work (an FFT shorter than its window, say).
+    #[error("invalid {what}: {reason}")]
+    Config { what: &'static str, reason: String },
     /// A well-formed file in a format this crate does not read.
     #[error("{path}: unsupported audio format: {what}")]
     Unsupported { path: PathBuf, what: String },

@@ -31,6 +31,11 @@ fn tag_name(tag: u16) -> String {
 
 /// Reads a WAV header and checks the data chunk against the file's length.
 pub(crate) fn probe(path: &Path) -> Result<AudioInfo, AudioError> {
+    probe_at(path).map(|(info, _)| info)
+}
+
+/// [`probe`], and the byte offset of the first sample.
+fn probe_at(path: &Path) -> Result<(AudioInfo, u64), AudioError> {
     let io = |source| AudioError::Io { path: path.to_path_buf(), source };
     let malformed = |reason: &str| AudioError::Malformed { path: path.to_path_buf(), reason: reason.to_string() };
     let mut f = File::open(path).map_err(io)?;
@@ -76,7 +81,7 @@ pub(crate) fn probe(path: &Path) -> Result<AudioInfo, AudioError> {
             }
             b"data" => {
                 let fmt = fmt.ok_or_else(|| malformed("data chunk before fmt chunk"))?;
-                return finish(path, fmt, size, file_len.saturating_sub(pos));
+                return finish(path, fmt, size, file_len.saturating_sub(pos)).map(|info| (info, pos));
             }
             _ => {
                 pos += size + (size & 1);
@@ -120,4 +125,36 @@ fn finish(path: &Path, fmt: Fmt, declared: u64, available: u64) -> Result<AudioI
         return Err(AudioError::Empty { path: path.to_path_buf() });
     }
     Ok(AudioInfo { container: Container::Wav, format, sample_rate: fmt.sample_rate, channels: fmt.channels, frames })
+}
+
+/// Decodes a WAV file to mono f32 in `[-1, 1]`, averaging the channels.
+/// Integer PCM is scaled by `2^(bits-1)` (8-bit PCM is unsigned, offset 128).
+pub(crate) fn decode(path: &Path) -> Result<(AudioInfo, Vec<f32>), AudioError> {
+    let io = |source| AudioError::Io { path: path.to_path_buf(), source };
+    let (info, offset) = probe_at(path)?;
+    let mut f = File::open(path).map_err(io)?;
+    f.seek(SeekFrom::Start(offset)).map_err(io)?;
+    let (SampleFormat::Pcm(bits) | SampleFormat::Float(bits)) = info.format else {
+        return Err(AudioError::Unsupported { path: path.to_path_buf(), what: "coded audio in WAV".into() });
+    };
+    let width = bits as usize / 8;
+    let channels = info.channels as usize;
+    let mut bytes = vec![0u8; info.frames as usize * channels * width];
+    f.read_exact(&mut bytes).map_err(io)?;
+    let sample = |b: &[u8]| -> f32 {
+        match (info.format, width) {
+            (SampleFormat::Pcm(_), 1) => (b[0] as f32 - 128.0) / 128.0,
+            (SampleFormat::Pcm(_), 2) => i16::from_le_bytes([b[0], b[1]]) as f32 / 32_768.0,
+            (SampleFormat::Pcm(_), 3) => (i32::from_le_bytes([0, b[0], b[1], b[2]]) >> 8) as f32 / 8_388_608.0,
+            (SampleFormat::Pcm(_), _) => (i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64 / 2_147_483_648.0) as f32,
+            (_, 4) => f32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+            _ => f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]) as f32,
+        }
+    };
+    let scale = 1.0 / channels as f32;
+    let mono = bytes
+        .chunks_exact(width * channels)
+        .map(|frame| frame.chunks_exact(width).map(sample).sum::<f32>() * scale)
+        .collect();
+    Ok((info, mono))
 }

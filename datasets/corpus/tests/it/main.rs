@@ -4,4 +4,5 @@
 mod fixture;
 mod label;
 mod layout;
+mod pitch;
 mod recipe;

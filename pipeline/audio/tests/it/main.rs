@@ -1,4 +1,8 @@
 //! Integration tests of dv-audio: header probing on well-formed and broken
-//! files of every kind a corpus holds.
+//! files, decoding, resampling, mu-law, and MFCC parity with librosa.
 
+mod chunk;
+mod dsp;
+mod mfcc;
+mod pitch;
 mod probe;
