@@ -86,9 +86,6 @@ impl Summary {
         while histogram.len() > 1 && histogram.last().is_some_and(|b| b.count == 0) {
             histogram.pop();
         }
-        if let Some(last) = histogram.last_mut() {
-            last.hi = f64::INFINITY;
-        }
         let mut bad_counts = BTreeMap::new();
         for b in bad {
             *bad_counts.entry(b.reason).or_insert(0) += 1;
