@@ -3,6 +3,7 @@
 
 mod corpus;
 mod doctor;
+mod featurize;
 mod text;
 
 use std::path::PathBuf;
@@ -24,6 +25,8 @@ enum Command {
     /// Read, check and generate voice corpora.
     #[command(subcommand)]
     Corpus(corpus::CorpusCommand),
+    /// Featurize a corpus: mu-law audio, MFCCs, F0 and chunks, as sharded Parquet on a disk or object store.
+    Featurize(featurize::FeaturizeArgs),
     /// The text front end: normalization and pronunciation lookup.
     #[command(subcommand)]
     Text(text::TextCommand),
@@ -43,6 +46,7 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Doctor => doctor::run(),
         Command::Corpus(c) => corpus::run(c),
+        Command::Featurize(a) => featurize::run_cli(a),
         Command::Text(c) => text::run(c),
     }
 }

@@ -1,0 +1,19 @@
+/// Errors that stop a featurization job (a bad utterance never does: it is
+/// reported in the shard's bad-item table).
+#[derive(Debug, thiserror::Error)]
+pub enum FeaturizeError {
+    #[error("output {url}: {reason}")]
+    Url { url: String, reason: String },
+    #[error("object store: {0}")]
+    Store(#[from] object_store::Error),
+    #[error("corpus: {0}")]
+    Corpus(#[from] dv_corpus::CorpusError),
+    #[error("manifest: {0}")]
+    Manifest(#[from] dv_manifest::ManifestError),
+    #[error("polars: {0}")]
+    Polars(#[from] polars::prelude::PolarsError),
+    #[error("audio DSP: {0}")]
+    Audio(#[from] dv_audio::AudioError),
+    #[error("{0}")]
+    Shard(String),
+}
