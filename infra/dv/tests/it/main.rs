@@ -1,5 +1,7 @@
 //! End-to-end tests of the `dv` binary.
 
+mod s3;
+
 use std::path::Path;
 use std::process::{Command, Output};
 

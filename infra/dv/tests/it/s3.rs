@@ -1,0 +1,124 @@
+//! `dv featurize` against a real S3-compatible server (moto_server from
+//! PyPI's `moto[server]`, which the test command installs), including a
+//! job killed mid-run and resumed.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Moto {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn http(port: u16, method: &str, path: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    write!(s, "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).ok()?;
+    let code = body.split_whitespace().nth(1)?.parse().ok()?;
+    Some((code, body))
+}
+
+fn start_moto() -> Moto {
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = Command::new("moto_server")
+        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("moto_server (pip install 'moto[server]'; the test command installs it)");
+    let moto = Moto { child, port };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while http(port, "GET", "/").is_none() {
+        assert!(Instant::now() < deadline, "moto_server did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    moto
+}
+
+fn keys(port: u16, bucket: &str, prefix: &str) -> Vec<String> {
+    let (_, body) = http(port, "GET", &format!("/{bucket}?list-type=2&prefix={prefix}")).unwrap();
+    body.split("<Key>").skip(1).filter_map(|k| k.split("</Key>").next()).map(str::to_string).collect()
+}
+
+fn featurize(moto: &Moto, corpus: &Path, out: &str, extra: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_dv"));
+    c.args(["featurize", "--corpus", corpus.to_str().unwrap(), "--out", out, "--jobs", "1"])
+        .args(extra)
+        .env("AWS_ENDPOINT", format!("http://127.0.0.1:{}", moto.port))
+        .env("AWS_ALLOW_HTTP", "true")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_REGION", "us-east-1");
+    c
+}
+
+fn corpus(dir: &Path, n: usize) -> std::path::PathBuf {
+    let out = dir.join("slt");
+    let o = Command::new(env!("CARGO_BIN_EXE_dv"))
+        .args(["corpus", "make-default", "--utterances", &n.to_string(), "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+#[test]
+fn featurize_to_s3_survives_a_kill_and_resumes() {
+    let moto = start_moto();
+    assert_eq!(http(moto.port, "PUT", "/feats").map(|r| r.0), Some(200), "create the bucket");
+    let d = tempfile::tempdir().unwrap();
+    let corpus = corpus(d.path(), 48);
+
+    let mut first = featurize(&moto, &corpus, "s3://feats/run1", &["--shards", "48"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let killed_at = loop {
+        let n = keys(moto.port, "feats", "run1/shards/").len();
+        if n >= 3 {
+            first.kill().unwrap();
+            first.wait().unwrap();
+            break keys(moto.port, "feats", "run1/shards/").len();
+        }
+        assert!(first.try_wait().unwrap().is_none(), "the job finished before it could be killed");
+        assert!(Instant::now() < deadline, "no shard appeared");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(killed_at < 48, "killed mid-run ({killed_at} shards done)");
+    assert!(keys(moto.port, "feats", "run1/manifest.json").is_empty());
+    // Every visible shard is whole: its report and chunk index were written before it.
+    for k in keys(moto.port, "feats", "run1/shards/") {
+        let name = k.trim_start_matches("run1/shards/").trim_end_matches(".parquet");
+        assert_eq!(keys(moto.port, "feats", &format!("run1/reports/{name}.json")).len(), 1, "{k}");
+    }
+
+    let o = featurize(&moto, &corpus, "s3://feats/run1", &["--shards", "48"]).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}\n{}", String::from_utf8_lossy(&o.stderr));
+    let skipped: usize = out
+        .lines()
+        .find(|l| l.starts_with("shards"))
+        .and_then(|l| l.split(", ").nth(1))
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .unwrap();
+    assert!(skipped >= killed_at, "the rerun skipped {skipped} finished shards (at least {killed_at}): {out}");
+    assert!(out.contains("manifest.json written"), "{out}");
+    assert_eq!(keys(moto.port, "feats", "run1/shards/").len(), 48);
+    assert_eq!(keys(moto.port, "feats", "run1/manifest.json").len(), 1);
+}
