@@ -8,7 +8,7 @@ use dv_corpus::recipe::{make, Request, Tools};
 use dv_corpus::{read, F0Track};
 
 fn golden_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
+    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("run under cargo test")).join("tests/golden")
 }
 
 fn read_f32(path: &PathBuf) -> Vec<f32> {

@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use dv_audio::{decode, Mfcc, MfccConfig};
 
 fn golden(name: &str) -> (Vec<f32>, u32, Vec<f32>) {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("run under cargo test")).join("tests/golden");
     let d = decode(&dir.join(format!("{name}.wav"))).unwrap();
     let bytes = std::fs::read(dir.join(format!("{name}.mfcc.f32"))).unwrap();
     let want = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();

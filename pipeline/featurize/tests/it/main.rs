@@ -17,7 +17,8 @@ fn corpus(dir: &Path, n: usize) -> PathBuf {
         tsv.push_str(&format!("slt/wav/slt_fortune_{i:05}.wav\tSentence {i}.\tslt\n"));
     }
     tsv.push_str("missing.wav\tGone.\tslt\n");
-    let flac = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../audio/tests/fixtures/tone.flac");
+    let flac = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("run under cargo test"))
+        .join("../audio/tests/fixtures/tone.flac");
     let bytes = std::fs::read(flac).unwrap();
     std::fs::write(dir.join("cut.flac"), &bytes[..bytes.len() / 2]).unwrap();
     tsv.push_str("cut.flac\tCut short.\tslt\n");
