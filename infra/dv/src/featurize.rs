@@ -7,7 +7,8 @@ use dv_featurize::{run, Job, ShardSpec};
 
 #[derive(Args)]
 pub(crate) struct FeaturizeArgs {
-    /// Corpus directory, file:// URL or .tsv/.csv manifest.
+    /// Corpus directory or .tsv/.csv manifest, or either as a file://, s3://, gs:// or az:// URL
+    /// (object-store corpora are mirrored to $DV_HOME/staging first).
     #[arg(long)]
     corpus: String,
     /// Output directory or object-store URL (file://, s3://, gs://, az://).
@@ -29,7 +30,16 @@ pub(crate) struct FeaturizeArgs {
 
 pub(crate) fn run_cli(a: FeaturizeArgs) -> anyhow::Result<()> {
     let jobs = a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
-    let job = Job { corpus: a.corpus, out: a.out, shards: a.shards, only: a.shard, jobs, sample_rate: a.sample_rate };
+    let staging = Some(crate::dv_home().join("staging"));
+    let job = Job {
+        corpus: a.corpus,
+        out: a.out,
+        staging,
+        shards: a.shards,
+        only: a.shard,
+        jobs,
+        sample_rate: a.sample_rate,
+    };
     let tty = std::io::stderr().is_terminal();
     let mut last = std::time::Instant::now();
     let report = run(&job, &mut |p| {
@@ -57,6 +67,16 @@ pub(crate) fn run_cli(a: FeaturizeArgs) -> anyhow::Result<()> {
     })?;
     if tty {
         eprintln!();
+    }
+    if let Some(s) = &report.staged {
+        println!(
+            "staged         {} objects of {} in {}, {} fetched ({:.1} MB)",
+            s.files,
+            job.corpus,
+            s.local.display(),
+            s.fetched,
+            s.bytes_fetched as f64 / 1e6
+        );
     }
     println!("output         {}", job.out);
     println!(

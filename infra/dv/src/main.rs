@@ -5,6 +5,7 @@ mod corpus;
 mod doctor;
 mod featurize;
 mod text;
+mod train;
 
 use std::path::PathBuf;
 
@@ -30,6 +31,8 @@ enum Command {
     /// The text front end: normalization and pronunciation lookup.
     #[command(subcommand)]
     Text(text::TextCommand),
+    /// Train a model from a TOML run config: data-parallel ranks, checkpoints, exact resume, MLflow.
+    Train(train::TrainArgs),
 }
 
 /// Where dv keeps corpora and caches: `$DV_HOME`, else `~/.cache/deepvoice-rs`.
@@ -48,5 +51,6 @@ fn main() -> anyhow::Result<()> {
         Command::Corpus(c) => corpus::run(c),
         Command::Featurize(a) => featurize::run_cli(a),
         Command::Text(c) => text::run(c),
+        Command::Train(a) => train::run(a),
     }
 }

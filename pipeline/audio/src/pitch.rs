@@ -147,7 +147,7 @@ fn interpolate_sinc(ys: &[f64], x: f64, max_depth: usize) -> f64 {
 
 /// `sum_k value(k) w_k` over Praat's raised-cosine-windowed sinc weights at
 /// distances `start + k`: `w_k = sin(pi (start + k)) / (pi (start + k))
-/// * (1 + cos(pi (start + k) / span)) / 2`. Praat walks the cosine by one
+/// × (1 + cos(pi (start + k) / span)) / 2`. Praat walks the cosine by one
 /// rotation per weight, a serial chain; here four lanes each rotate by four
 /// steps, so the chain is a quarter as long and the lanes vectorise.
 #[inline(always)]

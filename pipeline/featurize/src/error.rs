@@ -2,10 +2,10 @@
 /// reported in the shard's bad-item table).
 #[derive(Debug, thiserror::Error)]
 pub enum FeaturizeError {
-    #[error("output {url}: {reason}")]
+    #[error("{url}: {reason}")]
     Url { url: String, reason: String },
-    #[error("object store: {0}")]
-    Store(#[from] object_store::Error),
+    #[error(transparent)]
+    Store(#[from] dv_store::StoreError),
     #[error("corpus: {0}")]
     Corpus(#[from] dv_corpus::CorpusError),
     #[error("manifest: {0}")]

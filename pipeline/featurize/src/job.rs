@@ -12,6 +12,7 @@ use dv_corpus::{BadItem, BadReason, Utterance};
 
 use crate::features::{features_with, Dsp};
 use crate::shard::{bad_bytes, chunks_frame, features_frame, parquet_bytes};
+use crate::stage::{is_remote, stage_corpus, Staged};
 use crate::{FeaturizeError, Store, UtteranceFeatures};
 
 /// `--shard i/N`: run only shard `i` (0-based) of `N`.
@@ -37,8 +38,12 @@ impl FromStr for ShardSpec {
 /// What to featurize, and where.
 #[derive(Debug, Clone)]
 pub struct Job {
-    /// Corpus directory, `file://` URL or `.tsv`/`.csv` (see `dv-corpus`).
+    /// Corpus directory, `.tsv`/`.csv` table (see `dv-corpus`), or either
+    /// of them as a `file://`, `s3://`, `gs://` or `az://` URL.
     pub corpus: String,
+    /// Where corpora on object stores are mirrored before reading (default:
+    /// `dv-staging` in the system's temporary directory).
+    pub staging: Option<PathBuf>,
     /// Output directory or object-store URL.
     pub out: String,
     /// Total shards; default one per 256 utterances. Ignored with `only`.
@@ -75,6 +80,8 @@ pub struct Report {
     pub elapsed: f64,
     /// Whether this run found every shard complete and wrote `manifest.json`.
     pub manifest_written: bool,
+    /// What mirroring a corpus from an object store did, if it was one.
+    pub staged: Option<Staged>,
 }
 
 fn shard_name(i: usize, n: usize) -> String {
@@ -104,7 +111,14 @@ pub fn run(job: &Job, progress: &mut dyn FnMut(Progress)) -> Result<Report, Feat
         .build()
         .map_err(|e| FeaturizeError::Shard(format!("tokio runtime: {e}")))?;
     let store = Store::open(&job.out)?;
-    let corpus = dv_corpus::read(&job.corpus, None)?;
+    let staged = if is_remote(&job.corpus) {
+        let root = job.staging.clone().unwrap_or_else(|| std::env::temp_dir().join("dv-staging"));
+        Some(stage_corpus(&job.corpus, &root, &rt)?)
+    } else {
+        None
+    };
+    let corpus_path = staged.as_ref().map_or(job.corpus.clone(), |s| s.local.to_string_lossy().into_owned());
+    let corpus = dv_corpus::read(&corpus_path, None)?;
     let mut utts = corpus.utterances;
     utts.sort_by(|a, b| a.id.cmp(&b.id));
     let n = match job.only {
@@ -116,7 +130,7 @@ pub fn run(job: &Job, progress: &mut dyn FnMut(Progress)) -> Result<Report, Feat
         None => (0..n).collect(),
     };
     let done: Vec<String> = rt.block_on(store.list("shards"))?;
-    let mut report = Report { shards_total: n, ..Report::default() };
+    let mut report = Report { shards_total: n, staged, ..Report::default() };
     let todo: Vec<usize> = wanted
         .into_iter()
         .filter(|i| {

@@ -16,6 +16,10 @@
 //! any moment leaves no partial object visible. A rerun skips every shard
 //! whose features object exists: the job resumes at shard granularity.
 //!
+//! A corpus given as an object-store URL is mirrored into a local staging
+//! directory first ([`stage_corpus`]): already-staged files of the right size
+//! are not fetched again.
+//!
 //! Utterances are sorted by id and dealt to shards round-robin (utterance
 //! `k` of the sorted list goes to shard `k mod N`), so N independent workers
 //! started with `--shard i/N` write disjoint outputs.
@@ -43,9 +47,10 @@ mod error;
 mod features;
 mod job;
 mod shard;
-mod store;
+mod stage;
 
+pub use dv_store::{Store, StoreError};
 pub use error::FeaturizeError;
 pub use features::{featurize_utterance, UtteranceFeatures};
 pub use job::{run, Job, Report, ShardSpec};
-pub use store::Store;
+pub use stage::{is_remote, stage_corpus, Staged};

@@ -1,5 +1,6 @@
 //! Integration tests of dv-text.
 
+mod conditioning;
 mod lexicon;
 mod normalize;
 mod phoneme;

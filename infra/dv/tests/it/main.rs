@@ -1,6 +1,7 @@
 //! End-to-end tests of the `dv` binary.
 
 mod s3;
+mod train;
 
 use std::path::Path;
 use std::process::{Command, Output};

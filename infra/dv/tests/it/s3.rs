@@ -31,6 +31,40 @@ fn http(port: u16, method: &str, path: &str) -> Option<(u16, String)> {
     Some((code, body))
 }
 
+fn put(port: u16, path: &str, body: &[u8]) -> u16 {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "PUT {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    s.write_all(body).unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    reply.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0)
+}
+
+/// Uploads every file under `dir` to `bucket/prefix/<relative path>`.
+fn upload(port: u16, dir: &Path, bucket: &str, prefix: &str) -> usize {
+    let mut n = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().to_str().unwrap();
+                assert_eq!(put(port, &format!("/{bucket}/{prefix}/{rel}"), &std::fs::read(&p).unwrap()), 200, "{rel}");
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
 fn start_moto() -> Moto {
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let child = Command::new("moto_server")
@@ -54,8 +88,12 @@ fn keys(port: u16, bucket: &str, prefix: &str) -> Vec<String> {
 }
 
 fn featurize(moto: &Moto, corpus: &Path, out: &str, extra: &[&str]) -> Command {
+    featurize_url(moto, corpus.to_str().unwrap(), out, extra)
+}
+
+fn featurize_url(moto: &Moto, corpus: &str, out: &str, extra: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_dv"));
-    c.args(["featurize", "--corpus", corpus.to_str().unwrap(), "--out", out, "--jobs", "1"])
+    c.args(["featurize", "--corpus", corpus, "--out", out, "--jobs", "1"])
         .args(extra)
         .env("AWS_ENDPOINT", format!("http://127.0.0.1:{}", moto.port))
         .env("AWS_ALLOW_HTTP", "true")
@@ -121,4 +159,36 @@ fn featurize_to_s3_survives_a_kill_and_resumes() {
     assert!(out.contains("manifest.json written"), "{out}");
     assert_eq!(keys(moto.port, "feats", "run1/shards/").len(), 48);
     assert_eq!(keys(moto.port, "feats", "run1/manifest.json").len(), 1);
+}
+
+#[test]
+fn featurize_reads_a_corpus_from_s3_and_stages_it_once() {
+    let moto = start_moto();
+    for bucket in ["/corpora", "/feats"] {
+        assert_eq!(http(moto.port, "PUT", bucket).map(|r| r.0), Some(200), "create {bucket}");
+    }
+    let d = tempfile::tempdir().unwrap();
+    let corpus = corpus(d.path(), 6);
+    let objects = upload(moto.port, &corpus, "corpora", "slt");
+    let home = d.path().join("home");
+    let run = |out: &str| {
+        let o = featurize_url(&moto, "s3://corpora/slt", out, &[]).env("DV_HOME", &home).output().unwrap();
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(o.status.success(), "{text}\n{}", String::from_utf8_lossy(&o.stderr));
+        text
+    };
+    let first = run("s3://feats/remote");
+    assert!(first.contains(&format!("staged         {objects} objects of s3://corpora/slt")), "{first}");
+    assert!(first.contains(&format!("{objects} fetched")), "{first}");
+    assert!(first.contains("utterances     6 featurized"), "{first}");
+    assert_eq!(keys(moto.port, "feats", "remote/manifest.json").len(), 1);
+    // A second job on the same corpus fetches nothing and featurizes into a new place.
+    let second = run("s3://feats/again");
+    assert!(second.contains(", 0 fetched"), "{second}");
+    assert!(second.contains("utterances     6 featurized"), "{second}");
+    // A prefix with nothing under it is an error naming the URL.
+    let o = featurize_url(&moto, "s3://corpora/nothing", "s3://feats/x", &[]).env("DV_HOME", &home).output().unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("s3://corpora/nothing") && err.contains("no objects"), "{err}");
 }

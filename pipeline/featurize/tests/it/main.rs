@@ -35,6 +35,7 @@ fn job(corpus: &Path, out: &Path) -> Job {
     Job {
         corpus: corpus.to_str().unwrap().into(),
         out: out.to_str().unwrap().into(),
+        staging: None,
         shards: Some(2),
         only: None,
         jobs: 2,

@@ -1,0 +1,103 @@
+//! `dv train` killed with SIGKILL mid-run and started again continues with
+//! exactly the losses of a run that was never interrupted.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn write_config(dir: &Path, steps: u64) -> std::path::PathBuf {
+    let text = format!(
+        r#"
+[model]
+kind = "segmentation"
+preset = "tiny"
+
+[data]
+kind = "synthetic"
+examples = 96
+features = 20
+classes = 16
+seed = 5
+
+[optimizer]
+lr = 3e-3
+
+[schedule]
+rate = 0.9
+every = 20
+
+[train]
+steps = {steps}
+batch = 8
+seed = 1
+
+[checkpoint]
+url = "{ck}"
+every = 5
+keep_last = 2
+
+[tracking]
+jsonl = "{jsonl}"
+"#,
+        ck = dir.join("ck").display(),
+        jsonl = dir.join("metrics.jsonl").display()
+    );
+    let path = dir.join("run.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn losses(path: &Path) -> Vec<(u64, u64)> {
+    let mut by_step = std::collections::BTreeMap::new();
+    for line in std::fs::read_to_string(path).unwrap().lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        by_step.insert(v["step"].as_u64().unwrap(), v["loss"].as_f64().unwrap().to_bits());
+    }
+    by_step.into_iter().collect()
+}
+
+fn train(config: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_dv"));
+    c.args(["train", "--config", config.to_str().unwrap(), "--ranks", "2"]);
+    c
+}
+
+#[test]
+fn train_killed_with_sigkill_resumes_with_identical_losses() {
+    let steps = 80;
+    let whole = tempfile::tempdir().unwrap();
+    let o = train(&write_config(whole.path(), steps)).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let want = losses(&whole.path().join("metrics.jsonl"));
+    assert_eq!(want.len(), steps as usize);
+
+    let d = tempfile::tempdir().unwrap();
+    let config = write_config(d.path(), steps);
+    let mut child = train(&config).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let n = std::fs::read_dir(d.path().join("ck")).map(|r| r.count()).unwrap_or(0);
+        if n >= 1 {
+            // Let it run a little past the checkpoint, then SIGKILL (Child::kill sends SIGKILL).
+            std::thread::sleep(Duration::from_millis(30));
+            child.kill().unwrap();
+            child.wait().unwrap();
+            break;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the run finished before it could be killed");
+        assert!(Instant::now() < deadline, "no checkpoint appeared");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let before = losses(&d.path().join("metrics.jsonl")).len();
+    assert!(before < steps as usize, "killed mid-run ({before} steps logged)");
+    let o = train(&config).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("resumed from"), "{err}");
+    assert_eq!(losses(&d.path().join("metrics.jsonl")), want, "losses after kill -9 and resume differ");
+    // No temporary or partial object is left among the checkpoints.
+    for e in std::fs::read_dir(d.path().join("ck")).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        assert!(name.starts_with("step-") && name.ends_with(".safetensors"), "{name}");
+    }
+}

@@ -1,0 +1,126 @@
+//! Checkpoints: everything a run needs to continue exactly where it stopped,
+//! in one safetensors object written with one put.
+//!
+//! Tensors: `model.<name>` (parameters), `adam.m.<name>` and `adam.v.<name>`
+//! (Adam's moments), all float32 little-endian. Metadata: `dv.state` (JSON
+//! [`CheckpointState`]: step, Adam's step count, best validation loss, the
+//! run config, the code version and the seed; the sampler and dropout masks
+//! are pure functions of seed and step, so these are the whole RNG and data
+//! state) and `dv.crc32` (CRC-32 of every tensor's bytes in name order, so a
+//! truncated or corrupted object is detected rather than loaded).
+//!
+//! Names under the checkpoint location: `step-<10 digits>.safetensors` for
+//! the last `keep_last` checkpoints, `best.safetensors` for the best
+//! validation loss so far. Loading walks from the newest step back and skips
+//! (and reports) any checkpoint that does not verify.
+
+use std::collections::HashMap;
+
+use safetensors::tensor::{Dtype, SafeTensors, TensorView};
+use serde::{Deserialize, Serialize};
+use tch::{Kind, Tensor};
+
+use crate::TrainError;
+
+/// The non-tensor state of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointState {
+    /// Steps completed: training resumes at this step.
+    pub step: u64,
+    /// Adam's update count (equals `step` unless steps were skipped).
+    pub adam_step: u64,
+    /// Best validation loss so far.
+    pub best: Option<f64>,
+    /// The run configuration, TOML.
+    pub config: String,
+    /// `dv-train` version and git revision when known.
+    pub code_version: String,
+    pub seed: u64,
+    /// The MLflow run this training run logs to, so a resumed run continues it.
+    #[serde(default)]
+    pub mlflow_run_id: Option<String>,
+}
+
+/// What a checkpoint holds, by tensor name.
+pub struct CheckpointData {
+    pub state: CheckpointState,
+    pub tensors: HashMap<String, Tensor>,
+}
+
+/// The version string stored in checkpoints.
+pub fn code_version() -> String {
+    format!("dv-train {} ({})", env!("CARGO_PKG_VERSION"), option_env!("DV_GIT_REV").unwrap_or("unknown revision"))
+}
+
+fn bad(name: &str, reason: impl std::fmt::Display) -> TrainError {
+    TrainError::Checkpoint { name: name.to_string(), reason: reason.to_string() }
+}
+
+/// Serializes named float32 tensors and the state.
+pub fn encode(state: &CheckpointState, tensors: &[(String, Tensor)]) -> Result<Vec<u8>, TrainError> {
+    let mut sorted: Vec<&(String, Tensor)> = tensors.iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut crc = crc32fast::Hasher::new();
+    let mut bytes: Vec<(String, Vec<usize>, Vec<u8>)> = Vec::with_capacity(sorted.len());
+    for (name, t) in sorted {
+        let t = t.f_detach()?.f_to_device(tch::Device::Cpu)?.f_to_kind(Kind::Float)?.f_contiguous()?;
+        let values = Vec::<f32>::try_from(&t.f_flatten(0, -1)?)?;
+        let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        crc.update(&data);
+        bytes.push((name.clone(), t.size().iter().map(|&d| d as usize).collect(), data));
+    }
+    let views: Vec<(String, TensorView<'_>)> = bytes
+        .iter()
+        .map(|(n, shape, data)| TensorView::new(Dtype::F32, shape.clone(), data).map(|v| (n.clone(), v)))
+        .collect::<Result<_, _>>()
+        .map_err(|e| bad("(new)", e))?;
+    let meta = HashMap::from([
+        ("dv.state".to_string(), serde_json::to_string(state).map_err(|e| bad("(new)", e))?),
+        ("dv.crc32".to_string(), format!("{:08x}", crc.finalize())),
+    ]);
+    safetensors::tensor::serialize(views, &Some(meta)).map_err(|e| bad("(new)", e))
+}
+
+/// Parses and verifies a checkpoint; `name` is used in errors.
+pub fn decode(name: &str, bytes: &[u8]) -> Result<CheckpointData, TrainError> {
+    let (_, meta) =
+        SafeTensors::read_metadata(bytes).map_err(|e| bad(name, format!("not a safetensors object ({e})")))?;
+    let info = meta.metadata().clone().unwrap_or_default();
+    let state: CheckpointState = serde_json::from_str(info.get("dv.state").ok_or_else(|| bad(name, "no dv.state"))?)
+        .map_err(|e| bad(name, format!("dv.state: {e}")))?;
+    let want = info.get("dv.crc32").ok_or_else(|| bad(name, "no dv.crc32"))?.clone();
+    let st = SafeTensors::deserialize(bytes).map_err(|e| bad(name, format!("truncated or corrupt ({e})")))?;
+    let mut names: Vec<String> = st.names().into_iter().cloned().collect();
+    names.sort();
+    let mut crc = crc32fast::Hasher::new();
+    let mut tensors = HashMap::new();
+    for n in names {
+        let view = st.tensor(&n).map_err(|e| bad(name, e))?;
+        if view.dtype() != Dtype::F32 {
+            return Err(bad(name, format!("{n}: dtype {:?}, expected F32", view.dtype())));
+        }
+        crc.update(view.data());
+        let values: Vec<f32> =
+            view.data().chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        let shape: Vec<i64> = view.shape().iter().map(|&d| d as i64).collect();
+        tensors.insert(n, Tensor::from_slice(&values).f_view(shape.as_slice())?);
+    }
+    let got = format!("{:08x}", crc.finalize());
+    if got != want {
+        return Err(bad(name, format!("CRC-32 {got} does not match the stored {want}: the object is corrupt")));
+    }
+    Ok(CheckpointData { state, tensors })
+}
+
+/// The object name of the checkpoint after `step` steps.
+pub fn step_name(step: u64) -> String {
+    format!("step-{step:010}.safetensors")
+}
+
+/// Steps of the checkpoints present among `names`, newest first.
+pub fn steps_present(names: &[String]) -> Vec<u64> {
+    let mut steps: Vec<u64> =
+        names.iter().filter_map(|n| n.strip_prefix("step-")?.strip_suffix(".safetensors")?.parse().ok()).collect();
+    steps.sort_unstable_by(|a, b| b.cmp(a));
+    steps
+}

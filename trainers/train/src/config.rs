@@ -1,0 +1,201 @@
+//! The run configuration, one TOML file:
+//!
+//! ```toml
+//! [model]
+//! kind = "segmentation"        # the model family
+//! preset = "tiny"              # or "paper" (Deep Voice §3.2 sizes)
+//!
+//! [data]
+//! kind = "synthetic"
+//! examples = 256
+//! features = 20
+//! classes = 16
+//! seed = 1
+//! validation_examples = 32     # held out, generated with seed + 1
+//!
+//! [optimizer]                  # Adam; β1, β2, ε default to the paper's
+//! lr = 1e-3
+//! clip_norm = 5.0              # optional
+//!
+//! [schedule]                   # lr × rate every `every` iterations
+//! rate = 0.95
+//! every = 500
+//!
+//! [train]
+//! steps = 100
+//! batch = 16                   # global batch, split equally among ranks
+//! seed = 0
+//! log_every = 10
+//! validate_every = 50          # 0: never
+//! device = "cpu"               # or "cuda"
+//! threads_per_rank = 1         # optional; default cores / ranks
+//!
+//! [checkpoint]
+//! url = "runs/demo/checkpoints"  # directory or object-store URL
+//! every = 50
+//! keep_last = 3
+//!
+//! [tracking]
+//! jsonl = "runs/demo/metrics.jsonl"
+//! mlflow = "http://127.0.0.1:5000"  # optional; else $MLFLOW_TRACKING_URI; else JSONL only
+//! experiment = "deepvoice"
+//! run_name = "demo"
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+use crate::data::SyntheticConfig;
+use crate::optim::{AdamConfig, StepAnnealing};
+use crate::segmentation::SegmentationConfig;
+use crate::TrainError;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    pub model: ModelConfig,
+    pub data: DataConfig,
+    pub optimizer: AdamConfig,
+    pub schedule: StepAnnealing,
+    pub train: TrainConfig,
+    pub checkpoint: CheckpointConfig,
+    #[serde(default)]
+    pub tracking: TrackingConfig,
+}
+
+/// Which model, by family and preset, with optional size overrides.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum ModelConfig {
+    Segmentation {
+        #[serde(default)]
+        preset: Option<String>,
+        #[serde(default)]
+        sizes: Option<SegmentationConfig>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum DataConfig {
+    Synthetic {
+        #[serde(flatten)]
+        data: SyntheticConfig,
+        #[serde(default)]
+        validation_examples: usize,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainConfig {
+    pub steps: u64,
+    /// Global batch size, split equally among the ranks.
+    pub batch: usize,
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default = "one")]
+    pub log_every: u64,
+    #[serde(default)]
+    pub validate_every: u64,
+    #[serde(default = "cpu")]
+    pub device: String,
+    /// Stop a collective that waits longer than this (seconds).
+    #[serde(default = "sixty")]
+    pub collective_timeout_s: f64,
+    /// libtorch intra-op threads per rank (default: the cores divided
+    /// among the ranks). CPU results are bitwise reproducible for a fixed
+    /// value.
+    #[serde(default)]
+    pub threads_per_rank: Option<usize>,
+}
+
+fn one() -> u64 {
+    1
+}
+fn cpu() -> String {
+    "cpu".into()
+}
+fn sixty() -> f64 {
+    60.0
+}
+fn three() -> usize {
+    3
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointConfig {
+    pub url: String,
+    pub every: u64,
+    #[serde(default = "three")]
+    pub keep_last: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrackingConfig {
+    #[serde(default)]
+    pub jsonl: Option<String>,
+    #[serde(default)]
+    pub mlflow: Option<String>,
+    #[serde(default)]
+    pub experiment: Option<String>,
+    #[serde(default)]
+    pub run_name: Option<String>,
+}
+
+impl RunConfig {
+    /// Parses and validates a TOML config; `path` names it in errors.
+    pub fn from_toml(path: &str, text: &str) -> Result<RunConfig, TrainError> {
+        let c: RunConfig =
+            toml::from_str(text).map_err(|e| TrainError::Config { path: path.into(), reason: e.to_string() })?;
+        c.validate(path)?;
+        Ok(c)
+    }
+
+    pub fn load(path: &str) -> Result<RunConfig, TrainError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| TrainError::Config { path: path.into(), reason: e.to_string() })?;
+        RunConfig::from_toml(path, &text)
+    }
+
+    pub fn to_toml(&self) -> Result<String, TrainError> {
+        toml::to_string(self).map_err(|e| TrainError::Config { path: "(serializing)".into(), reason: e.to_string() })
+    }
+
+    fn validate(&self, path: &str) -> Result<(), TrainError> {
+        let bad = |reason: String| Err(TrainError::Config { path: path.into(), reason });
+        let t = &self.train;
+        if t.batch == 0 || t.steps == 0 {
+            return bad("train.batch and train.steps must be positive".into());
+        }
+        let DataConfig::Synthetic { data, .. } = &self.data;
+        if data.examples < t.batch {
+            return bad(format!("data has {} examples, fewer than one batch of {}", data.examples, t.batch));
+        }
+        if self.checkpoint.every == 0 || self.checkpoint.keep_last == 0 {
+            return bad("checkpoint.every and checkpoint.keep_last must be positive".into());
+        }
+        if self.optimizer.lr.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater)
+            || self.schedule.rate.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater)
+            || self.schedule.every == 0
+        {
+            return bad("optimizer.lr, schedule.rate and schedule.every must be positive".into());
+        }
+        self.segmentation_sizes(path)?;
+        Ok(())
+    }
+
+    /// The model's sizes: the preset, then the explicit sizes if given.
+    pub fn segmentation_sizes(&self, path: &str) -> Result<SegmentationConfig, TrainError> {
+        let ModelConfig::Segmentation { preset, sizes } = &self.model;
+        match (preset, sizes) {
+            (_, Some(s)) => Ok(s.clone()),
+            (Some(p), None) => SegmentationConfig::preset(p).ok_or_else(|| TrainError::Config {
+                path: path.into(),
+                reason: format!("unknown segmentation preset {p:?} (paper, tiny)"),
+            }),
+            (None, None) => Ok(SegmentationConfig::paper()),
+        }
+    }
+}

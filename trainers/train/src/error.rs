@@ -1,0 +1,30 @@
+use dv_store::StoreError;
+
+/// Errors of a training run. Each names what the user can act on.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    /// The run configuration is unreadable or inconsistent.
+    #[error("config {path}: {reason}")]
+    Config { path: String, reason: String },
+    /// A collective operation failed: a rank died, stalled or disagreed.
+    #[error(transparent)]
+    Collective(#[from] crate::CollectiveError),
+    /// A checkpoint could not be written, or none could be read back.
+    #[error("checkpoint {name}: {reason}")]
+    Checkpoint { name: String, reason: String },
+    /// Reading or writing the checkpoint location failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A libtorch operation failed (shapes, devices, out of memory).
+    #[error("libtorch: {0}")]
+    Torch(#[from] tch::TchError),
+    /// The loss became NaN or infinite.
+    #[error("step {step}: loss is {loss}")]
+    NonFiniteLoss { step: u64, loss: f64 },
+    /// The tracking server refused a request, or the metrics file failed.
+    #[error("tracking: {0}")]
+    Tracking(String),
+    /// A rank's thread panicked.
+    #[error("rank {rank} panicked: {message}")]
+    Panicked { rank: usize, message: String },
+}

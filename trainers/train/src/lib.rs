@@ -1,0 +1,57 @@
+//! One training loop for every Deep Voice model (§4: the segmentation,
+//! grapheme-to-phoneme, duration/F0 and WaveNet models all train with Adam,
+//! β1 = 0.9, β2 = 0.999, ε = 1e-8, and a step-annealed learning rate).
+//!
+//! # Contract
+//!
+//! * A run is one TOML file ([`RunConfig`]); `dv train --config run.toml`.
+//! * Data parallelism: the global batch is split equally among ranks; each
+//!   rank's loss is the *sum* over its examples divided by the global batch,
+//!   and gradients are summed over ranks in flat buckets of at most 4 MiB
+//!   ([`BUCKET_FLOATS`]), so the update equals the single-rank update on the
+//!   whole batch up to float summation order. Rank 0's parameters are
+//!   broadcast at start. Collectives sit behind [`Collective`]:
+//!   [`LocalCollective`] runs ranks as threads of one process (CPU; what CI
+//!   tests); an NCCL implementation serves GPUs.
+//! * Determinism: model init, the data order ([`Sampler`]) and dropout masks
+//!   are functions of the seed and the step (masks also of each example's
+//!   id, so they do not depend on which rank reads it). On CPU with a fixed
+//!   thread count a run is bitwise reproducible, and a run killed at any
+//!   moment and resumed from its last checkpoint continues with exactly the
+//!   losses of an uninterrupted run.
+//! * Checkpoints ([`checkpoint`]): parameters, Adam's moments and step, the
+//!   step reached, best validation loss, config, code version and seed, in
+//!   one safetensors object with a CRC-32, written with one put to any
+//!   `dv-store` location; the last `keep_last` are kept plus `best`. A
+//!   checkpoint that does not verify is reported and the previous one used.
+//! * Tracking ([`Tracker`]): a JSONL file, and an MLflow server when given.
+//!
+//! Not yet: overlapping the all-reduce with the backward pass (tch exposes
+//! no gradient hooks; buckets are reduced after backward), bf16 autocast.
+#![forbid(unsafe_code)]
+
+pub mod checkpoint;
+mod collective;
+mod config;
+mod data;
+mod error;
+mod mlflow;
+mod model;
+mod optim;
+mod sampler;
+mod segmentation;
+mod tracking;
+mod trainer;
+
+pub use checkpoint::{CheckpointData, CheckpointState};
+pub use collective::{Collective, CollectiveError, LocalCollective};
+pub use config::{CheckpointConfig, DataConfig, ModelConfig, RunConfig, TrackingConfig, TrainConfig};
+pub use data::{Dataset, Synthetic, SyntheticConfig};
+pub use error::TrainError;
+pub use mlflow::MlflowRun;
+pub use model::{dropout, Batch, Model};
+pub use optim::{clip_grad_norm, Adam, AdamConfig, StepAnnealing};
+pub use sampler::{splitmix64, Sampler};
+pub use segmentation::{Segmentation, SegmentationConfig};
+pub use tracking::Tracker;
+pub use trainer::{train_rank, train_threads, Lead, Log, RunSummary, BUCKET_FLOATS};

@@ -1,0 +1,132 @@
+//! Adam exactly as PyTorch's `torch.optim.Adam` (single-tensor, not fused,
+//! no weight decay, no AMSGrad) with Deep Voice's β1 = 0.9, β2 = 0.999,
+//! ε = 1e-8, the paper's step annealing, and global-norm gradient clipping.
+//!
+//! The optimizer is ours rather than tch's `nn::Adam` because its state (the
+//! moment tensors and the step count) must be saved in checkpoints and
+//! restored bit for bit, which tch's C++ optimizer does not expose.
+
+use serde::{Deserialize, Serialize};
+use tch::Tensor;
+
+use crate::TrainError;
+
+/// Adam's constants. The defaults are Deep Voice's (§3: "β1 = 0.9,
+/// β2 = 0.999, ε = 1e-8" for every model).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdamConfig {
+    /// Learning rate before annealing.
+    pub lr: f64,
+    #[serde(default = "default_beta1")]
+    pub beta1: f64,
+    #[serde(default = "default_beta2")]
+    pub beta2: f64,
+    #[serde(default = "default_eps")]
+    pub eps: f64,
+    /// Clip the global gradient norm to this value (off when absent).
+    #[serde(default)]
+    pub clip_norm: Option<f64>,
+}
+
+fn default_beta1() -> f64 {
+    0.9
+}
+fn default_beta2() -> f64 {
+    0.999
+}
+fn default_eps() -> f64 {
+    1e-8
+}
+
+/// The paper's annealing: the learning rate is multiplied by `rate` every
+/// `every` iterations (e.g. × 0.95 every 500 for segmentation, §3.2).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepAnnealing {
+    pub rate: f64,
+    pub every: u64,
+}
+
+impl StepAnnealing {
+    /// The learning rate at iteration `step` (0-based).
+    pub fn lr(&self, lr0: f64, step: u64) -> f64 {
+        lr0 * self.rate.powi((step / self.every.max(1)) as i32)
+    }
+}
+
+/// Adam over a fixed list of parameters; `m` and `v` hold the first and
+/// second moments, `step` the number of updates taken.
+pub struct Adam {
+    pub config: AdamConfig,
+    pub step: u64,
+    pub m: Vec<Tensor>,
+    pub v: Vec<Tensor>,
+}
+
+impl Adam {
+    pub fn new(config: AdamConfig, params: &[Tensor]) -> Result<Adam, TrainError> {
+        let zeros = |p: &Tensor| p.f_zeros_like().map_err(TrainError::from);
+        Ok(Adam {
+            config,
+            step: 0,
+            m: params.iter().map(zeros).collect::<Result<_, _>>()?,
+            v: params.iter().map(zeros).collect::<Result<_, _>>()?,
+        })
+    }
+
+    /// One update of every parameter from its `.grad()` at learning rate
+    /// `lr`. Parameters without a gradient are left alone.
+    pub fn step(&mut self, params: &[Tensor], lr: f64) -> Result<(), TrainError> {
+        let c = self.config;
+        self.step += 1;
+        let bc1 = 1.0 - c.beta1.powi(self.step as i32);
+        let bc2 = 1.0 - c.beta2.powi(self.step as i32);
+        let step_size = lr / bc1;
+        let bc2_sqrt = bc2.sqrt();
+        tch::no_grad(|| -> Result<(), TrainError> {
+            for ((p, m), v) in params.iter().zip(&mut self.m).zip(&mut self.v) {
+                let g = p.grad();
+                if !g.defined() {
+                    continue;
+                }
+                // m = β1 m + (1 - β1) g
+                let _ = m.f_mul_scalar_(c.beta1)?;
+                let _ = m.f_add_(&g.f_mul_scalar(1.0 - c.beta1)?)?;
+                // v = β2 v + (1 - β2) g²
+                let _ = v.f_mul_scalar_(c.beta2)?;
+                let _ = v.f_addcmul_(&g, &g.f_mul_scalar(1.0 - c.beta2)?)?;
+                // p -= lr / bc1 · m / (sqrt(v) / sqrt(bc2) + ε)
+                let denom = v.f_sqrt()?.f_div_scalar(bc2_sqrt)?.f_add_scalar(c.eps)?;
+                let mut p = p.shallow_clone();
+                let _ = p.f_sub_(&m.f_div(&denom)?.f_mul_scalar(step_size)?)?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Scales the gradients so their global L2 norm is at most `max_norm`, as
+/// `torch.nn.utils.clip_grad_norm_` does; returns the norm before clipping.
+pub fn clip_grad_norm(params: &[Tensor], max_norm: f64) -> Result<f64, TrainError> {
+    tch::no_grad(|| -> Result<f64, TrainError> {
+        let mut sq = 0.0;
+        for p in params {
+            let g = p.grad();
+            if g.defined() {
+                sq += g.f_square()?.f_sum(tch::Kind::Double)?.double_value(&[]);
+            }
+        }
+        let norm = sq.sqrt();
+        let coef = max_norm / (norm + 1e-6);
+        if coef < 1.0 {
+            for p in params {
+                let mut g = p.grad();
+                if g.defined() {
+                    let _ = g.f_mul_scalar_(coef)?;
+                }
+            }
+        }
+        Ok(norm)
+    })
+}
