@@ -4,6 +4,7 @@
 mod corpus;
 mod doctor;
 mod featurize;
+mod plot;
 mod text;
 mod train;
 
@@ -33,6 +34,8 @@ enum Command {
     Text(text::TextCommand),
     /// Train a model from a TOML run config: data-parallel ranks, checkpoints, exact resume, MLflow.
     Train(train::TrainArgs),
+    /// Draw training curves (loss, validation loss, any logged metric) from a JSONL file to PNG.
+    Plot(plot::PlotArgs),
 }
 
 /// Where dv keeps corpora and caches: `$DV_HOME`, else `~/.cache/deepvoice-rs`.
@@ -52,5 +55,6 @@ fn main() -> anyhow::Result<()> {
         Command::Featurize(a) => featurize::run_cli(a),
         Command::Text(c) => text::run(c),
         Command::Train(a) => train::run(a),
+        Command::Plot(a) => plot::run(a),
     }
 }

@@ -32,12 +32,14 @@
 
 pub mod checkpoint;
 mod collective;
+pub mod conformance;
 mod config;
 mod data;
 mod error;
 mod mlflow;
 mod model;
 mod optim;
+mod rendezvous;
 mod sampler;
 mod segmentation;
 mod tracking;
@@ -51,7 +53,8 @@ pub use error::TrainError;
 pub use mlflow::MlflowRun;
 pub use model::{dropout, Batch, Model};
 pub use optim::{clip_grad_norm, Adam, AdamConfig, StepAnnealing};
+pub use rendezvous::{share_id, RankEnv};
 pub use sampler::{splitmix64, Sampler};
 pub use segmentation::{Segmentation, SegmentationConfig};
-pub use tracking::Tracker;
-pub use trainer::{train_rank, train_threads, Lead, Log, RunSummary, BUCKET_FLOATS};
+pub use tracking::{curves, loss_chart, Tracker};
+pub use trainer::{device_of, train_rank, train_threads, Lead, Log, RunSummary, BUCKET_FLOATS};

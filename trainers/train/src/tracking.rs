@@ -9,6 +9,8 @@
 use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use dv_plot::{Chart, Series};
+
 use crate::mlflow::MlflowRun;
 use crate::TrainError;
 
@@ -85,5 +87,50 @@ impl Tracker {
     /// The MLflow run id, when tracking to a server.
     pub fn mlflow_run_id(&self) -> Option<&str> {
         self.mlflow.as_ref().map(|m| m.run_id.as_str())
+    }
+}
+
+/// The curves of `metrics` in a tracking JSONL text, by step; a later line
+/// for a step replaces an earlier one (a step recomputed after a resume).
+/// Lines that do not parse are skipped and counted in the second value.
+pub fn curves(jsonl: &str, metrics: &[&str]) -> (Vec<Series>, usize) {
+    let mut by_metric: Vec<std::collections::BTreeMap<u64, f64>> = vec![Default::default(); metrics.len()];
+    let mut bad = 0;
+    for line in jsonl.lines().filter(|l| !l.trim().is_empty()) {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            bad += 1;
+            continue;
+        };
+        let Some(step) = v.get("step").and_then(|s| s.as_u64()) else {
+            bad += 1;
+            continue;
+        };
+        for (k, m) in metrics.iter().enumerate() {
+            if let Some(y) = v.get(*m).and_then(|y| y.as_f64()) {
+                by_metric[k].insert(step, y);
+            }
+        }
+    }
+    let series = metrics
+        .iter()
+        .zip(by_metric)
+        .filter(|(_, pts)| !pts.is_empty())
+        .map(|(m, pts)| Series { name: m.to_string(), points: pts.into_iter().map(|(s, y)| (s as f64, y)).collect() })
+        .collect();
+    (series, bad)
+}
+
+/// The loss chart of a run: training and validation loss against step, on
+/// a log axis when the loss spans more than a decade.
+pub fn loss_chart(jsonl: &str, title: &str) -> Chart {
+    let (series, _) = curves(jsonl, &["loss", "val_loss"]);
+    let ys = || series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).filter(|y| y.is_finite());
+    let (lo, hi) = (ys().fold(f64::INFINITY, f64::min), ys().fold(f64::NEG_INFINITY, f64::max));
+    Chart {
+        title: title.to_string(),
+        x_label: "step".into(),
+        y_label: "loss".into(),
+        log_y: lo > 0.0 && hi / lo > 10.0,
+        series,
     }
 }

@@ -45,7 +45,8 @@ pub struct RunSummary {
 /// Progress lines go here (rank 0 only).
 pub type Log<'a> = &'a mut (dyn FnMut(&str) + Send);
 
-fn device_of(name: &str) -> Result<Device, TrainError> {
+/// The device a `[train] device` string names (`cpu`, `cuda`, `cuda:N`).
+pub fn device_of(name: &str) -> Result<Device, TrainError> {
     match name {
         "cpu" => Ok(Device::Cpu),
         "cuda" => Ok(Device::cuda_if_available()),
@@ -140,6 +141,18 @@ pub struct Lead<'a> {
     pub rt: tokio::runtime::Runtime,
 }
 
+impl<'a> Lead<'a> {
+    /// Opens the checkpoint location; tracking starts inside the run.
+    pub fn open(cfg: &RunConfig, log: Log<'a>) -> Result<Lead<'a>, TrainError> {
+        let store = Store::open(&cfg.checkpoint.url)?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| TrainError::Tracking(format!("tokio runtime: {e}")))?;
+        Ok(Lead { store, tracker: Tracker::default(), log, rt })
+    }
+}
+
 /// Loads the newest checkpoint that verifies; corrupt ones are reported and skipped.
 fn load_latest(lead: &mut Lead<'_>, skipped: &mut Vec<String>) -> Result<Option<crate::CheckpointData>, TrainError> {
     let names = lead.rt.block_on(lead.store.list(""))?;
@@ -193,10 +206,11 @@ fn validate(
     Ok(sum.double_value(&[0]) / data.len() as f64)
 }
 
-/// Trains on one rank. `lead` is `Some` on rank 0 only.
+/// Trains on one rank on `device`. `lead` is `Some` on rank 0 only.
 pub fn train_rank(
     cfg: &RunConfig,
     coll: &mut dyn Collective,
+    device: Device,
     mut lead: Option<Lead<'_>>,
 ) -> Result<RunSummary, TrainError> {
     let started = Instant::now();
@@ -208,7 +222,6 @@ pub fn train_rank(
             reason: format!("global batch {} does not split equally among {world} ranks", t.batch),
         });
     }
-    let device = device_of(&t.device)?;
     let config_toml = cfg.to_toml()?;
     let (data, val) = build_data(cfg)?;
     let model = crate::model::with_rng(splitmix64(t.seed), || build_model(cfg, device))?;
@@ -390,6 +403,11 @@ pub fn train_rank(
         if let Some(path) = &cfg.tracking.jsonl {
             if let Ok(bytes) = std::fs::read(path) {
                 lead.tracker.artifact("metrics.jsonl", &bytes)?;
+                // A chart is a convenience: a run with no drawable loss still finishes.
+                let chart = crate::tracking::loss_chart(&String::from_utf8_lossy(&bytes), "training loss");
+                if let Ok(png) = chart.render_png(800, 480) {
+                    lead.tracker.artifact("plots/loss.png", &png)?;
+                }
             }
         }
         lead.tracker.finish(true)?;
@@ -423,18 +441,13 @@ pub fn train_threads(cfg: &RunConfig, ranks: usize, log: Log<'_>) -> Result<RunS
     if ranks == 0 {
         return Err(TrainError::Config { path: "--ranks".into(), reason: "at least one rank".into() });
     }
-    let store = Store::open(&cfg.checkpoint.url)?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| TrainError::Tracking(format!("tokio runtime: {e}")))?;
+    let lead = Lead::open(cfg, log)?;
     // Each rank thread sets its own intra-op thread count (OpenMP's is per
     // thread); a fixed count keeps CPU runs bitwise reproducible.
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let per_rank = cfg.train.threads_per_rank.unwrap_or(cores / ranks).max(1) as i32;
     let timeout = Duration::from_secs_f64(cfg.train.collective_timeout_s);
     let handles = LocalCollective::group(ranks, timeout);
-    let lead = Lead { store, tracker: Tracker::default(), log, rt };
     std::thread::scope(|s| {
         let mut lead = Some(lead);
         let joins: Vec<_> = handles
@@ -443,7 +456,7 @@ pub fn train_threads(cfg: &RunConfig, ranks: usize, log: Log<'_>) -> Result<RunS
                 let lead = if coll.rank() == 0 { lead.take() } else { None };
                 s.spawn(move || {
                     tch::set_num_threads(per_rank);
-                    let r = train_rank(cfg, &mut coll, lead);
+                    let r = device_of(&cfg.train.device).and_then(|d| train_rank(cfg, &mut coll, d, lead));
                     match &r {
                         Ok(_) => coll.finish(),
                         Err(e) => coll.abort(&e.to_string()),

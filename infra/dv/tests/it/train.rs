@@ -101,3 +101,28 @@ fn train_killed_with_sigkill_resumes_with_identical_losses() {
         assert!(name.starts_with("step-") && name.ends_with(".safetensors"), "{name}");
     }
 }
+
+#[test]
+fn plot_draws_the_loss_curve_of_a_run_to_png() {
+    let d = tempfile::tempdir().unwrap();
+    let o = train(&write_config(d.path(), 12)).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let metrics = d.path().join("metrics.jsonl");
+    // A garbage line is skipped and reported, not fatal.
+    let mut text = std::fs::read_to_string(&metrics).unwrap();
+    text.push_str("not json\n");
+    std::fs::write(&metrics, text).unwrap();
+    let png = d.path().join("loss.png");
+    let o = super::dv(&["plot", metrics.to_str().unwrap(), "--out", png.to_str().unwrap(), "--size", "640x400"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(super::stdout(&o).contains("12 points of loss"), "{}", super::stdout(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("skipped 1 line"));
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    // IHDR: width and height, big-endian, at bytes 16..24.
+    assert_eq!(u32::from_be_bytes(bytes[16..20].try_into().unwrap()), 640);
+    assert_eq!(u32::from_be_bytes(bytes[20..24].try_into().unwrap()), 400);
+    let o = super::dv(&["plot", metrics.to_str().unwrap(), "--metric", "nope", "--out", png.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("none of the metrics"));
+}

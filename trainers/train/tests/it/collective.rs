@@ -54,6 +54,15 @@ fn all_reduce_sums_and_broadcast_copies_on_every_world_size() {
 }
 
 #[test]
+fn the_conformance_suite_passes_on_threads() {
+    for world in [1, 2, 3] {
+        for result in on_ranks(world, Duration::from_secs(60), |c| dv_train::conformance::run_suite(c, tch::Device::Cpu)) {
+            assert_eq!(result.unwrap().len(), 4, "world {world}");
+        }
+    }
+}
+
+#[test]
 fn a_rank_that_never_arrives_is_named_after_the_timeout() {
     let started = Instant::now();
     let out = on_ranks(3, Duration::from_millis(300), |c| {

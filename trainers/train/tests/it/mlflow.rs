@@ -95,8 +95,9 @@ fn a_run_logs_params_metrics_and_artifacts_to_mlflow_and_resumes_the_same_run() 
             .unwrap_or_default()
     };
     let top = listed("");
-    for want in ["config.toml", "metrics.jsonl", "checkpoint"] {
+    for want in ["config.toml", "metrics.jsonl", "checkpoint", "plots"] {
         assert!(top.iter().any(|p| p == want), "{want} missing from {top:?}");
     }
     assert_eq!(listed("checkpoint"), vec!["checkpoint/final.safetensors".to_string()]);
+    assert_eq!(listed("plots"), vec!["plots/loss.png".to_string()]);
 }
