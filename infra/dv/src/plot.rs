@@ -42,7 +42,8 @@ pub(crate) fn run(a: PlotArgs) -> anyhow::Result<()> {
         chart.series = series;
         chart.y_label = wanted.join(", ");
         let ys: Vec<f64> = chart.series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).collect();
-        let (lo, hi) = (ys.iter().copied().fold(f64::INFINITY, f64::min), ys.iter().copied().fold(f64::NEG_INFINITY, f64::max));
+        let (lo, hi) =
+            (ys.iter().copied().fold(f64::INFINITY, f64::min), ys.iter().copied().fold(f64::NEG_INFINITY, f64::max));
         chart.log_y = lo > 0.0 && hi / lo > 10.0;
     }
     if let Some(l) = a.log_y {

@@ -4,5 +4,6 @@ mod checkpoint;
 mod collective;
 mod mlflow;
 mod optim;
+mod rendezvous;
 mod run;
 mod sampler;
