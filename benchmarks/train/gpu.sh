@@ -2,6 +2,9 @@
 # dv train on the GPU machine: NCCL conformance, 1-vs-2-GPU equality, scaling of the paper-size
 # segmentation model. Run from the repo root on the device with the stripped binaries in .carry/:
 #   benchmarks/train/gpu.sh .carry/dv .carry/conformance $OUT
+# PROFILE=true logs ms per step phase (data, fwd+bwd, allreduce, optim; the device is synchronised
+# at each boundary); SKIP_EQ=1 skips the 1-vs-2 equality runs. Everything under $OUT is also packed
+# into $OUT/all.tgz (the device tool brings back a limited number of files).
 set -uo pipefail
 dv=$1 conf=$2 out=$3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -11,13 +14,14 @@ mkdir -p "$out/lib" && ln -sf "$nccl/libnccl.so.2" "$out/lib/libnccl.so"
 export LD_LIBRARY_PATH="$out/lib:$site/torch/lib:$site/nvidia/cu13/lib:$nccl:${LD_LIBRARY_PATH:-}"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$out/gpus.csv"
 
-echo "== NCCL conformance (2 GPUs) and dead-rank watchdog"
-timeout 120 "$conf" 2 2>&1 | tee "$out/conformance.txt"
+echo "== NCCL conformance (2 GPUs), all-reduce latency, and dead-rank watchdog"
+NCCL_DEBUG=INFO NCCL_DEBUG_FILE="$out/nccl.%h.%p.log" timeout 120 "$conf" 2 2>&1 | tee "$out/conformance.txt"
+grep -h "via\|Channel 00" "$out"/nccl.*.log | head -20
 
 cfg() {  # cfg NAME SIZES CLASSES LABELS BATCH STEPS
     local d=$out/$1; mkdir -p "$d"
     sed -e "s|@SIZES@|$2|" -e "s|@CLASSES@|$3|" -e "s|@LABELS@|$4|" -e "s|@BATCH@|$5|" -e "s|@STEPS@|$6|" \
-        -e "s|@DIR@|$d|g" "$here/segmentation.toml.in" > "$d/run.toml"
+        -e "s|@DIR@|$d|g" -e "s|@PROFILE@|${PROFILE:-false}|" "$here/segmentation.toml.in" > "$d/run.toml"
     echo "$d/run.toml"
 }
 run() {  # run NAME GPUS CONFIG
@@ -33,11 +37,13 @@ run() {  # run NAME GPUS CONFIG
     tail -3 "$d/stderr.txt"
 }
 
+if [ -z "${SKIP_EQ:-}" ]; then
 echo "== 1 vs 2 GPUs, same global batch, 100 steps"
 small='sizes = { mfcc = 20, conv_channels = 8, kernel_freq = 9, kernel_time = 5, gru = 64, gru_layers = 2, classes = 17, dropout = 0.05 }'
 run eq1 1 "$(cfg eq1 "$small" 16 '4, 12' 16 100)"
 run eq2 2 "$(cfg eq2 "$small" 16 '4, 12' 16 100)"
 python3 "$here/compare.py" "$out/eq1/ck/step-0000000100.safetensors" "$out/eq2/ck/step-0000000100.safetensors" | tee "$out/equality.json"
+fi
 
 echo "== scaling, paper-size segmentation (Deep Voice §3.2), ~3.9 s utterances"
 paper='preset = "paper"'
@@ -59,3 +65,4 @@ res = {"samples_per_s": {"1gpu_b32": r1, "2gpu_b64": r2w, "2gpu_b32": r2s},
 print(json.dumps(res, indent=1))
 json.dump(res, open(f"{out}/scaling.json", "w"), indent=1)
 PY
+(cd "$out" && find . -name '*.safetensors' -delete; rm -rf lib; tar czf all.tgz --exclude=all.tgz .)

@@ -60,6 +60,10 @@ fn gpu_rank(cfg: &RunConfig, env: RankEnv) -> anyhow::Result<()> {
     let id = share_id(&env, id.as_deref(), UNIQUE_ID_BYTES, timeout.max(Duration::from_secs(60)))?;
     let mut coll = NcclCollective::new(&id, env.rank, env.world, env.local_rank, timeout)?;
     let device = tch::Device::Cuda(env.local_rank);
+    // Host-side ops are few on a GPU rank; libtorch's default of one OpenMP
+    // thread per core in every rank process oversubscribes the host.
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    tch::set_num_threads(cfg.train.threads_per_rank.unwrap_or((cores / env.world.min(cores)).max(1)) as i32);
     let mut log = |line: &str| eprintln!("{line}");
     let lead = if env.rank == 0 { Some(Lead::open(cfg, &mut log)?) } else { None };
     match train_rank(cfg, &mut coll, device, lead) {

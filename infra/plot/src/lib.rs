@@ -68,6 +68,9 @@ const MARGIN_BOTTOM: u32 = 48;
 const GRID: Rgb = Rgb(225, 225, 225);
 const INK: Rgb = Rgb(40, 40, 40);
 
+/// A `(low, high)` data range.
+pub type Range = (f64, f64);
+
 /// The plot area of a `width` × `height` picture: `(x0, y0, x1, y1)`, pixels.
 pub fn plot_area(width: u32, height: u32) -> (u32, u32, u32, u32) {
     (MARGIN_LEFT, MARGIN_TOP, width - MARGIN_RIGHT, height - MARGIN_BOTTOM)
@@ -79,7 +82,7 @@ impl Chart {
     }
 
     /// The x and y ranges of the drawable points.
-    pub fn bounds(&self) -> Result<((f64, f64), (f64, f64)), PlotError> {
+    pub fn bounds(&self) -> Result<(Range, Range), PlotError> {
         let mut it = self.series.iter().flat_map(|s| s.points.iter().copied()).filter(|&p| self.drawable(p));
         let first = it.next().ok_or(PlotError::Empty { log_y: self.log_y })?;
         let (mut x, mut y) = ((first.0, first.0), (first.1, first.1));

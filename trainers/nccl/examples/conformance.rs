@@ -46,6 +46,26 @@ fn rank_main(env: RankEnv, mode: &str) -> i32 {
     match dv_train::conformance::run_suite(&mut c, device) {
         Ok(passed) => {
             println!("rank {} of {}: passed {passed:?}", env.rank, env.world);
+            // Latency and bandwidth of one all-reduce, as the trainer calls it.
+            for floats in [1i64, 1 << 20, 16 << 20] {
+                let mut t = tch::Tensor::ones([floats], (tch::Kind::Float, device));
+                for k in 0..5 {
+                    c.all_reduce_sum(&mut t, &format!("warm {k}")).expect("warm-up");
+                }
+                let reps = 50;
+                let started = Instant::now();
+                for k in 0..reps {
+                    c.all_reduce_sum(&mut t, &format!("timed {k}")).expect("timed");
+                }
+                let ms = started.elapsed().as_secs_f64() * 1e3 / reps as f64;
+                if env.rank == 0 {
+                    let gbs = floats as f64 * 4.0 / (ms * 1e-3) / 1e9;
+                    println!(
+                        "all_reduce {floats} floats ({} B): {ms:.3} ms, {gbs:.2} GB/s algorithm bandwidth",
+                        floats * 4
+                    );
+                }
+            }
             0
         }
         Err(e) => {

@@ -48,6 +48,28 @@ pub fn unique_id() -> Result<Vec<u8>, CollectiveError> {
     Ok(id.internal.iter().map(|&c| c as u8).collect())
 }
 
+/// Makes `device`'s primary context current on this thread, as
+/// `cudaSetDevice` does. libtorch runs each op under a device guard that
+/// restores the previous current device afterwards, so without this every
+/// rank's thread stays on device 0: NCCL would bind rank 1's communicator to
+/// GPU 0 and enqueue its collectives on GPU 0's default stream, unordered
+/// with the backward pass running on GPU 1 (seen on 2 × H200: 2 GPUs ran 3x
+/// slower than one).
+#[allow(unsafe_code)]
+pub fn bind_device(device: usize) -> Result<(), CollectiveError> {
+    let fail = |what: &str, e: cudarc::driver::DriverError| setup(format!("cuda:{device}: {what}: {e:?}"));
+    cudarc::driver::result::init().map_err(|e| fail("cuInit", e))?;
+    let dev = cudarc::driver::result::device::get(device as i32).map_err(|e| fail("cuDeviceGet", e))?;
+    // SAFETY: `dev` came from cuDeviceGet; the primary context is retained
+    // for the life of the process (libtorch uses the same one) and made
+    // current on this thread only.
+    unsafe {
+        let ctx = cudarc::driver::result::primary_ctx::retain(dev).map_err(|e| fail("cuDevicePrimaryCtxRetain", e))?;
+        cudarc::driver::result::ctx::set_current(ctx).map_err(|e| fail("cuCtxSetCurrent", e))?;
+    }
+    Ok(())
+}
+
 /// The communicator handle, shared with the watchdog thread, aborted at
 /// most once.
 struct Comm {
@@ -97,7 +119,13 @@ impl NcclCollective {
     /// Joins the communicator `id` as `rank` of `world` on CUDA device
     /// `device`; collectives fail after `timeout` without progress.
     #[allow(unsafe_code)]
-    pub fn new(id: &[u8], rank: usize, world: usize, device: usize, timeout: Duration) -> Result<NcclCollective, CollectiveError> {
+    pub fn new(
+        id: &[u8],
+        rank: usize,
+        world: usize,
+        device: usize,
+        timeout: Duration,
+    ) -> Result<NcclCollective, CollectiveError> {
         if id.len() != UNIQUE_ID_BYTES {
             return Err(setup(format!("NCCL id of {} bytes", id.len())));
         }
@@ -105,8 +133,9 @@ impl NcclCollective {
         for (d, s) in raw.internal.iter_mut().zip(id) {
             *d = *s as _;
         }
-        // Make the device current the way libtorch does, so NCCL binds to it.
-        let _ = Tensor::f_zeros([1], (Kind::Float, Device::Cuda(device))).map_err(|e| setup(format!("cuda:{device}: {e}")))?;
+        bind_device(device)?;
+        let _ = Tensor::f_zeros([1], (Kind::Float, Device::Cuda(device)))
+            .map_err(|e| setup(format!("cuda:{device}: {e}")))?;
         tch::Cuda::synchronize(device as i64);
         let mut comm: nc::ncclComm_t = std::ptr::null_mut();
         // SAFETY: `comm` is a valid out-pointer; the id came from ncclGetUniqueId on rank 0.
@@ -213,7 +242,9 @@ impl NcclCollective {
             let mut async_err = nc::ncclResult_t::ncclSuccess;
             // SAFETY: the communicator is live (not yet destroyed) and the out-pointer valid.
             let r = unsafe { nc::ncclCommGetAsyncError(self.comm.raw, &mut async_err) };
-            if r != nc::ncclResult_t::ncclSuccess || !matches!(async_err, nc::ncclResult_t::ncclSuccess | nc::ncclResult_t::ncclInProgress) {
+            if r != nc::ncclResult_t::ncclSuccess
+                || !matches!(async_err, nc::ncclResult_t::ncclSuccess | nc::ncclResult_t::ncclInProgress)
+            {
                 self.comm.abort();
                 return Err(CollectiveError::PeerFailed {
                     rank: self.rank,
@@ -230,7 +261,6 @@ impl NcclCollective {
             std::thread::sleep(Duration::from_micros(50));
         }
     }
-
 }
 
 impl Collective for NcclCollective {

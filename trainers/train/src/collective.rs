@@ -27,7 +27,9 @@ use tch::{Kind, Tensor};
 /// Why a collective failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CollectiveError {
-    #[error("rank {rank}: collective #{seq} {what:?} stalled: ranks {missing:?} did not arrive within {timeout_s} s")]
+    /// `missing` is empty when the backend cannot tell which ranks are
+    /// absent (NCCL).
+    #[error("rank {rank}: collective #{seq} {what:?} stalled: {} within {timeout_s} s", stalled_who(missing))]
     Stalled { rank: usize, seq: u64, what: String, missing: Vec<usize>, timeout_s: f64 },
     #[error("rank {rank}: collective #{seq} {what:?} abandoned: rank {peer} failed ({reason})")]
     PeerFailed { rank: usize, seq: u64, what: String, peer: usize, reason: String },
@@ -37,6 +39,14 @@ pub enum CollectiveError {
     Tensor { rank: usize, what: String, reason: String },
     #[error("collective setup: {0}")]
     Setup(String),
+}
+
+fn stalled_who(missing: &[usize]) -> String {
+    if missing.is_empty() {
+        "a peer rank did not take part (dead, hung, or at another collective)".into()
+    } else {
+        format!("ranks {missing:?} did not arrive")
+    }
 }
 
 /// The operations data-parallel training needs.

@@ -107,6 +107,12 @@ pub struct TrainConfig {
     /// value.
     #[serde(default)]
     pub threads_per_rank: Option<usize>,
+    /// Time each phase of a step (data, forward + backward, gradient
+    /// all-reduce, optimizer) and log the mean milliseconds per step. The
+    /// device is synchronised at each phase boundary, which costs a little
+    /// speed; off by default.
+    #[serde(default)]
+    pub profile: bool,
 }
 
 fn one() -> u64 {

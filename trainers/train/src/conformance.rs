@@ -41,7 +41,7 @@ pub fn run_suite(c: &mut dyn Collective, device: Device) -> Result<Vec<&'static 
     let mut acc = Tensor::ones([1], opts);
     for k in 0..50 {
         c.all_reduce_sum(&mut acc, &format!("ordered {k}")).map_err(|e| e.to_string())?;
-        acc = acc / world as f64;
+        acc /= world as f64;
     }
     let got = values(&acc)?;
     if got != vec![1.0] {

@@ -32,8 +32,8 @@
 
 pub mod checkpoint;
 mod collective;
-pub mod conformance;
 mod config;
+pub mod conformance;
 mod data;
 mod error;
 mod mlflow;
