@@ -50,11 +50,10 @@ pub fn unique_id() -> Result<Vec<u8>, CollectiveError> {
 
 /// Makes `device`'s primary context current on this thread, as
 /// `cudaSetDevice` does. libtorch runs each op under a device guard that
-/// restores the previous current device afterwards, so without this every
-/// rank's thread stays on device 0: NCCL would bind rank 1's communicator to
-/// GPU 0 and enqueue its collectives on GPU 0's default stream, unordered
-/// with the backward pass running on GPU 1 (seen on 2 × H200: 2 GPUs ran 3x
-/// slower than one).
+/// restores the previous current device afterwards; NCCL binds its
+/// communicator to the current device at init, and the host's stream queries
+/// use the current context, so both must be this rank's GPU and not device 0
+/// (cudaSetDevice semantics, as torchrun users call `torch.cuda.set_device`).
 #[allow(unsafe_code)]
 pub fn bind_device(device: usize) -> Result<(), CollectiveError> {
     let fail = |what: &str, e: cudarc::driver::DriverError| setup(format!("cuda:{device}: {what}: {e:?}"));
