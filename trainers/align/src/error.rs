@@ -43,6 +43,31 @@ pub enum AlignError {
     /// alignment is better than another.
     #[error("item {item}: every admissible alignment has log-probability -inf")]
     NoPath { item: usize },
+    /// A number outside its domain: a frame step or duration that is not
+    /// finite and positive, a NaN or infinite score, confidence or time, a
+    /// negative quarantine factor.
+    #[error("{what}: invalid value {value}")]
+    InvalidValue { what: &'static str, value: f64 },
+    /// A phoneme-pair span that cannot be turned into a boundary: empty (or
+    /// never visited), past the last frame, or not after the previous pair.
+    #[error("pair {index}: span {start}..{end} is invalid: {reason}")]
+    InvalidSpan { index: usize, start: usize, end: usize, reason: &'static str },
+    /// The last phoneme boundary does not fall before the utterance's end,
+    /// so the last phoneme would have no duration.
+    #[error("last phoneme boundary {boundary} s is not before the utterance end {duration} s")]
+    BoundaryPastEnd { boundary: f64, duration: f64 },
+    /// A TextGrid interval (or a phone given to become one) that breaks the
+    /// tier's order: empty, reversed, overlapping, outside the tier or
+    /// leaving a gap where the tier must be covered.
+    #[error("tier {tier}, interval {index} [{xmin}, {xmax}]: {reason}")]
+    InvalidInterval { tier: usize, index: usize, xmin: f64, xmax: f64, reason: &'static str },
+    /// A TextGrid text that does not follow Praat's text format.
+    #[error("TextGrid line {line}: expected {expected}, found {found}")]
+    TextGridSyntax { line: usize, expected: &'static str, found: String },
+    /// Predicted and reference alignments of one utterance have different
+    /// numbers of phones, so their boundaries cannot be paired.
+    #[error("predicted alignment has {predicted} phones, the reference {reference}")]
+    PhoneCountMismatch { predicted: usize, reference: usize },
     /// A size beyond what the GPU kernels support.
     #[error("unsupported: {what}")]
     Unsupported { what: String },

@@ -15,6 +15,25 @@
 //!   labels, repeated labels separated by a blank). Output: the lattice
 //!   state of each frame and each label's frame span.
 //!
+//! And, on the CPU only, what turns an alignment into training data:
+//!
+//! * **Phoneme boundaries** ([`phone_timing`]): the segmentation model of
+//!   §3.2 emits phoneme *pairs* (`sil HH EH L OW sil` is aligned as `(sil,HH)
+//!   (HH,EH) (EH,L) (L,OW) (OW,sil)`); the boundary between phonemes `k` and
+//!   `k + 1` is the midpoint in time of pair `k`'s span (frame `y` covers
+//!   `[y, y + 1) · step`). Output: `n` contiguous [`PhoneInterval`]s in
+//!   seconds from 0 to the utterance's duration, each of positive length,
+//!   and a confidence, the path's mean log-likelihood per frame.
+//! * **TextGrids** ([`TextGrid`]): Praat's long text format, one
+//!   `"phones"` interval tier with gaps as empty intervals; times round-trip
+//!   exactly. The parser reads Praat's long and short text formats (what
+//!   Praat and the Montreal Forced Aligner write).
+//! * **Boundary error** ([`BoundaryErrors`]): mean absolute error of the
+//!   internal boundaries in ms and the share within 10, 20 and 25 ms, pooled
+//!   over utterances.
+//! * **Quarantine** ([`quarantine()`]): utterances whose confidence is below
+//!   the corpus median minus `k` (default 5) scaled MADs.
+//!
 //! # Contract
 //!
 //! * Scores are log-likelihoods (any base), `f32`; −∞ (probability zero) is
@@ -71,15 +90,23 @@
 //! labels, less on devices with under 72 KiB of shared memory per block.
 #![deny(unsafe_code)]
 
+mod boundary;
 #[allow(unsafe_code)]
 mod cuda;
 mod error;
 mod mas;
+mod metrics;
+mod quarantine;
+mod textgrid;
 mod viterbi;
 
+pub use boundary::{phone_timing, PhoneInterval, PhoneTiming};
 pub use cuda::{cuda_available, GpuAligner, MasDeviceBatch, CTC_MAX_LABELS, MAS_MAX_TEXT};
 pub use error::AlignError;
 pub use mas::{
     durations, maximum_path, maximum_path_batch, maximum_path_in_place, MasAlignment, MasLen, MasShape, Score,
 };
+pub use metrics::{BoundaryErrors, BoundarySummary, TOLERANCES_MS};
+pub use quarantine::{quarantine, Quarantine, DEFAULT_K, MAD_SCALE};
+pub use textgrid::{Interval, IntervalTier, TextGrid, PHONES_TIER};
 pub use viterbi::{ctc_viterbi, ctc_viterbi_batch, CtcAlignment, CtcLen, CtcShape, Span};

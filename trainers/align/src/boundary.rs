@@ -1,0 +1,135 @@
+//! Phoneme boundaries from a CTC alignment of phoneme pairs (Deep Voice §3.2).
+//!
+//! The segmentation model is trained with CTC on phoneme *pairs*: `sil HH EH
+//! L OW sil` becomes `(sil,HH) (HH,EH) (EH,L) (L,OW) (OW,sil)`, and the
+//! network fires each pair near the boundary between its two phonemes. For
+//! `n` phonemes there are `n - 1` pairs; forced alignment ([`ctc_viterbi`])
+//! gives each pair a span of frames, and pair `k` (phonemes `k`, `k + 1`)
+//! places the boundary `b_k` between them:
+//!
+//! ```text
+//! phoneme 0:      [0,        b_0)
+//! phoneme k:      [b_{k-1},  b_k)
+//! phoneme n - 1:  [b_{n-2},  duration)
+//! ```
+//!
+//! # Where in a pair's span the boundary lies
+//!
+//! Frame `y` stands for the time `[y · step, (y + 1) · step)`, so a span
+//! `start..end` covers `[start · step, end · step)`, and the boundary is the
+//! span's **midpoint in time**, `(start + end) · step / 2`. A peaky CTC model
+//! gives each pair a run of one or two frames; the midpoint is then the
+//! centre of the spike, within half a frame (5 ms at the 10 ms MFCC stride
+//! of §3.2) of its first frame. Where the run is longer (early in training,
+//! or where the pair beats blank over a slow transition) the first frame
+//! would bias every boundary early by half the run, and so would the
+//! Viterbi tie rule, which enters a state as early as possible; the midpoint
+//! halves both biases. It also never puts a boundary at 0, which the first
+//! frame does when the first pair fires on frame 0 and would leave the first
+//! phoneme empty.
+//!
+//! # Guarantees
+//!
+//! Spans must be non-empty, in order, not overlapping and inside the
+//! alignment's frames (what [`ctc_viterbi`] returns); then the midpoints are
+//! strictly increasing and positive, so every phoneme has a positive
+//! duration, starts are increasing and `end_k == start_{k+1}` exactly. The
+//! last boundary must fall before `duration`, which may differ from `frames
+//! · step` (MFCC framing can pad the end). Any violation is an error, never
+//! a clamped or reordered output.
+//!
+//! [`ctc_viterbi`]: crate::ctc_viterbi
+use crate::{AlignError, CtcAlignment};
+
+/// One phoneme's time, in seconds, half-open `[start, end)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PhoneInterval {
+    /// Start of the phoneme in seconds.
+    pub start: f64,
+    /// End of the phoneme in seconds (the next phoneme's start).
+    pub end: f64,
+}
+
+/// The phoneme times of one utterance and how well the model explained it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PhoneTiming {
+    /// `[n]` for an alignment of `n - 1` pairs: contiguous, each of positive
+    /// duration, the first starting at 0, the last ending at the duration.
+    pub phones: Vec<PhoneInterval>,
+    /// The path's log-probability divided by its frames: the mean
+    /// log-likelihood per frame, in the base of the model's log-probs; at
+    /// most 0, higher is better (see [`quarantine`](crate::quarantine())).
+    pub confidence: f64,
+}
+
+/// Phoneme start and end times from a CTC alignment of phoneme pairs.
+///
+/// `frame_step` is the seconds between frames (0.01 for the 10 ms MFCC
+/// stride of §3.2) and `duration` the utterance's length in seconds.
+///
+/// # Shapes
+/// * `alignment.spans`: `[n - 1]`, one per pair; `alignment.states`:
+///   `[frames]` (only its length is used).
+/// * returned `phones`: `[n]`.
+///
+/// # Errors
+/// [`AlignError::Empty`] for an alignment of no frames,
+/// [`AlignError::InvalidValue`] for a non-finite score or a step or
+/// duration that is not finite and positive, [`AlignError::InvalidSpan`]
+/// for spans that are empty, overlapping, out of order or past the frames,
+/// [`AlignError::BoundaryPastEnd`] when the last boundary is not before
+/// `duration`.
+pub fn phone_timing(alignment: &CtcAlignment, frame_step: f64, duration: f64) -> Result<PhoneTiming, AlignError> {
+    let frames = alignment.states.len();
+    if frames == 0 {
+        return Err(AlignError::Empty { item: 0, what: "frames" });
+    }
+    if !(frame_step.is_finite() && frame_step > 0.0) {
+        return Err(AlignError::InvalidValue { what: "frame step (seconds, finite and > 0)", value: frame_step });
+    }
+    if !(duration.is_finite() && duration > 0.0) {
+        return Err(AlignError::InvalidValue { what: "duration (seconds, finite and > 0)", value: duration });
+    }
+    if !alignment.score.is_finite() {
+        return Err(AlignError::InvalidValue { what: "alignment score", value: alignment.score as f64 });
+    }
+    let mut prev_end = 0;
+    let mut boundaries = Vec::with_capacity(alignment.spans.len());
+    for (index, span) in alignment.spans.iter().enumerate() {
+        let (start, end) = (span.start, span.end);
+        let reason = if start >= end {
+            Some("empty (the path never visits this pair)")
+        } else if end > frames {
+            Some("ends past the alignment's last frame")
+        } else if start < prev_end {
+            Some("overlaps or precedes the previous pair")
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            return Err(AlignError::InvalidSpan { index, start, end, reason });
+        }
+        prev_end = end;
+        // `start + end` is exact in f64 below 2^53; the halving is exact.
+        boundaries.push((start + end) as f64 * frame_step / 2.0);
+    }
+    let mut phones = Vec::with_capacity(boundaries.len() + 1);
+    let mut start = 0.0;
+    for &b in boundaries.iter().chain(std::iter::once(&duration)) {
+        phones.push(PhoneInterval { start, end: b });
+        start = b;
+    }
+    // Strictly increasing by construction for any realistic frame count and
+    // step; checked so the guarantee does not rest on float arithmetic.
+    for (index, p) in phones.iter().enumerate() {
+        if p.end <= p.start {
+            if index + 1 == phones.len() {
+                return Err(AlignError::BoundaryPastEnd { boundary: p.start, duration });
+            }
+            let span = alignment.spans[index];
+            let reason = "gives a boundary not after the previous one (frame step too small)";
+            return Err(AlignError::InvalidSpan { index, start: span.start, end: span.end, reason });
+        }
+    }
+    Ok(PhoneTiming { phones, confidence: alignment.score as f64 / frames as f64 })
+}

@@ -1,0 +1,174 @@
+use dv_align::{ctc_viterbi, phone_timing, AlignError, CtcAlignment, PhoneInterval, PhoneTiming, Span};
+
+use crate::rng::SplitMix64;
+
+/// An alignment of `frames` frames with the given pair spans (the states are
+/// not read by `phone_timing`, only their count).
+fn alignment(frames: usize, spans: &[(usize, usize)], score: f32) -> CtcAlignment {
+    CtcAlignment {
+        states: vec![0; frames],
+        spans: spans.iter().map(|&(start, end)| Span { start, end }).collect(),
+        score,
+    }
+}
+
+/// The guarantees of the module docs, for any valid input.
+fn check_invariants(t: &PhoneTiming, spans: &[Span], step: f64, duration: f64) {
+    assert_eq!(t.phones.len(), spans.len() + 1);
+    assert_eq!(t.phones[0].start, 0.0);
+    assert_eq!(t.phones.last().unwrap().end, duration);
+    for p in &t.phones {
+        assert!(p.start < p.end, "empty phone {p:?} in {:?}", t.phones);
+    }
+    for (k, w) in t.phones.windows(2).enumerate() {
+        assert_eq!(w[0].end.to_bits(), w[1].start.to_bits(), "gap or overlap at boundary {k}");
+        // The boundary lies inside its pair's span, in time.
+        let s = spans[k];
+        assert!(w[0].end > s.start as f64 * step && w[0].end < s.end as f64 * step, "{k}: {s:?} -> {}", w[0].end);
+    }
+}
+
+#[test]
+fn hand_made_spans_give_midpoint_boundaries() {
+    // `sil HH EH L sil`: 4 pairs over 20 frames of 10 ms.
+    let a = alignment(20, &[(2, 3), (5, 8), (8, 9), (12, 14)], -10.0);
+    let t = phone_timing(&a, 0.01, 0.2).unwrap();
+    let want = [(0.0, 0.025), (0.025, 0.065), (0.065, 0.085), (0.085, 0.13), (0.13, 0.2)];
+    assert_eq!(t.phones.len(), want.len());
+    for (p, &(s, e)) in t.phones.iter().zip(&want) {
+        assert!((p.start - s).abs() < 1e-12 && (p.end - e).abs() < 1e-12, "{p:?} != ({s}, {e})");
+    }
+    assert_eq!(t.confidence, -0.5);
+
+    // With a step exact in binary every boundary is exact.
+    let t = phone_timing(&a, 0.0625, 1.5).unwrap();
+    let bounds: Vec<f64> = t.phones.iter().map(|p| p.end).collect();
+    assert_eq!(bounds, [0.15625, 0.40625, 0.53125, 0.8125, 1.5]);
+    assert_eq!(t.phones[0], PhoneInterval { start: 0.0, end: 0.15625 });
+}
+
+#[test]
+fn a_pair_on_frame_zero_still_leaves_the_first_phone_a_duration() {
+    let a = alignment(4, &[(0, 1), (1, 2), (3, 4)], -2.0);
+    let t = phone_timing(&a, 0.01, 0.04).unwrap();
+    assert!((t.phones[0].end - 0.005).abs() < 1e-15);
+    check_invariants(&t, &a.spans, 0.01, 0.04);
+    // No pairs: one phone over the whole utterance.
+    let t = phone_timing(&alignment(3, &[], -1.5), 0.01, 0.03).unwrap();
+    assert_eq!(t.phones, [PhoneInterval { start: 0.0, end: 0.03 }]);
+    assert_eq!(t.confidence, -0.5);
+}
+
+#[test]
+fn random_spans_give_monotone_contiguous_phones() {
+    let mut rng = SplitMix64::new(0x5eed_b0d4);
+    for _ in 0..2000 {
+        let pairs = rng.range(0, 30);
+        let mut spans = Vec::with_capacity(pairs);
+        let mut y = 0;
+        for _ in 0..pairs {
+            let start = y + rng.range(0, 3); // gaps of blank, or none
+            let end = start + rng.range(1, 4);
+            spans.push((start, end));
+            y = end;
+        }
+        let frames = y + rng.range(0, 3).max(usize::from(y == 0));
+        let step = [0.01, 0.0125, 0.005][rng.range(0, 2)];
+        // Anywhere after the last boundary, before or past `frames * step`.
+        let last = spans.last().map_or(0.0, |&(s, e)| (s + e) as f64 * step / 2.0);
+        let duration = last + step * (0.01 + 2.0 * rng.unit() as f64);
+        let a = alignment(frames, &spans, -(rng.range(1, 1000) as f32));
+        let t = phone_timing(&a, step, duration).unwrap();
+        check_invariants(&t, &a.spans, step, duration);
+        assert_eq!(t.confidence, a.score as f64 / frames as f64);
+    }
+}
+
+#[test]
+fn viterbi_on_phoneme_pairs_puts_boundaries_at_the_spikes() {
+    // `sil HH EH L OW sil` -> 5 pairs, classes 1..=5, blank 0. Pair k fires
+    // on frame `spike[k]`; elsewhere blank is likely.
+    let spike = [7usize, 15, 22, 31, 44];
+    let (frames, classes) = (52, 6);
+    let mut rng = SplitMix64::new(7);
+    let mut lp = vec![0f32; frames * classes];
+    for y in 0..frames {
+        for c in 0..classes {
+            lp[y * classes + c] = if c == 0 { -0.1 } else { -6.0 - rng.unit() };
+        }
+    }
+    for (k, &y) in spike.iter().enumerate() {
+        lp[y * classes] = -6.0;
+        lp[y * classes + k + 1] = -0.05;
+    }
+    let labels = [1u32, 2, 3, 4, 5];
+    let a = ctc_viterbi(&lp, frames, classes, &labels, 0).unwrap();
+    let t = phone_timing(&a, 0.01, 0.52).unwrap();
+    check_invariants(&t, &a.spans, 0.01, 0.52);
+    for (k, &y) in spike.iter().enumerate() {
+        let want = (y as f64 + 0.5) * 0.01;
+        assert!((t.phones[k].end - want).abs() < 1e-12, "boundary {k}: {} != {want}", t.phones[k].end);
+    }
+    assert_eq!(t.confidence, a.score as f64 / frames as f64);
+    assert!(t.confidence < 0.0);
+}
+
+#[test]
+fn bad_inputs_are_typed_errors() {
+    let ok = [(2, 3), (5, 8)];
+    let err =
+        |frames, spans: &[(usize, usize)], score, step, dur| phone_timing(&alignment(frames, spans, score), step, dur);
+    assert_eq!(err(0, &[], -1.0, 0.01, 0.1), Err(AlignError::Empty { item: 0, what: "frames" }));
+    assert!(matches!(err(10, &ok, -1.0, 0.0, 0.1), Err(AlignError::InvalidValue { value, .. }) if value == 0.0));
+    assert!(matches!(err(10, &ok, -1.0, 0.01, f64::NAN), Err(AlignError::InvalidValue { .. })));
+    assert!(matches!(err(10, &ok, f32::NEG_INFINITY, 0.01, 0.1), Err(AlignError::InvalidValue { .. })));
+    // A pair the path never visits (ctc's `usize::MAX` marker), an empty span.
+    assert!(matches!(
+        err(10, &[(2, 3), (usize::MAX, 0)], -1.0, 0.01, 0.1),
+        Err(AlignError::InvalidSpan { index: 1, .. })
+    ));
+    assert!(matches!(err(10, &[(4, 4)], -1.0, 0.01, 0.1), Err(AlignError::InvalidSpan { index: 0, .. })));
+    assert!(matches!(
+        err(10, &[(2, 5), (4, 6)], -1.0, 0.01, 0.1),
+        Err(AlignError::InvalidSpan { index: 1, start: 4, end: 6, .. })
+    ));
+    assert!(matches!(err(10, &[(2, 5), (8, 11)], -1.0, 0.01, 0.2), Err(AlignError::InvalidSpan { index: 1, .. })));
+    // Last boundary at 0.065 s: a duration of 0.065 leaves the last phone empty.
+    assert!(matches!(err(10, &ok, -1.0, 0.01, 0.065), Err(AlignError::BoundaryPastEnd { .. })));
+    assert!(err(10, &ok, -1.0, 0.01, 0.0651).is_ok());
+}
+
+/// Users of other aligners hit "beam too narrow" on long files; the exact
+/// Viterbi has no beam. A 60 s utterance (6,000 frames) of 700 phones, each
+/// pair spiking on one frame: every boundary comes out at its spike.
+#[test]
+fn a_sixty_second_utterance_aligns_every_boundary() {
+    let (frames, classes, pairs) = (6000usize, 41usize, 699usize);
+    let mut rng = SplitMix64::new(60);
+    // Pair labels 1..classes, never equal neighbours; spikes every ~8.5 frames.
+    let mut labels: Vec<u32> = Vec::with_capacity(pairs);
+    while labels.len() < pairs {
+        let l = 1 + (rng.next_u64() % (classes as u64 - 1)) as u32;
+        if labels.last() != Some(&l) {
+            labels.push(l);
+        }
+    }
+    let spike = |k: usize| 4 + k * (frames - 8) / pairs;
+    let mut lp = vec![-12.0f32; frames * classes];
+    for f in 0..frames {
+        lp[f * classes] = -0.01; // blank
+    }
+    for (k, &l) in labels.iter().enumerate() {
+        let f = spike(k);
+        lp[f * classes] = -9.0;
+        lp[f * classes + l as usize] = -0.02;
+    }
+    let a = ctc_viterbi(&lp, frames, classes, &labels, 0).unwrap();
+    let t = phone_timing(&a, 0.01, 60.0).unwrap();
+    assert_eq!(t.phones.len(), pairs + 1);
+    for k in 0..pairs {
+        let want = (spike(k) as f64 + 0.5) * 0.01;
+        assert!((t.phones[k].end - want).abs() < 1e-9, "boundary {k}: {} vs {want}", t.phones[k].end);
+    }
+    check_invariants(&t, &a.spans, 0.01, 60.0);
+}
