@@ -13,6 +13,16 @@
 //! seed = 1
 //! validation_examples = 32     # held out, generated with seed + 1
 //!
+//!
+//! # or a real corpus: a local `dv featurize --out` directory whose shards
+//! # carry reference phones; the model must then have 1601 classes.
+//! # [data]
+//! # kind = "features"
+//! # url = "/path/to/features/cmu_us_slt_fortunes_300"  # or file://...
+//! # validation_fraction = 0.05   # held out by a hash of the id and seed
+//! # seed = 0
+//! # max_frames = 3000            # optional: skip longer utterances
+//!
 //! [optimizer]                  # Adam; β1, β2, ε default to the paper's
 //! lr = 1e-3
 //! clip_norm = 5.0              # optional
@@ -45,6 +55,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::data::SyntheticConfig;
+use crate::features::{FeaturesConfig, FEATURE_MFCC, PAIR_CLASSES};
 use crate::optim::{AdamConfig, StepAnnealing};
 use crate::segmentation::SegmentationConfig;
 use crate::TrainError;
@@ -83,6 +94,8 @@ pub enum DataConfig {
         #[serde(default)]
         validation_examples: usize,
     },
+    /// A `dv featurize` output with reference phones ([`crate::Features`]).
+    Features(FeaturesConfig),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -175,9 +188,38 @@ impl RunConfig {
         if t.batch == 0 || t.steps == 0 {
             return bad("train.batch and train.steps must be positive".into());
         }
-        let DataConfig::Synthetic { data, .. } = &self.data;
-        if data.examples < t.batch {
-            return bad(format!("data has {} examples, fewer than one batch of {}", data.examples, t.batch));
+        match &self.data {
+            DataConfig::Synthetic { data, .. } => {
+                if data.examples < t.batch {
+                    return bad(format!("data has {} examples, fewer than one batch of {}", data.examples, t.batch));
+                }
+            }
+            DataConfig::Features(f) => {
+                if f.url.is_empty() {
+                    return bad("data.url is empty".into());
+                }
+                if !(0.0..1.0).contains(&f.validation_fraction) {
+                    return bad(format!("data.validation_fraction = {} is not in [0, 1)", f.validation_fraction));
+                }
+                if f.max_frames == Some(0) {
+                    return bad("data.max_frames must be positive".into());
+                }
+                let sizes = self.segmentation_sizes(path)?;
+                if sizes.classes != PAIR_CLASSES {
+                    return bad(format!(
+                        "model classes = {} but [data] kind = \"features\" has 1600 phoneme-pair labels plus the \
+                         blank: set [model.sizes] classes = {PAIR_CLASSES}",
+                        sizes.classes
+                    ));
+                }
+                if sizes.mfcc != FEATURE_MFCC as i64 {
+                    return bad(format!(
+                        "model mfcc = {} but featurize writes {FEATURE_MFCC} MFCCs per frame: set [model.sizes] mfcc = \
+                         {FEATURE_MFCC}",
+                        sizes.mfcc
+                    ));
+                }
+            }
         }
         if self.checkpoint.every == 0 || self.checkpoint.keep_last == 0 {
             return bad("checkpoint.every and checkpoint.keep_last must be positive".into());

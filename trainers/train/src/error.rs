@@ -6,6 +6,10 @@ pub enum TrainError {
     /// The run configuration is unreadable or inconsistent.
     #[error("config {path}: {reason}")]
     Config { path: String, reason: String },
+    /// A featurize output could not be read: no shards, an unreadable
+    /// shard, a missing column. Bad single utterances are skipped instead.
+    #[error("features {path}: {reason}")]
+    Features { path: String, reason: String },
     /// A collective operation failed: a rank died, stalled or disagreed.
     #[error(transparent)]
     Collective(#[from] crate::CollectiveError),

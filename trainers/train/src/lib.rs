@@ -24,6 +24,11 @@
 //!   one safetensors object with a CRC-32, written with one put to any
 //!   `dv-store` location; the last `keep_last` are kept plus `best`. A
 //!   checkpoint that does not verify is reported and the previous one used.
+//! * Data: `[data] kind = "synthetic"` ([`Synthetic`], generated from a
+//!   seed) or `kind = "features"` ([`Features`]: a local `dv featurize`
+//!   output with reference phones, as §3.2 phoneme-pair labels, 1601
+//!   classes with the blank; utterances it cannot use are skipped and
+//!   counted, never fatal, and the counts are logged at start).
 //! * Tracking ([`Tracker`]): a JSONL file, and an MLflow server when given.
 //!
 //! Not yet: overlapping the all-reduce with the backward pass (tch exposes
@@ -36,6 +41,7 @@ mod config;
 pub mod conformance;
 mod data;
 mod error;
+mod features;
 mod mlflow;
 mod model;
 mod optim;
@@ -50,6 +56,9 @@ pub use collective::{Collective, CollectiveError, LocalCollective};
 pub use config::{CheckpointConfig, DataConfig, ModelConfig, RunConfig, TrackingConfig, TrainConfig};
 pub use data::{Dataset, Synthetic, SyntheticConfig};
 pub use error::TrainError;
+pub use features::{
+    ctc_min_frames, is_validation, pair_labels, FeatureSplit, Features, FeaturesConfig, Skipped, PAIR_CLASSES,
+};
 pub use mlflow::MlflowRun;
 pub use model::{dropout, Batch, Model};
 pub use optim::{clip_grad_norm, Adam, AdamConfig, StepAnnealing};

@@ -18,6 +18,7 @@ use crate::checkpoint::{code_version, decode, encode, step_name, steps_present, 
 use crate::collective::{Collective, LocalCollective};
 use crate::config::{DataConfig, RunConfig};
 use crate::data::{Dataset, Synthetic, SyntheticConfig};
+use crate::features::{Features, FRAME_SECONDS};
 use crate::mlflow::MlflowRun;
 use crate::model::Model;
 use crate::optim::{clip_grad_norm, Adam};
@@ -60,17 +61,54 @@ pub fn device_of(name: &str) -> Result<Device, TrainError> {
 /// The training set and the optional held-out set.
 type Datasets = (Box<dyn Dataset>, Option<Box<dyn Dataset>>);
 
-fn build_data(cfg: &RunConfig) -> Result<Datasets, TrainError> {
-    let DataConfig::Synthetic { data, validation_examples } = &cfg.data;
-    let train = Box::new(Synthetic::new(data)?);
-    let val: Option<Box<dyn Dataset>> = if *validation_examples > 0 {
-        // Same classes and means, different examples: a held-out set.
-        let v = SyntheticConfig { examples: *validation_examples, ..data.clone() };
-        Some(Box::new(ValidationSlice { inner: Synthetic::new(&v)?, offset: data.examples }))
-    } else {
-        None
-    };
-    Ok((train, val))
+/// The datasets of `cfg`, and lines for rank 0 to log about them.
+fn build_data(cfg: &RunConfig) -> Result<(Datasets, Vec<String>), TrainError> {
+    match &cfg.data {
+        DataConfig::Synthetic { data, validation_examples } => {
+            let train = Box::new(Synthetic::new(data)?);
+            let val: Option<Box<dyn Dataset>> = if *validation_examples > 0 {
+                // Same classes and means, different examples: a held-out set.
+                let v = SyntheticConfig { examples: *validation_examples, ..data.clone() };
+                Some(Box::new(ValidationSlice { inner: Synthetic::new(&v)?, offset: data.examples }))
+            } else {
+                None
+            };
+            Ok(((train, val), Vec::new()))
+        }
+        DataConfig::Features(f) => {
+            let split = Features::load(f)?;
+            let mut notes = vec![format!(
+                "features {}: {} shards, {} training utterances ({:.1} min), {} validation; {}",
+                f.url,
+                split.shards,
+                split.train.len(),
+                split.train.frames() as f64 * FRAME_SECONDS / 60.0,
+                split.validation.len(),
+                split.skipped
+            )];
+            if !split.complete {
+                notes.push(format!(
+                    "warning: {} has no manifest.json: featurize has not finished, training on the shards present",
+                    f.url
+                ));
+            }
+            if split.train.len() < cfg.train.batch {
+                return Err(TrainError::Config {
+                    path: "[data] url".into(),
+                    reason: format!(
+                        "{} has {} usable training utterances, fewer than one batch of {} ({})",
+                        f.url,
+                        split.train.len(),
+                        cfg.train.batch,
+                        split.skipped
+                    ),
+                });
+            }
+            let val: Option<Box<dyn Dataset>> =
+                if split.validation.is_empty() { None } else { Some(Box::new(split.validation)) };
+            Ok(((Box::new(split.train), val), notes))
+        }
+    }
 }
 
 /// Examples `offset..` of the same generator, never seen in training.
@@ -261,7 +299,12 @@ pub fn train_rank(
         });
     }
     let config_toml = cfg.to_toml()?;
-    let (data, val) = build_data(cfg)?;
+    let ((data, val), notes) = build_data(cfg)?;
+    if let Some(lead) = lead.as_mut() {
+        for n in &notes {
+            (lead.log)(n);
+        }
+    }
     let model = crate::model::with_rng(splitmix64(t.seed), || build_model(cfg, device))?;
     let named = model.named_parameters();
     let params: Vec<Tensor> = named.iter().map(|(_, p)| p.shallow_clone()).collect();

@@ -2,6 +2,7 @@
 
 mod checkpoint;
 mod collective;
+mod features;
 mod mlflow;
 mod optim;
 mod rendezvous;

@@ -1,0 +1,376 @@
+//! A real corpus for the segmentation model: the MFCC frames and reference
+//! phones that `dv featurize` wrote, as phoneme-pair CTC examples (Deep
+//! Voice §3.2).
+//!
+//! # What is read
+//!
+//! Every `shards/*.parquet` under a featurize output directory, columns `id`,
+//! `mfcc` (list\<float32\>, frame-major `[frames, 20]`), `mfcc_frames` and
+//! `ref_phones` (list\<utf8\>, null when the corpus has no labels), all into
+//! memory at start. Only local directories (a path or a `file://` URL) are
+//! read for now; an object-store URL is a configuration error.
+//!
+//! # Labels
+//!
+//! Reference phones are parsed as festival/ARCTIC labels write them
+//! ([`Phoneme::from_festival`]: lower- or upper-case ARPABET, `pau`, `h#`,
+//! `sil`, `ssil` and `brth` are silence, `ax` is `AH`; a stress digit such as `ER1`'s is dropped).
+//! Consecutive silences merge into one, and a silence is added at either end
+//! that lacks one (silence starts and ends every utterance, App. A.3). The
+//! labels are the neighbouring pairs ([`phoneme_pairs`]) with label
+//! `pair.index() + 1` in `1..=1600`, so the model has 1601 outputs, blank 0.
+//!
+//! # Skipped utterances
+//!
+//! An utterance with no reference phones, with a phone outside the inventory,
+//! with fewer frames than CTC needs (labels plus repeated neighbours), with
+//! more than `max_frames` frames, or whose MFCC column is malformed (null,
+//! NaN, or a length other than `mfcc_frames × 20`) is skipped and counted by
+//! reason ([`Skipped`]); it never fails the run. A directory with no shards,
+//! an unreadable shard or a missing column is an error naming the file.
+//!
+//! # Validation split
+//!
+//! An utterance is held out when `splitmix64(seed ^ fnv1a64(id)) / 2^64 <
+//! validation_fraction`: a function of its id and the seed alone, so the
+//! split does not depend on shard count, shard order or which utterances
+//! were skipped, and adding utterances to a corpus never moves old ones
+//! across it.
+
+use std::path::{Path, PathBuf};
+
+use dv_text::{phoneme_pairs, Phoneme};
+use polars::prelude::*;
+use serde::{Deserialize, Serialize};
+use tch::{Device, Tensor};
+
+use crate::data::Dataset;
+use crate::model::Batch;
+use crate::sampler::splitmix64;
+use crate::TrainError;
+
+/// MFCCs per 10 ms frame in featurize output (§3.2: 20).
+pub const FEATURE_MFCC: usize = 20;
+/// Seconds per MFCC frame.
+pub const FRAME_SECONDS: f64 = 0.01;
+/// Output classes of a segmentation model trained on these labels: 1600
+/// phoneme pairs plus the CTC blank.
+pub const PAIR_CLASSES: i64 = dv_text::PhonemePair::COUNT as i64 + 1;
+
+/// `[data] kind = "features"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeaturesConfig {
+    /// A `dv featurize --out` directory: a local path or a `file://` URL.
+    pub url: String,
+    /// Share of utterances held out for validation, in `[0, 1)`.
+    #[serde(default = "default_validation_fraction")]
+    pub validation_fraction: f64,
+    /// Seeds the validation split (see the module docs).
+    #[serde(default)]
+    pub seed: u64,
+    /// Utterances longer than this many frames are skipped (memory bound).
+    #[serde(default)]
+    pub max_frames: Option<usize>,
+}
+
+fn default_validation_fraction() -> f64 {
+    0.05
+}
+
+/// Why utterances were left out, counted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Skipped {
+    /// `ref_phones` null or empty.
+    pub no_reference: usize,
+    /// A phone name outside the inventory of App. A.3.
+    pub unknown_phone: usize,
+    /// Fewer frames than labels plus repeated neighbouring labels.
+    pub too_short_for_ctc: usize,
+    /// More frames than `max_frames`.
+    pub over_max_frames: usize,
+    /// MFCCs null, non-finite, or not `mfcc_frames × 20` values.
+    pub malformed: usize,
+}
+
+/// Why one utterance was left out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reason {
+    NoReference,
+    UnknownPhone,
+    TooShortForCtc,
+    OverMaxFrames,
+    Malformed,
+}
+
+impl Skipped {
+    fn count(&mut self, reason: Reason) {
+        *match reason {
+            Reason::NoReference => &mut self.no_reference,
+            Reason::UnknownPhone => &mut self.unknown_phone,
+            Reason::TooShortForCtc => &mut self.too_short_for_ctc,
+            Reason::OverMaxFrames => &mut self.over_max_frames,
+            Reason::Malformed => &mut self.malformed,
+        } += 1;
+    }
+
+    pub fn total(&self) -> usize {
+        self.no_reference + self.unknown_phone + self.too_short_for_ctc + self.over_max_frames + self.malformed
+    }
+}
+
+impl std::fmt::Display for Skipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "skipped {}: no reference phones {}, unknown phone {}, too short for CTC {}, over max_frames {}, malformed {}",
+            self.total(),
+            self.no_reference,
+            self.unknown_phone,
+            self.too_short_for_ctc,
+            self.over_max_frames,
+            self.malformed
+        )
+    }
+}
+
+/// One usable utterance.
+#[derive(Debug, Clone)]
+struct Utterance {
+    /// `[frames, 20]`, frame-major.
+    mfcc: Vec<f32>,
+    frames: usize,
+    labels: Vec<i64>,
+}
+
+/// Featurized utterances with their pair labels, addressed by index in id
+/// order.
+#[derive(Debug, Clone, Default)]
+pub struct Features {
+    ids: Vec<String>,
+    utterances: Vec<Utterance>,
+}
+
+/// A loaded corpus split in two.
+#[derive(Debug, Clone)]
+pub struct FeatureSplit {
+    pub train: Features,
+    pub validation: Features,
+    pub skipped: Skipped,
+    /// Shards read.
+    pub shards: usize,
+    /// Whether `manifest.json` exists (featurize finished every shard).
+    pub complete: bool,
+}
+
+/// The §3.2 label sequence of reference phones: pair index + 1 per
+/// neighbouring pair, after mapping silences and merging their runs (module
+/// docs). An unknown phone name is an error.
+pub fn pair_labels<S: AsRef<str>>(phones: &[S]) -> Result<Vec<i64>, dv_text::TextError> {
+    let mut seq: Vec<Phoneme> = vec![Phoneme::Sil];
+    for p in phones {
+        // Stress is not part of a pair label: `ER1` is `ER`.
+        let name = p.as_ref().trim_end_matches(|c: char| c.is_ascii_digit());
+        let ph = Phoneme::from_festival(if name.is_empty() { p.as_ref() } else { name })?.phoneme;
+        if !(ph == Phoneme::Sil && seq.last() == Some(&Phoneme::Sil)) {
+            seq.push(ph);
+        }
+    }
+    if seq.last() != Some(&Phoneme::Sil) {
+        seq.push(Phoneme::Sil);
+    }
+    Ok(phoneme_pairs(&seq).into_iter().map(|p| p.index() as i64 + 1).collect())
+}
+
+/// Frames CTC needs for `labels`: one per label and one blank between each
+/// two equal neighbours.
+pub fn ctc_min_frames(labels: &[i64]) -> usize {
+    labels.len() + labels.windows(2).filter(|w| w[0] == w[1]).count()
+}
+
+/// Whether utterance `id` is held out (module docs).
+pub fn is_validation(id: &str, seed: u64, fraction: f64) -> bool {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in id.bytes() {
+        h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    (splitmix64(seed ^ h) as f64 / 18_446_744_073_709_551_616.0) < fraction
+}
+
+/// The local directory a `url` names.
+fn local_dir(url: &str) -> Result<PathBuf, TrainError> {
+    if let Some(p) = url.strip_prefix("file://") {
+        return Ok(PathBuf::from(p));
+    }
+    if url.contains("://") {
+        return Err(TrainError::Config {
+            path: "[data] url".into(),
+            reason: format!("{url}: only local featurize outputs (a path or file://) are read for now"),
+        });
+    }
+    Ok(PathBuf::from(url))
+}
+
+fn data_err(path: &Path, reason: impl std::fmt::Display) -> TrainError {
+    TrainError::Features { path: path.display().to_string(), reason: reason.to_string() }
+}
+
+/// What one shard row becomes.
+enum Row {
+    Keep(String, Utterance),
+    Skip(Reason),
+}
+
+impl Features {
+    /// Reads every shard of the featurize output at `config.url` and splits
+    /// it (module docs).
+    pub fn load(config: &FeaturesConfig) -> Result<FeatureSplit, TrainError> {
+        let dir = local_dir(&config.url)?;
+        let shard_dir = dir.join("shards");
+        let entries = std::fs::read_dir(&shard_dir).map_err(|e| data_err(&shard_dir, e))?;
+        let mut shards: Vec<PathBuf> = Vec::new();
+        for e in entries {
+            let p = e.map_err(|e| data_err(&shard_dir, e))?.path();
+            if p.extension().is_some_and(|x| x == "parquet") {
+                shards.push(p);
+            }
+        }
+        shards.sort();
+        if shards.is_empty() {
+            return Err(data_err(&shard_dir, "no *.parquet shards (run `dv featurize` first)"));
+        }
+        let mut skipped = Skipped::default();
+        let mut rows: Vec<(String, Utterance)> = Vec::new();
+        for shard in &shards {
+            for row in read_shard(shard, config.max_frames)? {
+                match row {
+                    Row::Keep(id, u) => rows.push((id, u)),
+                    Row::Skip(reason) => skipped.count(reason),
+                }
+            }
+        }
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        let (mut train, mut validation) = (Features::default(), Features::default());
+        for (id, u) in rows {
+            let set =
+                if is_validation(&id, config.seed, config.validation_fraction) { &mut validation } else { &mut train };
+            set.ids.push(id);
+            set.utterances.push(u);
+        }
+        Ok(FeatureSplit {
+            train,
+            validation,
+            skipped,
+            shards: shards.len(),
+            complete: dir.join("manifest.json").exists(),
+        })
+    }
+
+    /// Utterance ids in index order.
+    pub fn ids(&self) -> &[String] {
+        &self.ids
+    }
+
+    /// Label sequence of utterance `index`.
+    pub fn labels(&self, index: usize) -> Option<&[i64]> {
+        self.utterances.get(index).map(|u| u.labels.as_slice())
+    }
+
+    /// Total frames.
+    pub fn frames(&self) -> usize {
+        self.utterances.iter().map(|u| u.frames).sum()
+    }
+}
+
+fn read_shard(path: &Path, max_frames: Option<usize>) -> Result<Vec<Row>, TrainError> {
+    let file = std::fs::File::open(path).map_err(|e| data_err(path, e))?;
+    let columns = ["id", "mfcc", "mfcc_frames", "ref_phones"].map(String::from).to_vec();
+    let df = ParquetReader::new(file).with_columns(Some(columns)).finish().map_err(|e| data_err(path, e))?;
+    let col = |name: &str| df.column(name).map_err(|e| data_err(path, format!("column {name}: {e}")));
+    let ids = col("id")?.str().map_err(|e| data_err(path, format!("column id: {e}")))?.clone();
+    let mfcc = col("mfcc")?.list().map_err(|e| data_err(path, format!("column mfcc: {e}")))?.clone();
+    let frames = col("mfcc_frames")?
+        .cast(&DataType::UInt64)
+        .and_then(|c| c.u64().cloned())
+        .map_err(|e| data_err(path, format!("column mfcc_frames: {e}")))?;
+    let phones = col("ref_phones")?.list().map_err(|e| data_err(path, format!("column ref_phones: {e}")))?.clone();
+    let mut out = Vec::with_capacity(df.height());
+    for i in 0..df.height() {
+        let Some(id) = ids.get(i) else {
+            out.push(Row::Skip(Reason::Malformed));
+            continue;
+        };
+        out.push(row(id, mfcc.get_as_series(i), frames.get(i), phones.get_as_series(i), max_frames));
+    }
+    Ok(out)
+}
+
+fn row(id: &str, mfcc: Option<Series>, frames: Option<u64>, phones: Option<Series>, max: Option<usize>) -> Row {
+    let names: Vec<String> = match phones.as_ref().map(|s| s.str().map(|c| c.iter().map(|p| p.map(String::from)))) {
+        Some(Ok(it)) => match it.collect::<Option<Vec<String>>>() {
+            Some(v) if !v.is_empty() => v,
+            Some(_) => return Row::Skip(Reason::NoReference),
+            None => return Row::Skip(Reason::Malformed),
+        },
+        Some(Err(_)) => return Row::Skip(Reason::Malformed),
+        None => return Row::Skip(Reason::NoReference),
+    };
+    let Ok(labels) = pair_labels(&names) else {
+        return Row::Skip(Reason::UnknownPhone);
+    };
+    let (Some(mfcc), Some(frames)) = (mfcc, frames.map(|f| f as usize)) else {
+        return Row::Skip(Reason::Malformed);
+    };
+    if max.is_some_and(|m| frames > m) {
+        return Row::Skip(Reason::OverMaxFrames);
+    }
+    let values: Option<Vec<f32>> = match mfcc.f32() {
+        Ok(c) => c.iter().map(|v| v.filter(|x| x.is_finite())).collect(),
+        Err(_) => None,
+    };
+    let Some(values) = values.filter(|v| v.len() == frames * FEATURE_MFCC) else {
+        return Row::Skip(Reason::Malformed);
+    };
+    if frames < ctc_min_frames(&labels) {
+        return Row::Skip(Reason::TooShortForCtc);
+    }
+    Row::Keep(id.to_string(), Utterance { mfcc: values, frames, labels })
+}
+
+impl Dataset for Features {
+    fn len(&self) -> usize {
+        self.utterances.len()
+    }
+
+    /// # Shapes
+    /// `inputs` `[b, t_max, 20]` with `t_max` the batch's longest utterance,
+    /// zero past each length; `targets` the labels concatenated.
+    fn batch(&self, indices: &[usize], device: Device) -> Result<Batch, TrainError> {
+        let f = FEATURE_MFCC;
+        let mut examples = Vec::with_capacity(indices.len());
+        for &i in indices {
+            examples.push(self.utterances.get(i).ok_or_else(|| TrainError::Features {
+                path: "(in memory)".into(),
+                reason: format!("index {i} past the {} utterances", self.utterances.len()),
+            })?);
+        }
+        let t_max = examples.iter().map(|u| u.frames).max().unwrap_or(0);
+        let mut inputs = vec![0.0f32; indices.len() * t_max * f];
+        for (b, u) in examples.iter().enumerate() {
+            inputs[b * t_max * f..b * t_max * f + u.frames * f].copy_from_slice(&u.mfcc);
+        }
+        let targets: Vec<i64> = examples.iter().flat_map(|u| u.labels.iter().copied()).collect();
+        let frames: usize = examples.iter().map(|u| u.frames).sum();
+        Ok(Batch {
+            // [b, t_max, 20]
+            inputs: Tensor::from_slice(&inputs)
+                .f_view([indices.len() as i64, t_max as i64, f as i64])?
+                .f_to_device(device)?,
+            input_lengths: examples.iter().map(|u| u.frames as i64).collect(),
+            targets: Tensor::from_slice(&targets).f_to_device(device)?,
+            target_lengths: examples.iter().map(|u| u.labels.len() as i64).collect(),
+            example_ids: indices.to_vec(),
+            audio_seconds: Some(frames as f64 * FRAME_SECONDS),
+        })
+    }
+}
