@@ -1,6 +1,7 @@
 //! `dv`: the deepvoice-rs command line. Each subcommand is a verb a user
 //! types; see `dv --help`.
 
+mod align;
 mod corpus;
 mod doctor;
 mod featurize;
@@ -34,6 +35,8 @@ enum Command {
     Text(text::TextCommand),
     /// Train a model from a TOML run config: data-parallel ranks, checkpoints, exact resume, MLflow.
     Train(train::TrainArgs),
+    /// Phoneme boundaries for a featurized corpus from a trained segmentation model: Parquet, TextGrids, confidence, quarantine.
+    Align(align::AlignArgs),
     /// Draw training curves (loss, validation loss, any logged metric) from a JSONL file to PNG.
     Plot(plot::PlotArgs),
 }
@@ -56,5 +59,6 @@ fn main() -> anyhow::Result<()> {
         Command::Text(c) => text::run(c),
         Command::Train(a) => train::run(a),
         Command::Plot(a) => plot::run(a),
+        Command::Align(a) => align::run(a),
     }
 }

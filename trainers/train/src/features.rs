@@ -141,6 +141,9 @@ struct Utterance {
     mfcc: Vec<f32>,
     frames: usize,
     labels: Vec<i64>,
+    /// Internal boundaries of the reference phones, seconds (see
+    /// [`reference_boundaries`]), when the shard has usable times.
+    boundaries: Option<Vec<f64>>,
 }
 
 /// Featurized utterances with their pair labels, addressed by index in id
@@ -180,6 +183,35 @@ pub fn pair_labels<S: AsRef<str>>(phones: &[S]) -> Result<Vec<i64>, dv_text::Tex
         seq.push(Phoneme::Sil);
     }
     Ok(phoneme_pairs(&seq).into_iter().map(|p| p.index() as i64 + 1).collect())
+}
+
+/// The internal boundaries (seconds) of reference phones merged the way
+/// [`pair_labels`] merges them: runs of silences become one silence from
+/// the first's start to the last's end, and boundary `k` is the end of
+/// merged phone `k` (the middle of the gap when the next starts later).
+/// `None` when the times do not fit the phones (different counts, a
+/// non-finite or decreasing time) or when [`pair_labels`] had to add a
+/// silence at either end, which has no reference time.
+pub fn reference_boundaries<S: AsRef<str>>(phones: &[S], starts: &[f64], ends: &[f64]) -> Option<Vec<f64>> {
+    if phones.len() != starts.len() || phones.len() != ends.len() {
+        return None;
+    }
+    let mut merged: Vec<(Phoneme, f64, f64)> = Vec::with_capacity(phones.len());
+    for ((p, &start), &end) in phones.iter().zip(starts).zip(ends) {
+        let ph = Phoneme::from_festival(p.as_ref()).ok()?.phoneme;
+        if !start.is_finite() || !end.is_finite() || end < start {
+            return None;
+        }
+        match merged.last_mut() {
+            Some(last) if ph == Phoneme::Sil && last.0 == Phoneme::Sil => last.2 = end,
+            _ => merged.push((ph, start, end)),
+        }
+    }
+    if merged.first()?.0 != Phoneme::Sil || merged.last()?.0 != Phoneme::Sil {
+        return None;
+    }
+    let bounds: Vec<f64> = merged.windows(2).map(|w| 0.5 * (w[0].2 + w[1].1)).collect();
+    bounds.windows(2).all(|w| w[0] <= w[1]).then_some(bounds)
 }
 
 /// Frames CTC needs for `labels`: one per label and one blank between each
@@ -276,6 +308,17 @@ impl Features {
         self.utterances.get(index).map(|u| u.labels.as_slice())
     }
 
+    /// MFCC frames of utterance `index`.
+    pub fn frames_of(&self, index: usize) -> Option<usize> {
+        self.utterances.get(index).map(|u| u.frames)
+    }
+
+    /// Reference internal boundaries of utterance `index`, seconds, one per
+    /// label ([`reference_boundaries`]).
+    pub fn reference_boundaries(&self, index: usize) -> Option<&[f64]> {
+        self.utterances.get(index).and_then(|u| u.boundaries.as_deref())
+    }
+
     /// Total frames.
     pub fn frames(&self) -> usize {
         self.utterances.iter().map(|u| u.frames).sum()
@@ -284,7 +327,15 @@ impl Features {
 
 fn read_shard(path: &Path, max_frames: Option<usize>) -> Result<Vec<Row>, TrainError> {
     let file = std::fs::File::open(path).map_err(|e| data_err(path, e))?;
-    let columns = ["id", "mfcc", "mfcc_frames", "ref_phones"].map(String::from).to_vec();
+    let mut columns = ["id", "mfcc", "mfcc_frames", "ref_phones"].map(String::from).to_vec();
+    let schema = ParquetReader::new(std::fs::File::open(path).map_err(|e| data_err(path, e))?)
+        .schema()
+        .map_err(|e| data_err(path, e))?;
+    // Reference times are optional: older or hand-made shards may lack them.
+    let timed = ["ref_phone_starts", "ref_phone_ends"].iter().all(|c| schema.get(c).is_some());
+    if timed {
+        columns.extend(["ref_phone_starts", "ref_phone_ends"].map(String::from));
+    }
     let df = ParquetReader::new(file).with_columns(Some(columns)).finish().map_err(|e| data_err(path, e))?;
     let col = |name: &str| df.column(name).map_err(|e| data_err(path, format!("column {name}: {e}")));
     let ids = col("id")?.str().map_err(|e| data_err(path, format!("column id: {e}")))?.clone();
@@ -294,13 +345,32 @@ fn read_shard(path: &Path, max_frames: Option<usize>) -> Result<Vec<Row>, TrainE
         .and_then(|c| c.u64().cloned())
         .map_err(|e| data_err(path, format!("column mfcc_frames: {e}")))?;
     let phones = col("ref_phones")?.list().map_err(|e| data_err(path, format!("column ref_phones: {e}")))?.clone();
+    let times = |name: &str| -> Result<Option<ListChunked>, TrainError> {
+        if !timed {
+            return Ok(None);
+        }
+        Ok(Some(col(name)?.list().map_err(|e| data_err(path, format!("column {name}: {e}")))?.clone()))
+    };
+    let (starts, ends) = (times("ref_phone_starts")?, times("ref_phone_ends")?);
+    let floats = |l: &Option<ListChunked>, i: usize| -> Option<Vec<f64>> {
+        let s = l.as_ref()?.get_as_series(i)?.cast(&DataType::Float64).ok()?;
+        s.f64().ok()?.iter().collect()
+    };
     let mut out = Vec::with_capacity(df.height());
     for i in 0..df.height() {
         let Some(id) = ids.get(i) else {
             out.push(Row::Skip(Reason::Malformed));
             continue;
         };
-        out.push(row(id, mfcc.get_as_series(i), frames.get(i), phones.get_as_series(i), max_frames));
+        let mut r = row(id, mfcc.get_as_series(i), frames.get(i), phones.get_as_series(i), max_frames);
+        if let (Row::Keep(_, u), Some(names)) = (&mut r, phones.get_as_series(i)) {
+            let names: Option<Vec<String>> =
+                names.str().ok().and_then(|c| c.iter().map(|p| p.map(String::from)).collect());
+            if let (Some(names), Some(st), Some(en)) = (names, floats(&starts, i), floats(&ends, i)) {
+                u.boundaries = reference_boundaries(&names, &st, &en).filter(|b| b.len() == u.labels.len());
+            }
+        }
+        out.push(r);
     }
     Ok(out)
 }
@@ -334,7 +404,7 @@ fn row(id: &str, mfcc: Option<Series>, frames: Option<u64>, phones: Option<Serie
     if frames < ctc_min_frames(&labels) {
         return Row::Skip(Reason::TooShortForCtc);
     }
-    Row::Keep(id.to_string(), Utterance { mfcc: values, frames, labels })
+    Row::Keep(id.to_string(), Utterance { mfcc: values, frames, labels, boundaries: None })
 }
 
 impl Dataset for Features {

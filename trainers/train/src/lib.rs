@@ -57,7 +57,8 @@ pub use config::{CheckpointConfig, DataConfig, ModelConfig, RunConfig, TrackingC
 pub use data::{Dataset, Synthetic, SyntheticConfig};
 pub use error::TrainError;
 pub use features::{
-    ctc_min_frames, is_validation, pair_labels, FeatureSplit, Features, FeaturesConfig, Skipped, PAIR_CLASSES,
+    ctc_min_frames, is_validation, pair_labels, reference_boundaries, FeatureSplit, Features, FeaturesConfig, Skipped,
+    FEATURE_MFCC, FRAME_SECONDS, PAIR_CLASSES,
 };
 pub use mlflow::MlflowRun;
 pub use model::{dropout, Batch, Model};

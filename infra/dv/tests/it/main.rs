@@ -1,5 +1,6 @@
 //! End-to-end tests of the `dv` binary.
 
+mod align;
 mod s3;
 mod train;
 

@@ -301,3 +301,27 @@ fn the_example_config_for_the_embedded_corpus_validates() {
     assert_eq!(f.url, "features/cmu_us_slt_fortunes_300");
     assert_eq!(cfg.segmentation_sizes(path).unwrap().classes, 1601);
 }
+
+#[test]
+fn reference_boundaries_follow_the_merged_phones() {
+    use dv_train::reference_boundaries;
+    // pau pau hh eh l ow pau: the two leading silences merge; 6 merged phones, 5 boundaries.
+    let phones = ["pau", "pau", "hh", "eh", "l", "ow", "pau"];
+    let starts = [0.0, 0.10, 0.20, 0.30, 0.42, 0.50, 0.70];
+    let ends = [0.10, 0.20, 0.30, 0.40, 0.50, 0.70, 0.90];
+    let b = reference_boundaries(&phones, &starts, &ends).unwrap();
+    // A gap between eh (ends 0.40) and l (starts 0.42) puts the boundary in its middle.
+    let want = [0.20, 0.30, 0.41, 0.50, 0.70];
+    assert_eq!(b.len(), want.len());
+    for (x, w) in b.iter().zip(want) {
+        assert!((x - w).abs() < 1e-12, "{b:?}");
+    }
+    assert_eq!(b.len(), dv_train::pair_labels(&phones).unwrap().len());
+    // No leading silence: pair_labels adds one, which has no time.
+    assert_eq!(reference_boundaries(&phones[2..], &starts[2..], &ends[2..]), None);
+    // Counts that do not match, or a time running backwards.
+    assert_eq!(reference_boundaries(&phones, &starts[1..], &ends), None);
+    let mut bad = ends;
+    bad[3] = 0.25;
+    assert_eq!(reference_boundaries(&phones, &starts, &bad), None);
+}

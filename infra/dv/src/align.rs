@@ -1,0 +1,245 @@
+//! `dv align`: phoneme boundaries for a featurized corpus from a trained
+//! segmentation model (Deep Voice §3.2): the model's phoneme-pair posteriors,
+//! CTC Viterbi over each utterance's known pair sequence (exact dynamic
+//! programming, no beam, so long files never fail for a narrow beam), and
+//! each phoneme boundary at its pair's position.
+//!
+//! Writes under `--out`: `alignments.parquet` (id, phones, starts, ends in
+//! seconds, confidence = mean log-likelihood per frame, quarantined),
+//! `textgrid/<id>.TextGrid` (Praat, one "phones" tier), `quarantine.tsv`
+//! (utterances whose confidence is far below the corpus median: bad
+//! transcripts are the usual cause) and `report.json` (counts, failures
+//! with reasons, the quarantine rule, and the boundary error against the
+//! corpus's reference boundaries when it has them).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use dv_align::{ctc_viterbi, phone_timing, quarantine, BoundaryErrors, PhoneInterval, TextGrid};
+use dv_text::{Phoneme, PhonemePair};
+use dv_train::checkpoint::decode;
+use dv_train::{Dataset, Features, FeaturesConfig, Model, RunConfig, Segmentation, FRAME_SECONDS, PAIR_CLASSES};
+use polars::prelude::*;
+use serde_json::json;
+
+#[derive(Args)]
+pub(crate) struct AlignArgs {
+    /// A `dv featurize --out` directory whose shards carry the phones to align (`ref_phones`).
+    #[arg(long)]
+    features: String,
+    /// A segmentation checkpoint written by `dv train` (`step-….safetensors` or `best.safetensors`).
+    #[arg(long)]
+    checkpoint: PathBuf,
+    /// Output directory.
+    #[arg(long)]
+    out: PathBuf,
+    /// `cpu`, `cuda` or `cuda:N` for the model's forward pass.
+    #[arg(long, default_value = "cpu")]
+    device: String,
+    /// Utterances per forward pass.
+    #[arg(long, default_value_t = 16)]
+    batch: usize,
+    /// Quarantine utterances whose confidence is below median − k × 1.4826 × MAD.
+    #[arg(long, default_value_t = dv_align::DEFAULT_K)]
+    quarantine_k: f64,
+}
+
+/// The merged phone sequence a pair-label sequence spells (`sil HH … sil`).
+fn phones_of(labels: &[i64]) -> Vec<Phoneme> {
+    let pairs: Vec<PhonemePair> =
+        labels.iter().filter_map(|&l| usize::try_from(l - 1).ok().and_then(PhonemePair::from_index)).collect();
+    let mut out: Vec<Phoneme> = pairs.first().map(|p| vec![p.0]).unwrap_or_default();
+    out.extend(pairs.iter().map(|p| p.1));
+    out
+}
+
+/// Loads the model a checkpoint holds, with the sizes of the run that wrote it.
+fn load_model(path: &Path, device: tch::Device) -> anyhow::Result<(Segmentation, u64)> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let name = path.display().to_string();
+    let ck = decode(&name, &bytes)?;
+    let cfg = RunConfig::from_toml(&format!("{name} (its run config)"), &ck.state.config)?;
+    let sizes = cfg.segmentation_sizes(&name)?;
+    if sizes.classes != PAIR_CLASSES {
+        bail!(
+            "{name}: the model has {} output classes; aligning needs a model trained on phoneme pairs ({PAIR_CLASSES})",
+            sizes.classes
+        );
+    }
+    let model = Segmentation::new(&sizes, device)?;
+    tch::no_grad(|| -> anyhow::Result<()> {
+        for (n, mut p) in model.named_parameters() {
+            let t = ck.tensors.get(&format!("model.{n}")).with_context(|| format!("{name}: no tensor model.{n}"))?;
+            p.f_copy_(t).with_context(|| format!("{name}: model.{n}"))?;
+        }
+        Ok(())
+    })?;
+    Ok((model, ck.state.step))
+}
+
+/// Reference phone intervals from internal boundaries over `[0, duration]`.
+fn intervals(bounds: &[f64], duration: f64) -> Vec<PhoneInterval> {
+    let mut edges = vec![0.0];
+    edges.extend_from_slice(bounds);
+    edges.push(duration);
+    edges.windows(2).map(|w| PhoneInterval { start: w[0], end: w[1] }).collect()
+}
+
+struct Aligned {
+    id: String,
+    phones: Vec<String>,
+    timing: Vec<PhoneInterval>,
+    confidence: f64,
+}
+
+pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let device = dv_train::device_of(&a.device)?;
+    if a.batch == 0 {
+        bail!("--batch must be at least 1");
+    }
+    let (model, step) = load_model(&a.checkpoint, device)?;
+    let split = Features::load(&FeaturesConfig {
+        url: a.features.clone(),
+        validation_fraction: 0.0,
+        seed: 0,
+        max_frames: None,
+    })?;
+    let data = split.train;
+    if data.is_empty() {
+        bail!("{}: no utterance can be aligned ({})", a.features, split.skipped);
+    }
+    eprintln!(
+        "aligning {} utterances ({:.1} min) with {} (step {step}); {}",
+        data.len(),
+        data.frames() as f64 * FRAME_SECONDS / 60.0,
+        a.checkpoint.display(),
+        split.skipped
+    );
+    let tg_dir = a.out.join("textgrid");
+    std::fs::create_dir_all(&tg_dir).with_context(|| format!("creating {}", tg_dir.display()))?;
+
+    // Longest first in batches of similar length: little padding.
+    let mut order: Vec<usize> = (0..data.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(data.frames_of(i).unwrap_or(0)));
+    let classes = PAIR_CLASSES as usize;
+    let mut aligned: Vec<Aligned> = Vec::with_capacity(data.len());
+    let mut failed: Vec<(String, String)> = Vec::new();
+    let mut errors = BoundaryErrors::new();
+    let mut unscored = 0usize;
+    for (k, chunk) in order.chunks(a.batch).enumerate() {
+        let batch = data.batch(chunk, device)?;
+        let lp = tch::no_grad(|| model.log_probs(&batch, false, 0))?; // [t, b, classes]
+        let lp = lp.f_transpose(0, 1)?.f_contiguous()?.f_to_device(tch::Device::Cpu)?; // [b, t, classes]
+        let t_max = lp.size()[1] as usize;
+        let flat = Vec::<f32>::try_from(lp.f_reshape([-1])?)?;
+        for (b, &i) in chunk.iter().enumerate() {
+            let id = data.ids()[i].clone();
+            let frames = data.frames_of(i).unwrap_or(0);
+            let labels: Vec<u32> = data.labels(i).unwrap_or_default().iter().map(|&l| l as u32).collect();
+            let rows = &flat[b * t_max * classes..(b * t_max + frames) * classes];
+            let duration = frames as f64 * FRAME_SECONDS;
+            let timing = ctc_viterbi(rows, frames, classes, &labels, 0)
+                .and_then(|al| phone_timing(&al, FRAME_SECONDS, duration));
+            let timing = match timing {
+                Ok(t) => t,
+                Err(e) => {
+                    failed.push((id, e.to_string()));
+                    continue;
+                }
+            };
+            let pair_labels: Vec<i64> = labels.iter().map(|&l| l as i64).collect();
+            let phones: Vec<String> = phones_of(&pair_labels).iter().map(|p| p.to_string()).collect();
+            match data.reference_boundaries(i) {
+                Some(bounds) => errors.add(&timing.phones, &intervals(bounds, duration))?,
+                None => unscored += 1,
+            }
+            let grid: Vec<(&str, f64, f64)> =
+                phones.iter().zip(&timing.phones).map(|(p, t)| (p.as_str(), t.start, t.end)).collect();
+            let text = TextGrid::from_phones(&grid, duration).and_then(|g| g.to_long_text())?;
+            std::fs::write(tg_dir.join(format!("{id}.TextGrid")), text)
+                .with_context(|| format!("writing the TextGrid of {id}"))?;
+            aligned.push(Aligned { id, phones, timing: timing.phones, confidence: timing.confidence });
+        }
+        let done = aligned.len() + failed.len();
+        if k % 10 == 9 || done == data.len() {
+            eprintln!("aligned {done}/{} utterances, {:.1} s", data.len(), started.elapsed().as_secs_f64());
+        }
+    }
+    aligned.sort_by(|x, y| x.id.cmp(&y.id));
+    if aligned.is_empty() {
+        bail!("no utterance aligned: {failed:?}");
+    }
+
+    let conf: Vec<(String, f64)> = aligned.iter().map(|u| (u.id.clone(), u.confidence)).collect();
+    let q = quarantine(&conf, a.quarantine_k)?;
+    let mut tsv = String::from("id\tconfidence\n");
+    for id in &q.ids {
+        let c = conf.iter().find(|(i, _)| i == id).map(|(_, c)| *c).unwrap_or(f64::NAN);
+        tsv.push_str(&format!("{id}\t{c:.4}\n"));
+    }
+    std::fs::write(a.out.join("quarantine.tsv"), tsv).context("writing quarantine.tsv")?;
+
+    let list = |f: &dyn Fn(&Aligned) -> Series| -> anyhow::Result<Column> {
+        let rows: Vec<Series> = aligned.iter().map(f).collect();
+        Ok(Series::new("".into(), rows).into_column())
+    };
+    let mut df = DataFrame::new(
+        aligned.len(),
+        vec![
+            Column::new("id".into(), aligned.iter().map(|u| u.id.as_str()).collect::<Vec<_>>()),
+            list(&|u| Series::new("".into(), u.phones.clone()))?.with_name("phones".into()),
+            list(&|u| Series::new("".into(), u.timing.iter().map(|t| t.start).collect::<Vec<f64>>()))?
+                .with_name("starts".into()),
+            list(&|u| Series::new("".into(), u.timing.iter().map(|t| t.end).collect::<Vec<f64>>()))?
+                .with_name("ends".into()),
+            Column::new("confidence".into(), aligned.iter().map(|u| u.confidence).collect::<Vec<f64>>()),
+            Column::new("quarantined".into(), aligned.iter().map(|u| q.ids.contains(&u.id)).collect::<Vec<bool>>()),
+        ],
+    )?;
+    dv_manifest::write_parquet(&mut df, &a.out.join("alignments.parquet"))?;
+
+    let summary = errors.summary();
+    let report = json!({
+        "checkpoint": a.checkpoint.display().to_string(),
+        "checkpoint_step": step,
+        "features": a.features,
+        "utterances": data.len(),
+        "aligned": aligned.len(),
+        "failed": failed.iter().map(|(id, why)| json!({"id": id, "reason": why})).collect::<Vec<_>>(),
+        "skipped_by_loader": split.skipped.to_string(),
+        "confidence_median": q.median,
+        "quarantine": {"k": a.quarantine_k, "spread": q.spread, "threshold": q.threshold, "ids": q.ids},
+        "boundary_error": summary.as_ref().map(|s| json!({
+            "utterances": s.utterances, "boundaries": s.boundaries, "mean_abs_ms": s.mean_abs_ms,
+            "max_abs_ms": s.max_abs_ms, "within_10ms": s.within_10ms, "within_20ms": s.within_20ms,
+            "within_25ms": s.within_25ms,
+        })),
+        "without_reference": unscored,
+        "seconds": started.elapsed().as_secs_f64(),
+    });
+    std::fs::write(a.out.join("report.json"), serde_json::to_string_pretty(&report)?).context("writing report.json")?;
+
+    println!("aligned        {} of {} utterances ({} failed)", aligned.len(), data.len(), failed.len());
+    for (id, why) in failed.iter().take(5) {
+        println!("  failed       {id}: {why}");
+    }
+    println!("confidence     median {:.3} (mean log-likelihood per frame)", q.median);
+    println!("quarantined    {} below {:.3}: {}", q.ids.len(), q.threshold, q.ids.join(" "));
+    match summary {
+        Some(s) => println!(
+            "boundaries     {} in {} utterances vs reference: mean |error| {:.1} ms, within 10/20/25 ms {:.1}% / {:.1}% / {:.1}%",
+            s.boundaries,
+            s.utterances,
+            s.mean_abs_ms,
+            100.0 * s.within_10ms,
+            100.0 * s.within_20ms,
+            100.0 * s.within_25ms
+        ),
+        None => println!("boundaries     no reference boundaries to compare with"),
+    }
+    println!("output         {} ({:.1} s)", a.out.display(), started.elapsed().as_secs_f64());
+    Ok(())
+}
