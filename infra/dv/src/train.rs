@@ -22,6 +22,10 @@ pub(crate) struct TrainArgs {
     /// process is one rank and this is not needed.
     #[arg(long)]
     gpus: Option<usize>,
+    /// Train to this many steps instead of the config's `[train] steps` (a
+    /// resumed run continues to the new total).
+    #[arg(long)]
+    steps: Option<u64>,
 }
 
 fn report(s: &RunSummary, ranks: usize, cfg: &RunConfig) {
@@ -40,12 +44,18 @@ fn report(s: &RunSummary, ranks: usize, cfg: &RunConfig) {
 }
 
 pub(crate) fn run(a: TrainArgs) -> anyhow::Result<()> {
-    let cfg = RunConfig::load(&a.config)?;
+    let mut cfg = RunConfig::load(&a.config)?;
+    if let Some(steps) = a.steps {
+        if steps == 0 {
+            bail!("--steps must be at least 1");
+        }
+        cfg.train.steps = steps;
+    }
     if let Some(env) = RankEnv::from_env()? {
         return gpu_rank(&cfg, env);
     }
     if let Some(gpus) = a.gpus {
-        return launch(&a.config, gpus, cfg.train.collective_timeout_s);
+        return launch(&a.config, a.steps, gpus, cfg.train.collective_timeout_s);
     }
     let mut log = |line: &str| eprintln!("{line}");
     let s = train_threads(&cfg, a.ranks, &mut log)?;
@@ -82,7 +92,7 @@ fn gpu_rank(cfg: &RunConfig, env: RankEnv) -> anyhow::Result<()> {
 
 /// Starts one process per GPU and waits; when a rank fails, the others get
 /// the collective timeout (plus a margin) to fail on their own, then are killed.
-fn launch(config: &str, gpus: usize, timeout_s: f64) -> anyhow::Result<()> {
+fn launch(config: &str, steps: Option<u64>, gpus: usize, timeout_s: f64) -> anyhow::Result<()> {
     if gpus == 0 {
         bail!("--gpus must be at least 1");
     }
@@ -92,6 +102,7 @@ fn launch(config: &str, gpus: usize, timeout_s: f64) -> anyhow::Result<()> {
         .map(|r| {
             Command::new(&exe)
                 .args(["train", "--config", config])
+                .args(steps.iter().flat_map(|s| ["--steps".to_string(), s.to_string()]))
                 .env("RANK", r.to_string())
                 .env("WORLD_SIZE", gpus.to_string())
                 .env("LOCAL_RANK", r.to_string())

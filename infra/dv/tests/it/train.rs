@@ -126,3 +126,19 @@ fn plot_draws_the_loss_curve_of_a_run_to_png() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("none of the metrics"));
 }
+
+#[test]
+fn steps_on_the_command_line_override_the_config_and_extend_a_finished_run() {
+    let d = tempfile::tempdir().unwrap();
+    let config = write_config(d.path(), 40);
+    let o = train(&config).args(["--steps", "5"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(losses(&d.path().join("metrics.jsonl")).len(), 5);
+    // The same run continued to 8 steps resumes at 5.
+    let o = train(&config).args(["--steps", "8"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && err.contains("resumed from"), "{err}");
+    assert_eq!(losses(&d.path().join("metrics.jsonl")).len(), 8);
+    let o = train(&config).args(["--steps", "0"]).output().unwrap();
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("--steps must be at least 1"));
+}
