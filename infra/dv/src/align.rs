@@ -18,6 +18,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use clap::Args;
 use dv_align::{ctc_viterbi, phone_timing, quarantine, BoundaryErrors, PhoneInterval, TextGrid};
+use dv_plot::{Heatmap, Marker, Rgb};
 use dv_text::{Phoneme, PhonemePair};
 use dv_train::checkpoint::decode;
 use dv_train::{Dataset, Features, FeaturesConfig, Model, RunConfig, Segmentation, FRAME_SECONDS, PAIR_CLASSES};
@@ -44,6 +45,75 @@ pub(crate) struct AlignArgs {
     /// Quarantine utterances whose confidence is below median − k × 1.4826 × MAD.
     #[arg(long, default_value_t = dv_align::DEFAULT_K)]
     quarantine_k: f64,
+    /// Draw this utterance's log-mel spectrogram with the predicted (and reference) boundaries
+    /// to `<out>/plots/<ID>.png`; repeat for more.
+    #[arg(long = "plot", value_name = "ID")]
+    plots: Vec<String>,
+}
+
+/// The mu-law audio and its rate of utterance `id` in a featurize output.
+fn read_audio(features: &str, id: &str) -> anyhow::Result<(Vec<f32>, u32)> {
+    let dir = Path::new(features.strip_prefix("file://").unwrap_or(features)).join("shards");
+    let mut shards: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+        .collect();
+    shards.sort();
+    for shard in shards {
+        let file = std::fs::File::open(&shard).with_context(|| format!("opening {}", shard.display()))?;
+        let cols = ["id", "mulaw", "sample_rate"].map(String::from).to_vec();
+        let df = ParquetReader::new(file).with_columns(Some(cols)).finish()?;
+        let ids = df.column("id")?.str()?.clone();
+        let Some(row) = ids.iter().position(|x| x == Some(id)) else { continue };
+        let rate = df.column("sample_rate")?.cast(&DataType::UInt32)?.u32()?.get(row);
+        let bytes = df.column("mulaw")?.binary()?.get(row).map(<[u8]>::to_vec);
+        let (Some(rate), Some(bytes)) = (rate, bytes) else {
+            bail!("{}: utterance {id} has no audio", shard.display());
+        };
+        let mut audio = vec![0.0f32; bytes.len()];
+        dv_audio::mulaw::decode_into(&bytes, &mut audio);
+        return Ok((audio, rate));
+    }
+    bail!("{features}: no utterance {id} in the shards")
+}
+
+/// `<out>/plots/<id>.png`: the log-mel spectrogram with the predicted
+/// boundaries (labelled) and the reference ones (cyan, where known).
+fn plot(out: &Path, features: &str, u: &Aligned, reference: Option<&[f64]>) -> anyhow::Result<PathBuf> {
+    let (audio, rate) = read_audio(features, &u.id)?;
+    let mfcc = dv_audio::Mfcc::new(&dv_audio::MfccConfig::for_rate(rate))?;
+    let frames = mfcc.frames(audio.len());
+    let mut scratch = mfcc.make_scratch();
+    let mut coeffs = vec![0.0f32; frames * mfcc.config().n_mfcc];
+    mfcc.compute_into(&audio, &mut coeffs, &mut scratch)?;
+    let hop = mfcc.config().hop_length as f64 / rate as f64;
+    let mut markers: Vec<Marker> = reference
+        .unwrap_or_default()
+        .iter()
+        .map(|&x| Marker { x, label: String::new(), row: 0, colour: Rgb(0, 230, 255) })
+        .collect();
+    for (k, (p, t)) in u.phones.iter().zip(&u.timing).enumerate().skip(1) {
+        markers.push(Marker { x: t.start, label: p.clone(), row: (k % 2) as u8, colour: Rgb(230, 30, 30) });
+    }
+    let map = Heatmap {
+        title: u.id.clone(),
+        x_label: "seconds (red: dv align, cyan: reference)".into(),
+        y_label: "mel band".into(),
+        columns: frames,
+        rows: mfcc.config().n_mels,
+        values: mfcc.last_log_mel(&scratch, frames).to_vec(),
+        x_range: (0.0, frames as f64 * hop),
+        y_range: (0.0, mfcc.config().n_mels as f64),
+        markers,
+    };
+    let width = (400.0 + 500.0 * frames as f64 * hop).clamp(600.0, 4000.0) as u32;
+    let png = map.render_png(width, 360)?;
+    let dir = out.join("plots");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let path = dir.join(format!("{}.png", u.id));
+    std::fs::write(&path, png).with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
 }
 
 /// The merged phone sequence a pair-label sequence spells (`sil HH … sil`).
@@ -118,6 +188,11 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
         a.checkpoint.display(),
         split.skipped
     );
+    for id in &a.plots {
+        if !data.ids().contains(id) {
+            bail!("--plot {id}: no such utterance among the {} to align", data.len());
+        }
+    }
     let tg_dir = a.out.join("textgrid");
     std::fs::create_dir_all(&tg_dir).with_context(|| format!("creating {}", tg_dir.display()))?;
 
@@ -239,6 +314,15 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
             100.0 * s.within_25ms
         ),
         None => println!("boundaries     no reference boundaries to compare with"),
+    }
+    for id in &a.plots {
+        let Some(u) = aligned.iter().find(|u| &u.id == id) else {
+            println!("plot           {id}: not aligned (see the failures above)");
+            continue;
+        };
+        let index = data.ids().iter().position(|x| x == id);
+        let path = plot(&a.out, &a.features, u, index.and_then(|i| data.reference_boundaries(i)))?;
+        println!("plot           {}", path.display());
     }
     println!("output         {} ({:.1} s)", a.out.display(), started.elapsed().as_secs_f64());
     Ok(())

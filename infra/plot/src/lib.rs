@@ -1,5 +1,6 @@
-//! Line charts drawn to PNG: loss curves (`dv plot`, the trainer's MLflow
-//! artifacts), and later F0 contours and waveforms.
+//! Charts drawn to PNG: line charts (loss curves for `dv plot` and the
+//! trainer's MLflow artifacts) and heatmaps with labelled markers
+//! (spectrograms with phoneme boundaries for `dv align --plot`).
 //!
 //! # Contract
 //!
@@ -21,9 +22,11 @@
 
 mod axis;
 mod canvas;
+mod heatmap;
 
 pub use axis::{ticks, Scale};
 pub use canvas::{Canvas, Rgb};
+pub use heatmap::{viridis, Heatmap, Marker};
 
 /// Errors of chart rendering.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +37,9 @@ pub enum PlotError {
     /// The picture is too small to hold the axes and labels.
     #[error("a {width} x {height} picture is too small (at least {min_width} x {min_height})")]
     TooSmall { width: u32, height: u32, min_width: u32, min_height: u32 },
+    /// A heatmap's values do not fill its columns × rows.
+    #[error("a {columns} x {rows} heatmap needs {} values, got {values}", columns * rows)]
+    Shape { columns: usize, rows: usize, values: usize },
     /// PNG encoding failed.
     #[error("PNG encoding: {0}")]
     Encode(#[from] png::EncodingError),

@@ -245,6 +245,17 @@ impl Mfcc {
         Ok(())
     }
 
+    /// The log-mel spectrogram (dB, floored at its peak − `top_db`) that the
+    /// last [`compute_into`](Self::compute_into) on `scratch` computed, for
+    /// its `frames` frames: what the MFCCs are the DCT of, and what a
+    /// spectrogram picture shows.
+    ///
+    /// # Shapes
+    /// `[frames, n_mels]`, frame-major (shorter if `frames` exceeds what was computed).
+    pub fn last_log_mel<'a>(&self, scratch: &'a MfccScratch, frames: usize) -> &'a [f32] {
+        &scratch.log_mel[..(frames * self.config.n_mels).min(scratch.log_mel.len())]
+    }
+
     /// Allocating convenience over [`compute_into`](Self::compute_into).
     pub fn compute(&self, audio: &[f32]) -> Result<Vec<f32>, AudioError> {
         let mut out = vec![0.0; self.frames(audio.len()) * self.config.n_mfcc];

@@ -78,7 +78,25 @@ fn align_writes_textgrids_parquet_and_a_scored_report() {
         out.to_str().unwrap(),
         "--batch",
         "3",
+        "--plot",
+        "slt_fortune_00002",
     ]));
+    let png = std::fs::read(out.join("plots/slt_fortune_00002.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let o = dv(&["align", "--features", features.to_str().unwrap(), "--checkpoint", ck.to_str().unwrap()]);
+    assert!(!o.status.success(), "--out is required");
+    let o = dv(&[
+        "align",
+        "--features",
+        features.to_str().unwrap(),
+        "--checkpoint",
+        ck.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--plot",
+        "no_such_id",
+    ]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--plot no_such_id: no such utterance"));
     assert!(printed.contains("aligned        8 of 8 utterances (0 failed)"), "{printed}");
 
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();

@@ -97,3 +97,32 @@ fn linear_ticks_are_round_and_cover_the_data() {
     assert_eq!(ticks(0.0, 10.0, 5.0), vec![0.0, 5.0, 10.0]);
     assert_eq!(Scale::linear(-3.0, 47.0, 0.0, 1.0).step(), 10.0);
 }
+
+#[test]
+fn a_heatmap_maps_low_to_dark_and_high_to_bright_with_markers_on_top() {
+    use dv_plot::{viridis, Heatmap, Marker};
+    // 4 columns (time), 3 rows: columns 0-1 at 0 dB, columns 2-3 at 10 dB.
+    let values: Vec<f32> = (0..4).flat_map(|c| [if c < 2 { 0.0 } else { 10.0 }; 3]).collect();
+    let red = Rgb(220, 20, 20);
+    let h = Heatmap {
+        title: "t".into(),
+        x_label: "s".into(),
+        y_label: "mel".into(),
+        columns: 4,
+        rows: 3,
+        values,
+        x_range: (0.0, 4.0),
+        y_range: (0.0, 3.0),
+        markers: vec![Marker { x: 3.0, label: "AH".into(), row: 0, colour: red }],
+    };
+    let (w, ht) = (400, 300);
+    let img = decode(&h.render_png(w, ht).unwrap());
+    let (x0, _, x1, y1) = plot_area(w, ht);
+    let at = |frac: f64| (x0 as f64 + frac * (x1 - x0) as f64) as u32;
+    assert_eq!(pixel(&img, at(0.1), y1 - 5), viridis(0.0));
+    assert_eq!(pixel(&img, at(0.6), y1 - 5), viridis(1.0));
+    assert_eq!(pixel(&img, at(0.75), y1 - 5), red, "the marker at x = 3 of 0..4");
+    assert_ne!(viridis(0.0), viridis(1.0));
+    let bad = Heatmap { values: vec![0.0; 5], ..h };
+    assert!(matches!(bad.render_png(w, ht), Err(PlotError::Shape { columns: 4, rows: 3, values: 5 })));
+}
