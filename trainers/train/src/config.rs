@@ -126,6 +126,11 @@ pub struct TrainConfig {
     /// speed; off by default.
     #[serde(default)]
     pub profile: bool,
+    /// Length bucketing: sort windows of this many global batches by
+    /// example length before cutting them into batches (0 = off). Less
+    /// padding per batch; see `dv_train::Sampler`.
+    #[serde(default)]
+    pub bucket_batches: usize,
 }
 
 fn one() -> u64 {

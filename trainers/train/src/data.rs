@@ -16,6 +16,11 @@ pub trait Dataset: Send + Sync {
         self.len() == 0
     }
     fn batch(&self, indices: &[usize], device: Device) -> Result<Batch, TrainError>;
+    /// Frames of example `index`, for length bucketing (1 when unknown).
+    fn length(&self, index: usize) -> usize {
+        let _ = index;
+        1
+    }
 }
 
 /// A learnable stand-in for MFCC frames and phoneme-pair labels, generated
@@ -98,6 +103,10 @@ impl Synthetic {
 impl Dataset for Synthetic {
     fn len(&self) -> usize {
         self.config.examples
+    }
+
+    fn length(&self, index: usize) -> usize {
+        self.example(index).1
     }
 
     fn batch(&self, indices: &[usize], device: Device) -> Result<Batch, TrainError> {

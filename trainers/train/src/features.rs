@@ -412,6 +412,10 @@ impl Dataset for Features {
         self.utterances.len()
     }
 
+    fn length(&self, index: usize) -> usize {
+        self.utterances.get(index).map_or(0, |u| u.frames)
+    }
+
     /// # Shapes
     /// `inputs` `[b, t_max, 20]` with `t_max` the batch's longest utterance,
     /// zero past each length; `targets` the labels concatenated.

@@ -64,7 +64,7 @@ pub use mlflow::MlflowRun;
 pub use model::{dropout, Batch, Model};
 pub use optim::{clip_grad_norm, Adam, AdamConfig, StepAnnealing};
 pub use rendezvous::{share_id, RankEnv};
-pub use sampler::{splitmix64, Sampler};
+pub use sampler::{splitmix64, Buckets, Sampler};
 pub use segmentation::{Segmentation, SegmentationConfig};
 pub use tracking::{curves, loss_chart, Tracker};
 pub use trainer::{device_of, train_rank, train_threads, Lead, Log, RunSummary, BUCKET_FLOATS};

@@ -8,6 +8,13 @@
 //! equal slices. Everything is a pure function of the step, so resuming at
 //! step `s` needs no sampler state beyond `s`, and the global batch does not
 //! depend on the number of ranks.
+//!
+//! Length bucketing ([`Buckets`], `[train] bucket_batches`): the epoch's
+//! permutation is cut into windows of `window_batches × batch` examples, each
+//! window is sorted by length (ties by position), cut into batches, and the
+//! epoch's batches are then visited in a seeded random order. Batches hold
+//! utterances of similar length, so less of each padded batch is padding;
+//! the order is still a pure function of the seed, the step and the lengths.
 
 /// Global batches over `len` examples.
 #[derive(Debug, Clone)]
@@ -53,8 +60,44 @@ impl Sampler {
 
     /// Rank `rank`'s slice of global batch `step` among `world` ranks.
     pub fn rank_batch(&self, step: u64, rank: usize, world: usize) -> Vec<usize> {
-        let all = self.global_batch(step);
+        self.rank_batch_in(step, rank, world, None)
+    }
+
+    /// [`Sampler::global_batch`], length-bucketed when `buckets` is given.
+    pub fn global_batch_in(&self, step: u64, buckets: Option<&Buckets>) -> Vec<usize> {
+        let Some(b) = buckets.filter(|b| b.window_batches > 0 && b.lengths.len() == self.len) else {
+            return self.global_batch(step);
+        };
+        let per = self.batches_per_epoch().max(1);
+        let (epoch, k) = (step / per, (step % per) as usize);
+        let perm = self.permutation(epoch);
+        let usable = per as usize * self.batch;
+        let mut order: Vec<usize> = perm[..usable.min(perm.len())].to_vec();
+        for window in order.chunks_mut(b.window_batches * self.batch) {
+            // Stable: equal lengths keep their permutation order.
+            window.sort_by_key(|&i| std::cmp::Reverse(b.lengths[i]));
+        }
+        // Visit the epoch's batches in a seeded order, so that long and
+        // short batches interleave rather than follow the windows.
+        let batch_order =
+            Sampler { len: per as usize, batch: 1, seed: splitmix64(self.seed ^ 0x6275_636b) }.permutation(epoch);
+        let j = batch_order[k];
+        order[j * self.batch..(j + 1) * self.batch].to_vec()
+    }
+
+    /// Rank `rank`'s slice of global batch `step`, length-bucketed when
+    /// `buckets` is given.
+    pub fn rank_batch_in(&self, step: u64, rank: usize, world: usize, buckets: Option<&Buckets>) -> Vec<usize> {
+        let all = self.global_batch_in(step, buckets);
         let per = all.len() / world;
         all[rank * per..(rank + 1) * per].to_vec()
     }
+}
+
+/// Length bucketing (module docs): each example's length (frames), and how
+/// many batches a sorting window holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Buckets {
+    pub window_batches: usize,
+    pub lengths: Vec<usize>,
 }

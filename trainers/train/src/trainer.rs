@@ -377,13 +377,17 @@ pub fn train_rank(
     }
 
     let sampler = Sampler { len: data.len(), batch: t.batch, seed: t.seed };
+    let buckets = (t.bucket_batches > 0).then(|| crate::sampler::Buckets {
+        window_batches: t.bucket_batches,
+        lengths: (0..data.len()).map(|i| data.length(i)).collect(),
+    });
     let mut last_loss = f64::NAN;
     let (mut window_samples, mut window_audio, mut window_start) = (0usize, 0.0f64, Instant::now());
     let mut phases = Phases::new(t.profile, device);
     for step in start_step..t.steps {
         phases.mark(3);
         let lr = cfg.schedule.lr(cfg.optimizer.lr, step);
-        let idx = sampler.rank_batch(step, rank, world);
+        let idx = sampler.rank_batch_in(step, rank, world, buckets.as_ref());
         let batch = data.batch(&idx, device)?;
         phases.mark(0);
         for p in &params {
