@@ -112,7 +112,7 @@ fn plot(out: &Path, features: &str, u: &Aligned, reference: Option<&[f64]>) -> a
     let dir = out.join("plots");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let path = dir.join(format!("{}.png", u.id));
-    std::fs::write(&path, png).with_context(|| format!("writing {}", path.display()))?;
+    crate::write_atomic(&path, &png)?;
     Ok(path)
 }
 
@@ -234,8 +234,7 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
             let grid: Vec<(&str, f64, f64)> =
                 phones.iter().zip(&timing.phones).map(|(p, t)| (p.as_str(), t.start, t.end)).collect();
             let text = TextGrid::from_phones(&grid, duration).and_then(|g| g.to_long_text())?;
-            std::fs::write(tg_dir.join(format!("{id}.TextGrid")), text)
-                .with_context(|| format!("writing the TextGrid of {id}"))?;
+            crate::write_atomic(&tg_dir.join(format!("{id}.TextGrid")), text.as_bytes())?;
             aligned.push(Aligned { id, phones, timing: timing.phones, confidence: timing.confidence });
         }
         let done = aligned.len() + failed.len();
@@ -255,7 +254,7 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
         let c = conf.iter().find(|(i, _)| i == id).map(|(_, c)| *c).unwrap_or(f64::NAN);
         tsv.push_str(&format!("{id}\t{c:.4}\n"));
     }
-    std::fs::write(a.out.join("quarantine.tsv"), tsv).context("writing quarantine.tsv")?;
+    crate::write_atomic(&a.out.join("quarantine.tsv"), tsv.as_bytes())?;
 
     let list = |f: &dyn Fn(&Aligned) -> Series| -> anyhow::Result<Column> {
         let rows: Vec<Series> = aligned.iter().map(f).collect();
@@ -295,7 +294,7 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
         "without_reference": unscored,
         "seconds": started.elapsed().as_secs_f64(),
     });
-    std::fs::write(a.out.join("report.json"), serde_json::to_string_pretty(&report)?).context("writing report.json")?;
+    crate::write_atomic(&a.out.join("report.json"), serde_json::to_string_pretty(&report)?.as_bytes())?;
 
     println!("aligned        {} of {} utterances ({} failed)", aligned.len(), data.len(), failed.len());
     for (id, why) in failed.iter().take(5) {

@@ -41,6 +41,17 @@ enum Command {
     Plot(plot::PlotArgs),
 }
 
+/// Writes `bytes` to `path` through a temporary file in the same directory
+/// and a rename, so a killed `dv` never leaves a half-written output.
+pub(crate) fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".partial");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
+}
+
 /// Where dv keeps corpora and caches: `$DV_HOME`, else `~/.cache/deepvoice-rs`.
 pub(crate) fn dv_home() -> PathBuf {
     if let Some(h) = std::env::var_os("DV_HOME") {

@@ -54,7 +54,7 @@ pub(crate) fn run(a: PlotArgs) -> anyhow::Result<()> {
         bail!("{}: none of the metrics asked for appears in the file", a.metrics);
     }
     let png = chart.render_png(w, h).with_context(|| format!("drawing {}", a.metrics))?;
-    std::fs::write(&a.out, png).with_context(|| format!("writing {}", a.out))?;
+    crate::write_atomic(std::path::Path::new(&a.out), &png)?;
     let points: usize = chart.series.iter().map(|s| s.points.len()).sum();
     let names: Vec<&str> = chart.series.iter().map(|s| s.name.as_str()).collect();
     println!("wrote {} ({} x {}): {} points of {}", a.out, w, h, points, names.join(", "));

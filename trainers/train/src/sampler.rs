@@ -71,18 +71,20 @@ impl Sampler {
         let per = self.batches_per_epoch().max(1);
         let (epoch, k) = (step / per, (step % per) as usize);
         let perm = self.permutation(epoch);
-        let usable = per as usize * self.batch;
-        let mut order: Vec<usize> = perm[..usable.min(perm.len())].to_vec();
-        for window in order.chunks_mut(b.window_batches * self.batch) {
-            // Stable: equal lengths keep their permutation order.
-            window.sort_by_key(|&i| std::cmp::Reverse(b.lengths[i]));
-        }
         // Visit the epoch's batches in a seeded order, so that long and
         // short batches interleave rather than follow the windows.
         let batch_order =
             Sampler { len: per as usize, batch: 1, seed: splitmix64(self.seed ^ 0x6275_636b) }.permutation(epoch);
         let j = batch_order[k];
-        order[j * self.batch..(j + 1) * self.batch].to_vec()
+        // Only the window holding batch j needs sorting (stable: equal
+        // lengths keep their permutation order).
+        let usable = per as usize * self.batch;
+        let width = b.window_batches * self.batch;
+        let start = (j * self.batch / width) * width;
+        let mut window = perm[start..(start + width).min(usable)].to_vec();
+        window.sort_by_key(|&i| std::cmp::Reverse(b.lengths[i]));
+        let at = j * self.batch - start;
+        window[at..at + self.batch].to_vec()
     }
 
     /// Rank `rank`'s slice of global batch `step`, length-bucketed when

@@ -125,6 +125,13 @@ fn align_writes_textgrids_parquet_and_a_scored_report() {
             assert!(w[0].xmin < w[0].xmax);
         }
     }
+    // Every output is written through a temporary file and a rename: none is left behind.
+    for dir in [out.clone(), out.join("textgrid"), out.join("plots")] {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            assert!(!name.ends_with(".partial"), "{name} left in {}", dir.display());
+        }
+    }
     let df = dv_manifest::read_parquet(&out.join("alignments.parquet")).unwrap();
     assert_eq!(df.height(), 8);
     for c in ["id", "phones", "starts", "ends", "confidence", "quarantined"] {
