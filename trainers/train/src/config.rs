@@ -57,7 +57,9 @@ use serde::{Deserialize, Serialize};
 use crate::data::SyntheticConfig;
 use crate::features::{FeaturesConfig, FEATURE_MFCC, PAIR_CLASSES};
 use crate::optim::{AdamConfig, StepAnnealing};
+use crate::chunks::ChunksConfig;
 use crate::segmentation::SegmentationConfig;
+use crate::wavenet::WavenetConfig;
 use crate::TrainError;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,6 +85,13 @@ pub enum ModelConfig {
         #[serde(default)]
         sizes: Option<SegmentationConfig>,
     },
+    /// The WaveNet with its QRNN conditioning network (App. A).
+    Wavenet {
+        #[serde(default)]
+        preset: Option<String>,
+        #[serde(default)]
+        sizes: Option<WavenetConfig>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -96,6 +105,8 @@ pub enum DataConfig {
     },
     /// A `dv featurize` output with reference phones ([`crate::Features`]).
     Features(FeaturesConfig),
+    /// A `dv featurize` output's §4.4 chunks for the WaveNet ([`crate::Chunks`]).
+    Chunks(ChunksConfig),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -194,7 +205,21 @@ impl RunConfig {
             return bad("train.batch and train.steps must be positive".into());
         }
         match &self.data {
+            DataConfig::Chunks(c) => {
+                if c.url.is_empty() {
+                    return bad("data.url is empty".into());
+                }
+                if !(0.0..1.0).contains(&c.validation_fraction) {
+                    return bad(format!("data.validation_fraction = {} is not in [0, 1)", c.validation_fraction));
+                }
+                if self.wavenet_sizes(path).is_err() {
+                    return bad("[data] kind = \"chunks\" trains the WaveNet: set [model] kind = \"wavenet\"".into());
+                }
+            }
             DataConfig::Synthetic { data, .. } => {
+                if matches!(self.model, ModelConfig::Wavenet { .. }) {
+                    return bad("the WaveNet trains on [data] kind = \"chunks\"".into());
+                }
                 if data.examples < t.batch {
                     return bad(format!("data has {} examples, fewer than one batch of {}", data.examples, t.batch));
                 }
@@ -235,13 +260,18 @@ impl RunConfig {
         {
             return bad("optimizer.lr, schedule.rate and schedule.every must be positive".into());
         }
-        self.segmentation_sizes(path)?;
+        match self.model {
+            ModelConfig::Segmentation { .. } => drop(self.segmentation_sizes(path)?),
+            ModelConfig::Wavenet { .. } => drop(self.wavenet_sizes(path)?),
+        }
         Ok(())
     }
 
     /// The model's sizes: the preset, then the explicit sizes if given.
     pub fn segmentation_sizes(&self, path: &str) -> Result<SegmentationConfig, TrainError> {
-        let ModelConfig::Segmentation { preset, sizes } = &self.model;
+        let ModelConfig::Segmentation { preset, sizes } = &self.model else {
+            return Err(TrainError::Config { path: path.into(), reason: "the model is not a segmentation model".into() });
+        };
         match (preset, sizes) {
             (_, Some(s)) => Ok(s.clone()),
             (Some(p), None) => SegmentationConfig::preset(p).ok_or_else(|| TrainError::Config {
@@ -249,6 +279,23 @@ impl RunConfig {
                 reason: format!("unknown segmentation preset {p:?} (paper, tiny)"),
             }),
             (None, None) => Ok(SegmentationConfig::paper()),
+        }
+    }
+
+    /// The WaveNet's sizes: the preset, then the explicit sizes if given.
+    pub fn wavenet_sizes(&self, path: &str) -> Result<WavenetConfig, TrainError> {
+        let ModelConfig::Wavenet { preset, sizes } = &self.model else {
+            return Err(TrainError::Config { path: path.into(), reason: "the model is not a WaveNet".into() });
+        };
+        match (preset, sizes) {
+            (_, Some(s)) => Ok(s.clone()),
+            (Some(p), None) => WavenetConfig::preset(p).ok_or_else(|| TrainError::Config {
+                path: path.into(),
+                reason: format!(
+                    "unknown wavenet preset {p:?} (20x32x128, 20x64x128, 40x64x256, 40x64x128, 40x32x128, paper, tiny)"
+                ),
+            }),
+            (None, None) => Ok(WavenetConfig::sized(40, 64, 256)),
         }
     }
 }

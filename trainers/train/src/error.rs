@@ -22,6 +22,9 @@ pub enum TrainError {
     /// A libtorch operation failed (shapes, devices, out of memory).
     #[error("libtorch: {0}")]
     Torch(#[from] tch::TchError),
+    /// A model was given inputs of the wrong shape.
+    #[error("{what}: expected {expected}, got {got}")]
+    Shape { what: &'static str, expected: String, got: String },
     /// The loss became NaN or infinite.
     #[error("step {step}: loss is {loss}")]
     NonFiniteLoss { step: u64, loss: f64 },

@@ -230,7 +230,7 @@ pub fn is_validation(id: &str, seed: u64, fraction: f64) -> bool {
 }
 
 /// The local directory a `url` names.
-fn local_dir(url: &str) -> Result<PathBuf, TrainError> {
+pub(crate) fn local_dir(url: &str) -> Result<PathBuf, TrainError> {
     if let Some(p) = url.strip_prefix("file://") {
         return Ok(PathBuf::from(p));
     }
@@ -243,7 +243,7 @@ fn local_dir(url: &str) -> Result<PathBuf, TrainError> {
     Ok(PathBuf::from(url))
 }
 
-fn data_err(path: &Path, reason: impl std::fmt::Display) -> TrainError {
+pub(crate) fn data_err(path: &Path, reason: impl std::fmt::Display) -> TrainError {
     TrainError::Features { path: path.display().to_string(), reason: reason.to_string() }
 }
 

@@ -36,6 +36,7 @@
 #![forbid(unsafe_code)]
 
 pub mod checkpoint;
+mod chunks;
 mod collective;
 mod config;
 pub mod conformance;
@@ -45,17 +46,21 @@ mod features;
 mod mlflow;
 mod model;
 mod optim;
+pub mod qrnn;
 mod rendezvous;
 mod sampler;
 mod segmentation;
 mod tracking;
 mod trainer;
+mod wavenet;
 
 pub use checkpoint::{CheckpointData, CheckpointState};
 pub use collective::{Collective, CollectiveError, LocalCollective};
 pub use config::{CheckpointConfig, DataConfig, ModelConfig, RunConfig, TrackingConfig, TrainConfig};
 pub use data::{Dataset, Synthetic, SyntheticConfig};
+pub use chunks::{stressed_phone, ChunkSkips, ChunkSplit, ChunkUtterance, Chunks, ChunksConfig};
 pub use error::TrainError;
+pub use wavenet::{Wavenet, WavenetConfig, SILENCE_CODE};
 pub use features::{
     ctc_min_frames, is_validation, pair_labels, reference_boundaries, FeatureSplit, Features, FeaturesConfig, Skipped,
     FEATURE_MFCC, FRAME_SECONDS, PAIR_CLASSES,

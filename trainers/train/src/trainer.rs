@@ -16,7 +16,8 @@ use tch::{Device, Kind, Tensor};
 
 use crate::checkpoint::{code_version, decode, encode, step_name, steps_present, CheckpointState};
 use crate::collective::{Collective, LocalCollective};
-use crate::config::{DataConfig, RunConfig};
+use crate::chunks::Chunks;
+use crate::config::{DataConfig, ModelConfig, RunConfig};
 use crate::data::{Dataset, Synthetic, SyntheticConfig};
 use crate::features::{Features, FRAME_SECONDS};
 use crate::mlflow::MlflowRun;
@@ -24,6 +25,7 @@ use crate::model::Model;
 use crate::optim::{clip_grad_norm, Adam};
 use crate::sampler::{splitmix64, Sampler};
 use crate::segmentation::Segmentation;
+use crate::wavenet::Wavenet;
 use crate::tracking::Tracker;
 use crate::TrainError;
 
@@ -74,6 +76,32 @@ fn build_data(cfg: &RunConfig) -> Result<(Datasets, Vec<String>), TrainError> {
                 None
             };
             Ok(((train, val), Vec::new()))
+        }
+        DataConfig::Chunks(c) => {
+            let hop = cfg.wavenet_sizes("[model]")?.hop as usize;
+            let split = Chunks::load(c, hop)?;
+            let notes = vec![format!(
+                "chunks {}: {} shards, {} utterances, {} training chunks ({:.1} min of targets), {} validation; \
+                 F0 normalization {:.1}-{:.1} Hz; {}",
+                c.url,
+                split.shards,
+                split.utterances,
+                split.train.len(),
+                split.train.target_seconds() / 60.0,
+                split.validation.len(),
+                split.train.norm.min_hz,
+                split.train.norm.max_hz,
+                split.skipped
+            )];
+            if split.train.len() < cfg.train.batch {
+                return Err(TrainError::Config {
+                    path: "[data] url".into(),
+                    reason: format!("{} has {} training chunks, fewer than one batch of {}", c.url, split.train.len(), cfg.train.batch),
+                });
+            }
+            let val: Option<Box<dyn Dataset>> =
+                if split.validation.is_empty() { None } else { Some(Box::new(split.validation)) };
+            Ok(((Box::new(split.train), val), notes))
         }
         DataConfig::Features(f) => {
             let split = Features::load(f)?;
@@ -128,8 +156,10 @@ impl Dataset for ValidationSlice {
 }
 
 fn build_model(cfg: &RunConfig, device: Device) -> Result<Box<dyn Model>, TrainError> {
-    let sizes = cfg.segmentation_sizes("[model]")?;
-    Ok(Box::new(Segmentation::new(&sizes, device)?))
+    match cfg.model {
+        ModelConfig::Segmentation { .. } => Ok(Box::new(Segmentation::new(&cfg.segmentation_sizes("[model]")?, device)?)),
+        ModelConfig::Wavenet { .. } => Ok(Box::new(Wavenet::new(&cfg.wavenet_sizes("[model]")?, device)?)),
+    }
 }
 
 /// Sums tensors over ranks in flat buckets of at most [`BUCKET_FLOATS`].

@@ -8,3 +8,4 @@ mod optim;
 mod rendezvous;
 mod run;
 mod sampler;
+mod wavenet;

@@ -1,0 +1,451 @@
+//! WaveNet training data: the §4.4 chunks that `dv featurize` indexed, each
+//! with its mu-law window and the 227-dim conditioning frames (App. A.3)
+//! built from the utterance's reference phones and F0.
+//!
+//! # What is read
+//!
+//! `shards/*.parquet` (columns `id`, `sample_rate`, `mulaw`, `f0_hz`,
+//! `f0_start`, `ref_phones`, `ref_phone_starts`, `ref_phone_ends`) and
+//! `chunks/*.parquet` (`id`, `chunk`, `window_start`, `window_samples`,
+//! `context_samples`, `target_samples`) of a local featurize output, into
+//! memory at start (mu-law is one byte per sample; conditioning frames are
+//! built per batch, so hours of audio fit).
+//!
+//! # One example
+//!
+//! A chunk's window is `window_samples` codes from `window_start` (code 128,
+//! silence, where it lies outside the audio); its conditioning is the
+//! `window_samples / hop` frames from `window_start / hop` of the whole
+//! utterance's frames, the first or last frame repeated outside them. Every
+//! chunk featurize writes starts on a frame (its start is a multiple of the
+//! 1 s target span minus the 0.25 s context, both multiples of 1/256 s);
+//! one that does not is skipped and counted.
+//!
+//! # F0 normalization
+//!
+//! Log F0 is normalized to the observed range over the whole featurize
+//! output (App. A.3: "normalizing the log of F0 to minimum observed F0"),
+//! unless `[data] f0_min_hz` and `f0_max_hz` fix it. The range is part of
+//! the voice: `dv export` recomputes it the same way.
+//!
+//! # Skipped utterances
+//!
+//! No reference phones, a phone outside the inventory, times that do not
+//! fit (non-finite, decreasing, overlapping), a sample rate other than
+//! `hop × 256`, or a malformed column: the utterance and its chunks are
+//! skipped and counted ([`ChunkSkips`]), never fatal. Validation is by
+//! utterance id ([`crate::is_validation`]), so no utterance is in both sets.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use dv_text::{
+    conditioning_features, conditioning_frames, F0Contour, F0Normalization, Phoneme, Stress, StressedPhoneme,
+    TimedPhoneme, CONDITIONING_DIM, CONDITIONING_RATE,
+};
+use polars::prelude::*;
+use serde::{Deserialize, Serialize};
+use tch::{Device, Tensor};
+
+use crate::data::Dataset;
+use crate::features::{data_err, is_validation, local_dir};
+use crate::model::Batch;
+use crate::wavenet::SILENCE_CODE;
+use crate::TrainError;
+
+/// `[data] kind = "chunks"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChunksConfig {
+    /// A `dv featurize --out` directory: a local path or a `file://` URL.
+    pub url: String,
+    /// Share of utterances held out for validation, in `[0, 1)`.
+    #[serde(default = "default_validation_fraction")]
+    pub validation_fraction: f64,
+    #[serde(default)]
+    pub seed: u64,
+    /// Fixed F0 normalization range (Hz); both or neither.
+    #[serde(default)]
+    pub f0_min_hz: Option<f32>,
+    #[serde(default)]
+    pub f0_max_hz: Option<f32>,
+}
+
+fn default_validation_fraction() -> f64 {
+    0.05
+}
+
+/// Utterances and chunks left out, by reason.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ChunkSkips {
+    pub no_reference: usize,
+    pub unknown_phone: usize,
+    pub bad_times: usize,
+    pub wrong_sample_rate: usize,
+    pub malformed: usize,
+    /// Chunks whose window does not start on a conditioning frame, or that
+    /// name an utterance that was skipped or is absent.
+    pub chunks_unusable: usize,
+}
+
+impl std::fmt::Display for ChunkSkips {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "skipped utterances: no reference phones {}, unknown phone {}, bad times {}, wrong sample rate {}, \
+             malformed {}; unusable chunks {}",
+            self.no_reference, self.unknown_phone, self.bad_times, self.wrong_sample_rate, self.malformed,
+            self.chunks_unusable
+        )
+    }
+}
+
+/// One utterance kept in memory.
+#[derive(Debug, Clone)]
+pub struct ChunkUtterance {
+    pub id: String,
+    pub mulaw: Vec<u8>,
+    pub phones: Vec<TimedPhoneme>,
+    pub f0_hz: Vec<f32>,
+    pub f0_start: f64,
+}
+
+impl ChunkUtterance {
+    /// The whole utterance's conditioning frames, frame-major
+    /// `[frames, 227]`.
+    pub fn conditioning(&self, norm: &F0Normalization, rate: u32) -> Result<(Vec<f32>, usize), TrainError> {
+        let frames = conditioning_frames(self.mulaw.len(), rate).max(1);
+        let contour = F0Contour { start: self.f0_start, step: 1.0 / CONDITIONING_RATE as f64, hz: &self.f0_hz };
+        let mut out = Vec::new();
+        conditioning_features(&self.phones, &contour, norm, frames, &mut out)
+            .map_err(|e| TrainError::Features { path: self.id.clone(), reason: e.to_string() })?;
+        Ok((out, frames))
+    }
+}
+
+/// One chunk: utterance index and window.
+#[derive(Debug, Clone, Copy)]
+struct ChunkRef {
+    utterance: usize,
+    window_start: i64,
+    window_samples: usize,
+    context_samples: usize,
+    target_samples: usize,
+}
+
+/// Chunks addressed by index.
+#[derive(Debug, Clone)]
+pub struct Chunks {
+    utterances: std::sync::Arc<Vec<ChunkUtterance>>,
+    chunks: Vec<ChunkRef>,
+    pub norm: F0Normalization,
+    pub sample_rate: u32,
+    pub hop: usize,
+}
+
+/// A loaded corpus split in two.
+pub struct ChunkSplit {
+    pub train: Chunks,
+    pub validation: Chunks,
+    pub skipped: ChunkSkips,
+    pub utterances: usize,
+    pub shards: usize,
+}
+
+fn parquet_files(dir: &Path) -> Result<Vec<PathBuf>, TrainError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| data_err(dir, e))?;
+    let mut v = Vec::new();
+    for e in entries {
+        let p = e.map_err(|e| data_err(dir, e))?.path();
+        if p.extension().is_some_and(|x| x == "parquet") {
+            v.push(p);
+        }
+    }
+    v.sort();
+    if v.is_empty() {
+        return Err(data_err(dir, "no *.parquet files (run `dv featurize` first)"));
+    }
+    Ok(v)
+}
+
+/// Parses a reference phone: festival's name with an optional stress digit.
+pub fn stressed_phone(name: &str) -> Option<StressedPhoneme> {
+    let digit = name.chars().last().filter(|c| c.is_ascii_digit());
+    let base = if digit.is_some() { &name[..name.len() - 1] } else { name };
+    let p = Phoneme::from_festival(base).ok()?;
+    let stress = match digit {
+        Some(d) => Stress::from_digit(d)?,
+        None => p.stress,
+    };
+    Some(StressedPhoneme::new(p.phoneme, stress))
+}
+
+enum Reason {
+    NoReference,
+    UnknownPhone,
+    BadTimes,
+    WrongRate,
+    Malformed,
+}
+
+impl ChunkSkips {
+    fn count(&mut self, r: Reason) {
+        *match r {
+            Reason::NoReference => &mut self.no_reference,
+            Reason::UnknownPhone => &mut self.unknown_phone,
+            Reason::BadTimes => &mut self.bad_times,
+            Reason::WrongRate => &mut self.wrong_sample_rate,
+            Reason::Malformed => &mut self.malformed,
+        } += 1;
+    }
+}
+
+fn read_utterances(path: &Path, rate: u32, skips: &mut ChunkSkips) -> Result<Vec<ChunkUtterance>, TrainError> {
+    let cols = ["id", "sample_rate", "mulaw", "f0_hz", "f0_start", "ref_phones", "ref_phone_starts", "ref_phone_ends"];
+    let file = std::fs::File::open(path).map_err(|e| data_err(path, e))?;
+    let df = ParquetReader::new(file)
+        .with_columns(Some(cols.map(String::from).to_vec()))
+        .finish()
+        .map_err(|e| data_err(path, e))?;
+    let col = |name: &str| df.column(name).map_err(|e| data_err(path, format!("column {name}: {e}")));
+    let ids = col("id")?.str().map_err(|e| data_err(path, e))?.clone();
+    let rates = col("sample_rate")?.cast(&DataType::UInt32).map_err(|e| data_err(path, e))?;
+    let rates = rates.u32().map_err(|e| data_err(path, e))?.clone();
+    let mulaw = col("mulaw")?.binary().map_err(|e| data_err(path, e))?.clone();
+    let f0 = col("f0_hz")?.list().map_err(|e| data_err(path, e))?.clone();
+    let f0_start = col("f0_start")?.f64().map_err(|e| data_err(path, e))?.clone();
+    let names = col("ref_phones")?.list().map_err(|e| data_err(path, e))?.clone();
+    let starts = col("ref_phone_starts")?.list().map_err(|e| data_err(path, e))?.clone();
+    let ends = col("ref_phone_ends")?.list().map_err(|e| data_err(path, e))?.clone();
+    let floats = |l: &ListChunked, i: usize| -> Option<Vec<f64>> {
+        let s = l.get_as_series(i)?.cast(&DataType::Float64).ok()?;
+        s.f64().ok()?.iter().collect()
+    };
+    let mut out = Vec::new();
+    for i in 0..df.height() {
+        let (Some(id), Some(r), Some(audio), Some(f0s)) = (ids.get(i), rates.get(i), mulaw.get(i), f0_start.get(i))
+        else {
+            skips.count(Reason::Malformed);
+            continue;
+        };
+        if r != rate {
+            skips.count(Reason::WrongRate);
+            continue;
+        }
+        let hz: Option<Vec<f32>> = f0.get_as_series(i).and_then(|s| s.f32().ok().map(|c| c.iter().map(|v| v.unwrap_or(0.0)).collect()));
+        let Some(hz) = hz else {
+            skips.count(Reason::Malformed);
+            continue;
+        };
+        let phone_names: Option<Vec<String>> =
+            names.get_as_series(i).and_then(|s| s.str().ok().and_then(|c| c.iter().map(|p| p.map(String::from)).collect()));
+        let Some(phone_names) = phone_names.filter(|v| !v.is_empty()) else {
+            skips.count(Reason::NoReference);
+            continue;
+        };
+        let (Some(st), Some(en)) = (floats(&starts, i), floats(&ends, i)) else {
+            skips.count(Reason::BadTimes);
+            continue;
+        };
+        if st.len() != phone_names.len() || en.len() != phone_names.len() {
+            skips.count(Reason::BadTimes);
+            continue;
+        }
+        let mut phones = Vec::with_capacity(phone_names.len());
+        let mut unknown = false;
+        for ((n, &s), &e) in phone_names.iter().zip(&st).zip(&en) {
+            match stressed_phone(n) {
+                Some(p) => phones.push(TimedPhoneme { phoneme: p, start: s, end: e }),
+                None => unknown = true,
+            }
+        }
+        if unknown {
+            skips.count(Reason::UnknownPhone);
+            continue;
+        }
+        let u = ChunkUtterance { id: id.to_string(), mulaw: audio.to_vec(), phones, f0_hz: hz, f0_start: f0s };
+        // Check the times once here, so batches never fail on them.
+        if u.conditioning(&F0Normalization::PRAAT_RANGE, rate).is_err() {
+            skips.count(Reason::BadTimes);
+            continue;
+        }
+        out.push(u);
+    }
+    Ok(out)
+}
+
+fn read_chunks(path: &Path) -> Result<Vec<(String, ChunkRef)>, TrainError> {
+    let file = std::fs::File::open(path).map_err(|e| data_err(path, e))?;
+    let df = ParquetReader::new(file).finish().map_err(|e| data_err(path, e))?;
+    let u64col = |name: &str| -> Result<UInt64Chunked, TrainError> {
+        let c = df.column(name).map_err(|e| data_err(path, format!("column {name}: {e}")))?;
+        let c = c.cast(&DataType::Int64).map_err(|e| data_err(path, e))?;
+        let c = c.i64().map_err(|e| data_err(path, e))?.clone();
+        Ok(c.iter().map(|v| v.map(|x| x as u64)).collect())
+    };
+    let ids = df.column("id").map_err(|e| data_err(path, e))?.str().map_err(|e| data_err(path, e))?.clone();
+    let ws = df.column("window_start").map_err(|e| data_err(path, e))?.cast(&DataType::Int64).map_err(|e| data_err(path, e))?;
+    let ws = ws.i64().map_err(|e| data_err(path, e))?.clone();
+    let (wn, cx, tg) = (u64col("window_samples")?, u64col("context_samples")?, u64col("target_samples")?);
+    let mut out = Vec::new();
+    for i in 0..df.height() {
+        if let (Some(id), Some(s), Some(n), Some(c), Some(t)) = (ids.get(i), ws.get(i), wn.get(i), cx.get(i), tg.get(i)) {
+            out.push((
+                id.to_string(),
+                ChunkRef {
+                    utterance: usize::MAX,
+                    window_start: s,
+                    window_samples: n as usize,
+                    context_samples: c as usize,
+                    target_samples: t as usize,
+                },
+            ));
+        }
+    }
+    Ok(out)
+}
+
+impl Chunks {
+    /// Reads a featurize output and splits it (module docs). `hop` is the
+    /// model's samples per conditioning frame.
+    pub fn load(config: &ChunksConfig, hop: usize) -> Result<ChunkSplit, TrainError> {
+        let dir = local_dir(&config.url)?;
+        let rate = (hop * CONDITIONING_RATE as usize) as u32;
+        let mut skipped = ChunkSkips::default();
+        let shards = parquet_files(&dir.join("shards"))?;
+        let mut utterances = Vec::new();
+        for s in &shards {
+            utterances.extend(read_utterances(s, rate, &mut skipped)?);
+        }
+        utterances.sort_by(|a, b| a.id.cmp(&b.id));
+        let index: HashMap<String, usize> = utterances.iter().enumerate().map(|(i, u)| (u.id.clone(), i)).collect();
+        let norm = match (config.f0_min_hz, config.f0_max_hz) {
+            (Some(min_hz), Some(max_hz)) => F0Normalization { min_hz, max_hz },
+            (None, None) => {
+                F0Normalization::observed(utterances.iter().flat_map(|u| u.f0_hz.iter())).unwrap_or(F0Normalization::PRAAT_RANGE)
+            }
+            _ => {
+                return Err(TrainError::Config {
+                    path: "[data]".into(),
+                    reason: "give both f0_min_hz and f0_max_hz, or neither".into(),
+                })
+            }
+        };
+        let mut all = Vec::new();
+        for c in parquet_files(&dir.join("chunks"))? {
+            all.extend(read_chunks(&c)?);
+        }
+        all.sort_by(|a, b| (a.0.as_str(), a.1.window_start).cmp(&(b.0.as_str(), b.1.window_start)));
+        let (mut train, mut val) = (Vec::new(), Vec::new());
+        for (id, mut c) in all {
+            let usable = c.window_start.rem_euclid(hop as i64) == 0
+                && c.window_samples % hop == 0
+                && c.window_samples > 0
+                && c.context_samples + c.target_samples <= c.window_samples;
+            match index.get(&id) {
+                Some(&u) if usable => {
+                    c.utterance = u;
+                    if is_validation(&id, config.seed, config.validation_fraction) {
+                        val.push(c)
+                    } else {
+                        train.push(c)
+                    }
+                }
+                _ => skipped.chunks_unusable += 1,
+            }
+        }
+        let utterances = std::sync::Arc::new(utterances);
+        let make = |chunks| Chunks { utterances: utterances.clone(), chunks, norm, sample_rate: rate, hop };
+        Ok(ChunkSplit {
+            train: make(train),
+            validation: make(val),
+            skipped,
+            utterances: utterances.len(),
+            shards: shards.len(),
+        })
+    }
+
+    /// Seconds of target audio.
+    pub fn target_seconds(&self) -> f64 {
+        self.chunks.iter().map(|c| c.target_samples).sum::<usize>() as f64 / self.sample_rate as f64
+    }
+
+    /// The utterance a chunk belongs to.
+    pub fn utterance(&self, chunk: usize) -> Option<&ChunkUtterance> {
+        self.chunks.get(chunk).map(|c| &self.utterances[c.utterance])
+    }
+
+    /// One chunk's conditioning frames `[F, 227]` and window codes.
+    pub fn example(&self, index: usize) -> Result<(Vec<f32>, Vec<i64>), TrainError> {
+        let c = self.chunks.get(index).ok_or_else(|| TrainError::Features {
+            path: "(in memory)".into(),
+            reason: format!("chunk {index} past the {} chunks", self.chunks.len()),
+        })?;
+        let u = &self.utterances[c.utterance];
+        let codes: Vec<i64> = (0..c.window_samples as i64)
+            .map(|k| {
+                let j = c.window_start + k;
+                if j >= 0 && (j as usize) < u.mulaw.len() {
+                    u.mulaw[j as usize] as i64
+                } else {
+                    SILENCE_CODE
+                }
+            })
+            .collect();
+        let (all, frames) = u.conditioning(&self.norm, self.sample_rate)?;
+        let first = c.window_start.div_euclid(self.hop as i64);
+        let n = c.window_samples / self.hop;
+        let mut cond = Vec::with_capacity(n * CONDITIONING_DIM);
+        for k in 0..n as i64 {
+            let f = (first + k).clamp(0, frames as i64 - 1) as usize;
+            cond.extend_from_slice(&all[f * CONDITIONING_DIM..(f + 1) * CONDITIONING_DIM]);
+        }
+        Ok((cond, codes))
+    }
+}
+
+impl Dataset for Chunks {
+    fn len(&self) -> usize {
+        self.chunks.len()
+    }
+
+    fn length(&self, index: usize) -> usize {
+        self.chunks.get(index).map_or(0, |c| c.window_samples)
+    }
+
+    /// # Shapes
+    /// `inputs` `[b, F, 227]`, `targets` `[b, N]` int64 (all chunks of a
+    /// batch must have the same window; featurize writes one size).
+    fn batch(&self, indices: &[usize], device: Device) -> Result<Batch, TrainError> {
+        let mut cond = Vec::new();
+        let mut codes = Vec::new();
+        let (mut starts, mut ends) = (Vec::new(), Vec::new());
+        let mut window = None;
+        let mut seconds = 0.0;
+        for &i in indices {
+            let (c, y) = self.example(i)?;
+            let w = *window.get_or_insert(y.len());
+            if w != y.len() {
+                return Err(TrainError::Features {
+                    path: "(in memory)".into(),
+                    reason: format!("chunks of {w} and {} samples in one batch", y.len()),
+                });
+            }
+            let r = self.chunks[i];
+            starts.push(r.context_samples as i64);
+            ends.push((r.context_samples + r.target_samples) as i64);
+            seconds += r.target_samples as f64 / self.sample_rate as f64;
+            cond.extend(c);
+            codes.extend(y);
+        }
+        let (b, n) = (indices.len() as i64, window.unwrap_or(0) as i64);
+        Ok(Batch {
+            inputs: Tensor::from_slice(&cond).f_view([b, n / self.hop as i64, CONDITIONING_DIM as i64])?.f_to_device(device)?,
+            input_lengths: ends,
+            targets: Tensor::from_slice(&codes).f_view([b, n])?.f_to_device(device)?,
+            target_lengths: starts,
+            example_ids: indices.to_vec(),
+            audio_seconds: Some(seconds),
+        })
+    }
+}

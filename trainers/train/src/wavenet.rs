@@ -1,0 +1,358 @@
+//! The audio synthesis model of Deep Voice §3.4 and App. A: an
+//! autoregressive WaveNet over 8-bit mu-law samples, conditioned through two
+//! bidirectional QRNN layers on the 227-dim phoneme/F0 frames at 256 Hz.
+//!
+//! The parameter names, shapes and the exact step equations are those of
+//! the voice package (`inference/voice/FORMAT.md`), so export writes the
+//! var store as it is and the libtorch-free sampler reads it unchanged.
+//!
+//! # Training form (teacher forcing)
+//!
+//! For a window of N samples y(0 … N−1) the network outputs, at every
+//! position t, the distribution of y(t) given y(t−1), y(t−2) (code 128,
+//! silence, before the window) and the layers' inputs at t and t − d
+//! (zero before the window: the causal convolution's left padding). The
+//! 2×1 input convolution is two embeddings (App. A.1); each dilated layer is
+//! one convolution with r inputs and 2r outputs whose taps are `w_prev` and
+//! `w_cur`. The conditioning `L` is computed once per 256 Hz frame and added
+//! to every `hop` (64) samples by broadcasting, which is upsampling by
+//! repetition without materialising it.
+//!
+//! # Dilations
+//!
+//! Layer i has dilation `2^(i mod dilation_cycle)`; the presets use cycles of
+//! 10 (1, 2, …, 512), so ℓ = 20 is two cycles and ℓ = 40 four, as WaveNet
+//! does. Receptive field: `2 + Σ d_i` samples (4094 for ℓ = 40), just under
+//! the 0.25 s (4096 samples) of context each training chunk carries.
+
+use serde::{Deserialize, Serialize};
+use tch::{nn, Kind, Reduction, Tensor};
+
+use crate::model::{sorted_parameters, Batch, Model};
+use crate::qrnn::{interleave, BiQrnn};
+use crate::TrainError;
+
+/// The mu-law code of silence, the input before the first sample.
+pub const SILENCE_CODE: i64 = 128;
+
+/// Sizes of the WaveNet and its conditioning network.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WavenetConfig {
+    /// Residual layers ℓ (App. A.1; Table 2 uses 20 and 40).
+    pub layers: i64,
+    /// Residual channels r (32 or 64 in Table 2).
+    pub residual_channels: i64,
+    /// Skip channels s (128 or 256 in Table 2).
+    pub skip_channels: i64,
+    /// Dilations double within cycles of this many layers.
+    #[serde(default = "ten")]
+    pub dilation_cycle: i64,
+    /// Output classes a: 8-bit mu-law (App. A.3: 256).
+    #[serde(default = "two_five_six")]
+    pub quantization_channels: i64,
+    /// Conditioning features per frame (App. A.3: 227).
+    #[serde(default = "two_two_seven")]
+    pub conditioning_input: i64,
+    /// QRNN units per direction. The paper does not give it; presets use 128.
+    #[serde(default = "one_two_eight")]
+    pub conditioning_hidden: i64,
+    /// Bidirectional QRNN layers (App. A.2: 2).
+    #[serde(default = "two")]
+    pub qrnn_layers: i64,
+    /// Audio samples per conditioning frame: 16384 Hz / 256 Hz.
+    #[serde(default = "sixty_four")]
+    pub hop: i64,
+    /// Run the forward pass in bfloat16 (master weights, optimizer and loss
+    /// stay float32).
+    #[serde(default)]
+    pub bf16: bool,
+}
+
+fn ten() -> i64 {
+    10
+}
+fn two_five_six() -> i64 {
+    256
+}
+fn two_two_seven() -> i64 {
+    227
+}
+fn one_two_eight() -> i64 {
+    128
+}
+fn two() -> i64 {
+    2
+}
+fn sixty_four() -> i64 {
+    64
+}
+
+impl WavenetConfig {
+    /// A Table 2 size `(ℓ, r, s)` with the other fields at their defaults.
+    pub fn sized(layers: i64, residual_channels: i64, skip_channels: i64) -> WavenetConfig {
+        WavenetConfig {
+            layers,
+            residual_channels,
+            skip_channels,
+            dilation_cycle: 10,
+            quantization_channels: 256,
+            conditioning_input: 227,
+            conditioning_hidden: 128,
+            qrnn_layers: 2,
+            hop: 64,
+            bf16: false,
+        }
+    }
+
+    /// Presets: the Table 2 sizes by name `"ℓxrxs"` (`20x32x128`,
+    /// `20x64x128`, `40x64x256`, `40x64x128`, `40x32x128`), `paper`
+    /// (= `40x64x256`, the §4.4 timing model) and `tiny` (CPU tests).
+    pub fn preset(name: &str) -> Option<WavenetConfig> {
+        let sized = |l, r, s| Some(WavenetConfig::sized(l, r, s));
+        match name {
+            "20x32x128" => sized(20, 32, 128),
+            "20x64x128" => sized(20, 64, 128),
+            "40x64x256" | "paper" => sized(40, 64, 256),
+            "40x64x128" => sized(40, 64, 128),
+            "40x32x128" => sized(40, 32, 128),
+            "tiny" => Some(WavenetConfig {
+                dilation_cycle: 3,
+                conditioning_hidden: 8,
+                ..WavenetConfig::sized(4, 8, 16)
+            }),
+            _ => None,
+        }
+    }
+
+    pub fn dilation(&self, layer: i64) -> i64 {
+        1 << (layer % self.dilation_cycle)
+    }
+
+    /// Samples the output at t can see: `2 + Σ d_i`.
+    pub fn receptive_field(&self) -> i64 {
+        2 + (0..self.layers).map(|i| self.dilation(i)).sum::<i64>()
+    }
+
+    fn validate(&self) -> Result<(), TrainError> {
+        let ok = self.layers >= 1
+            && self.residual_channels >= 1
+            && self.skip_channels >= 1
+            && (1..=20).contains(&self.dilation_cycle)
+            && self.quantization_channels == 256
+            && self.conditioning_input >= 1
+            && self.conditioning_hidden >= 1
+            && self.qrnn_layers >= 1
+            && self.hop >= 1;
+        if ok {
+            Ok(())
+        } else {
+            Err(TrainError::Config { path: "[model]".into(), reason: format!("bad wavenet sizes {self:?}") })
+        }
+    }
+}
+
+struct Layer {
+    w_prev: Tensor,
+    w_cur: Tensor,
+    bias: Tensor,
+    /// Absent on the last layer, whose residual output nothing reads.
+    residual: Option<(Tensor, Tensor)>,
+}
+
+/// The WaveNet and its conditioning network, one var store.
+pub struct Wavenet {
+    pub config: WavenetConfig,
+    vs: nn::VarStore,
+    qrnn: Vec<BiQrnn>,
+    proj_w: Tensor,
+    proj_b: Tensor,
+    embed_cur: Tensor,
+    embed_prev: Tensor,
+    embed_bias: Tensor,
+    layers: Vec<Layer>,
+    skip_w: Tensor,
+    skip_b: Tensor,
+    relu_w: Tensor,
+    relu_b: Tensor,
+    out_w: Tensor,
+    out_b: Tensor,
+}
+
+fn uniform(fan_in: i64) -> nn::Init {
+    let bound = 1.0 / (fan_in as f64).sqrt();
+    nn::Init::Uniform { lo: -bound, up: bound }
+}
+
+impl Wavenet {
+    pub fn new(config: &WavenetConfig, device: tch::Device) -> Result<Wavenet, TrainError> {
+        config.validate()?;
+        let c = config.clone();
+        let (l, r, s, a) = (c.layers, c.residual_channels, c.skip_channels, c.quantization_channels);
+        let vs = nn::VarStore::new(device);
+        let root = vs.root();
+        let cond = &root / "cond";
+        let qrnn = (0..c.qrnn_layers)
+            .map(|k| {
+                let input = if k == 0 { c.conditioning_input } else { 2 * c.conditioning_hidden };
+                BiQrnn::new(&cond / "qrnn" / k, input, c.conditioning_hidden)
+            })
+            .collect();
+        let proj = &cond / "proj";
+        let proj_w = proj.var("weight", &[l * 2 * r, 2 * c.conditioning_hidden], uniform(2 * c.conditioning_hidden));
+        let proj_b = proj.var("bias", &[l * 2 * r], nn::Init::Const(0.0));
+        let w = &root / "wavenet";
+        let embed = nn::Init::Randn { mean: 0.0, stdev: 1.0 / (2.0f64).sqrt() };
+        let embed_cur = w.var("embed_cur", &[a, r], embed);
+        let embed_prev = w.var("embed_prev", &[a, r], embed);
+        let embed_bias = w.var("embed_bias", &[r], nn::Init::Const(0.0));
+        let layers = (0..l)
+            .map(|i| {
+                let p = &w / "layers" / i;
+                Layer {
+                    w_prev: p.var("w_prev", &[2 * r, r], uniform(2 * r)),
+                    w_cur: p.var("w_cur", &[2 * r, r], uniform(2 * r)),
+                    bias: p.var("bias", &[2 * r], nn::Init::Const(0.0)),
+                    residual: (i + 1 < l)
+                        .then(|| (p.var("w_res", &[r, r], uniform(r)), p.var("b_res", &[r], nn::Init::Const(0.0)))),
+                }
+            })
+            .collect();
+        let skip_w = (&w / "skip").var("weight", &[s, l * r], uniform(l * r));
+        let skip_b = (&w / "skip").var("bias", &[s], nn::Init::Const(0.0));
+        let relu_w = (&w / "relu").var("weight", &[a, s], uniform(s));
+        let relu_b = (&w / "relu").var("bias", &[a], nn::Init::Const(0.0));
+        let out_w = (&w / "out").var("weight", &[a, a], uniform(a));
+        let out_b = (&w / "out").var("bias", &[a], nn::Init::Const(0.0));
+        Ok(Wavenet {
+            config: c,
+            vs,
+            qrnn,
+            proj_w,
+            proj_b,
+            embed_cur,
+            embed_prev,
+            embed_bias,
+            layers,
+            skip_w,
+            skip_b,
+            relu_w,
+            relu_b,
+            out_w,
+            out_b,
+        })
+    }
+
+    pub fn var_store(&self) -> &nn::VarStore {
+        &self.vs
+    }
+
+    fn compute(&self, t: &Tensor) -> Result<Tensor, TrainError> {
+        Ok(if self.config.bf16 { t.f_to_kind(Kind::BFloat16)? } else { t.shallow_clone() })
+    }
+
+    /// The per-layer conditioning `L` at the frame rate (App. A.2): two
+    /// bidirectional QRNNs, channels interleaved, one projection.
+    ///
+    /// # Shapes
+    /// `frames`: `[b, F, 227]` → `[b, F, ℓ·2r]` (float32).
+    pub fn conditioning(&self, frames: &Tensor) -> Result<Tensor, TrainError> {
+        let mut x = frames.shallow_clone();
+        let last = self.qrnn.len() - 1;
+        for (k, layer) in self.qrnn.iter().enumerate() {
+            let (f, b) = layer.directions(&x)?; // [b, F, H] each
+            x = if k == last { interleave(&f, &b)? } else { Tensor::f_cat(&[f, b], 2)? }; // [b, F, 2H]
+        }
+        Ok(x.f_matmul(&self.proj_w.f_tr()?)?.f_add(&self.proj_b)?)
+    }
+
+    /// Teacher-forced logits (module docs).
+    ///
+    /// # Shapes
+    /// * `frames`: `[b, F, 227]`, `samples`: `[b, N]` int64 codes with
+    ///   `N = F · hop`
+    /// * returns `[b, a, N]` float32: column t is the logits of y(t).
+    pub fn logits(&self, frames: &Tensor, samples: &Tensor) -> Result<Tensor, TrainError> {
+        let c = &self.config;
+        let (b, n) = (samples.size()[0], samples.size()[1]);
+        let f = frames.size()[1];
+        if frames.size()[0] != b || f * c.hop != n {
+            return Err(TrainError::Shape {
+                what: "wavenet input",
+                expected: format!("[{b}, {}, {}] frames for [{b}, {n}] samples", n / c.hop, c.conditioning_input),
+                got: format!("{:?}", frames.size()),
+            });
+        }
+        let r = c.residual_channels;
+        let cond = self.compute(&self.conditioning(frames)?)?; // [b, F, ℓ·2r]
+        let silence = Tensor::f_full([b, 2], SILENCE_CODE, (Kind::Int64, samples.device()))?;
+        let padded = Tensor::f_cat(&[&silence, samples], 1)?; // [b, 2 + N]
+        let cur = padded.f_narrow(1, 1, n)?; // [b, N]: y(t−1)
+        let prev = padded.f_narrow(1, 0, n)?; // [b, N]: y(t−2)
+        let x0 = Tensor::f_embedding(&self.embed_cur, &cur, -1, false, false)?
+            .f_add(&Tensor::f_embedding(&self.embed_prev, &prev, -1, false, false)?)?
+            .f_add(&self.embed_bias)?; // [b, N, r]
+        let mut x = self.compute(&x0.f_transpose(1, 2)?.f_contiguous()?)?; // [b, r, N]
+        let mut skip: Option<Tensor> = None;
+        for (i, layer) in self.layers.iter().enumerate() {
+            let d = c.dilation(i as i64);
+            let w = self.compute(&Tensor::f_stack(&[&layer.w_prev, &layer.w_cur], 2)?)?; // [2r, r, 2]
+            let padded = x.f_constant_pad_nd([d, 0])?; // [b, r, d + N]
+            let bias = self.compute(&layer.bias)?;
+            let hp = padded.f_conv1d(&w, Some(&bias), [1], [0], [d], 1)?; // [b, 2r, N]
+            let l_i = cond.f_narrow(2, i as i64 * 2 * r, 2 * r)?.f_transpose(1, 2)?.f_unsqueeze(3)?; // [b, 2r, F, 1]
+            let hp = hp.f_view([b, 2 * r, f, c.hop])?.f_add(&l_i)?.f_view([b, 2 * r, n])?; // + L by repetition
+            let h = hp.f_narrow(1, 0, r)?.f_tanh()?.f_mul(&hp.f_narrow(1, r, r)?.f_sigmoid()?)?; // [b, r, N]
+            let ws = self.compute(&self.skip_w.f_narrow(1, i as i64 * r, r)?.f_unsqueeze(2)?)?; // [s, r, 1]
+            let contrib = h.f_conv1d(&ws, None::<&Tensor>, [1], [0], [1], 1)?; // [b, s, N]
+            skip = Some(match skip {
+                Some(acc) => acc.f_add(&contrib)?,
+                None => contrib,
+            });
+            if let Some((w_res, b_res)) = &layer.residual {
+                let wr = self.compute(&w_res.f_unsqueeze(2)?)?;
+                let br = self.compute(b_res)?;
+                x = x.f_add(&h.f_conv1d(&wr, Some(&br), [1], [0], [1], 1)?)?; // [b, r, N]
+            }
+        }
+        let skip = skip.ok_or_else(|| TrainError::Config { path: "[model]".into(), reason: "no layers".into() })?;
+        let zs = skip.f_add(&self.compute(&self.skip_b)?.f_view([1, -1, 1])?)?.f_relu()?; // [b, s, N]
+        let rw = self.compute(&self.relu_w.f_unsqueeze(2)?)?;
+        let za = zs.f_conv1d(&rw, Some(&self.compute(&self.relu_b)?), [1], [0], [1], 1)?.f_relu()?; // [b, a, N]
+        let ow = self.compute(&self.out_w.f_unsqueeze(2)?)?;
+        let logits = za.f_conv1d(&ow, Some(&self.compute(&self.out_b)?), [1], [0], [1], 1)?; // [b, a, N]
+        Ok(logits.f_to_kind(Kind::Float)?)
+    }
+
+    /// Per-example mean cross-entropy over positions `[start, end)`.
+    ///
+    /// # Shapes
+    /// `logits` `[b, a, N]`, `samples` `[b, N]` → `[b]`.
+    pub fn chunk_losses(logits: &Tensor, samples: &Tensor, start: &[i64], end: &[i64]) -> Result<Tensor, TrainError> {
+        let n = samples.size()[1];
+        let ce = logits.f_cross_entropy_loss::<Tensor>(samples, None, Reduction::None, -100, 0.0)?; // [b, N]
+        let steps = Tensor::f_arange(n, (Kind::Int64, samples.device()))?.f_view([1, n])?;
+        let lo = Tensor::from_slice(start).f_to_device(samples.device())?.f_view([-1, 1])?;
+        let hi = Tensor::from_slice(end).f_to_device(samples.device())?.f_view([-1, 1])?;
+        let mask = steps.f_ge_tensor(&lo)?.f_logical_and(&steps.f_lt_tensor(&hi)?)?.f_to_kind(Kind::Float)?; // [b, N]
+        let count = mask.f_sum_dim_intlist(1, false, Kind::Float)?.f_clamp_min(1.0)?;
+        Ok(ce.f_mul(&mask)?.f_sum_dim_intlist(1, false, Kind::Float)?.f_div(&count)?)
+    }
+}
+
+impl Model for Wavenet {
+    fn named_parameters(&self) -> Vec<(String, Tensor)> {
+        sorted_parameters(&self.vs)
+    }
+
+    /// A [`Batch`] of chunks: `inputs` the conditioning frames `[b, F, 227]`,
+    /// `targets` the window's codes `[b, N]` int64, `target_lengths` where
+    /// each example's loss starts (its context) and `input_lengths` where
+    /// it ends (context plus real target samples). Each example's loss is
+    /// its mean cross-entropy over that span.
+    fn loss_sum(&self, batch: &Batch, _train: bool, _seed: u64) -> Result<Tensor, TrainError> {
+        let logits = self.logits(&batch.inputs, &batch.targets)?;
+        let losses = Wavenet::chunk_losses(&logits, &batch.targets, &batch.target_lengths, &batch.input_lengths)?;
+        Ok(losses.f_sum(Kind::Float)?)
+    }
+}
