@@ -57,21 +57,50 @@ impl StepAnnealing {
 
 /// Adam over a fixed list of parameters; `m` and `v` hold the first and
 /// second moments, `step` the number of updates taken.
+///
+/// When every parameter is a float32 tensor on one device, `m` and `v` are
+/// views into two flat buffers and a step updates the moments in a handful
+/// of kernels over the flat buffers instead of ~10 per parameter (on a GPU
+/// the per-parameter form costs ~20 ms per step in kernel launches for the
+/// WaveNet's 170 tensors). The arithmetic is elementwise and in the same
+/// order either way, so both forms give the same bits.
 pub struct Adam {
     pub config: AdamConfig,
     pub step: u64,
     pub m: Vec<Tensor>,
     pub v: Vec<Tensor>,
+    /// `(flat m, flat v)` that `m` and `v` are views of, when flat.
+    flat: Option<(Tensor, Tensor)>,
 }
 
 impl Adam {
     pub fn new(config: AdamConfig, params: &[Tensor]) -> Result<Adam, TrainError> {
+        let flat_ok = params.first().is_some_and(|p0| {
+            params.iter().all(|p| p.kind() == tch::Kind::Float && p.device() == p0.device())
+        });
+        if flat_ok {
+            let total: i64 = params.iter().map(|p| p.numel() as i64).sum();
+            let opts = (tch::Kind::Float, params[0].device());
+            let (fm, fv) = (Tensor::f_zeros([total], opts)?, Tensor::f_zeros([total], opts)?);
+            let views = |flat: &Tensor| -> Result<Vec<Tensor>, TrainError> {
+                let mut off = 0;
+                let mut out = Vec::with_capacity(params.len());
+                for p in params {
+                    let n = p.numel() as i64;
+                    out.push(flat.f_narrow(0, off, n)?.f_view(p.size().as_slice())?);
+                    off += n;
+                }
+                Ok(out)
+            };
+            return Ok(Adam { config, step: 0, m: views(&fm)?, v: views(&fv)?, flat: Some((fm, fv)) });
+        }
         let zeros = |p: &Tensor| p.f_zeros_like().map_err(TrainError::from);
         Ok(Adam {
             config,
             step: 0,
             m: params.iter().map(zeros).collect::<Result<_, _>>()?,
             v: params.iter().map(zeros).collect::<Result<_, _>>()?,
+            flat: None,
         })
     }
 
@@ -84,7 +113,26 @@ impl Adam {
         let bc2 = 1.0 - c.beta2.powi(self.step as i32);
         let step_size = lr / bc1;
         let bc2_sqrt = bc2.sqrt();
+        let all_grads = params.iter().all(|p| p.grad().defined());
         tch::no_grad(|| -> Result<(), TrainError> {
+            if let (Some((fm, fv)), true) = (&mut self.flat, all_grads) {
+                let grads: Vec<Tensor> = params.iter().map(|p| p.grad().f_reshape([-1])).collect::<Result<_, _>>()?;
+                let g = Tensor::f_cat(&grads, 0)?;
+                let _ = fm.f_mul_scalar_(c.beta1)?;
+                let _ = fm.f_add_(&g.f_mul_scalar(1.0 - c.beta1)?)?;
+                let _ = fv.f_mul_scalar_(c.beta2)?;
+                let _ = fv.f_addcmul_(&g, &g.f_mul_scalar(1.0 - c.beta2)?)?;
+                let denom = fv.f_sqrt()?.f_div_scalar(bc2_sqrt)?.f_add_scalar(c.eps)?;
+                let update = fm.f_div(&denom)?.f_mul_scalar(step_size)?;
+                let mut off = 0;
+                for p in params {
+                    let n = p.numel() as i64;
+                    let mut p = p.shallow_clone();
+                    let _ = p.f_sub_(&update.f_narrow(0, off, n)?.f_view(p.size().as_slice())?)?;
+                    off += n;
+                }
+                return Ok(());
+            }
             for ((p, m), v) in params.iter().zip(&mut self.m).zip(&mut self.v) {
                 let g = p.grad();
                 if !g.defined() {
