@@ -4,6 +4,7 @@
 mod align;
 mod corpus;
 mod doctor;
+mod export;
 mod featurize;
 mod plot;
 mod text;
@@ -37,6 +38,8 @@ enum Command {
     Train(train::TrainArgs),
     /// Phoneme boundaries for a featurized corpus from a trained segmentation model: Parquet, TextGrids, confidence, quarantine.
     Align(align::AlignArgs),
+    /// Write a trained WaveNet checkpoint as a voice package (safetensors + JSON + golden outputs) for inference.
+    Export(export::ExportArgs),
     /// Draw training curves (loss, validation loss, any logged metric) from a JSONL file to PNG.
     Plot(plot::PlotArgs),
 }
@@ -50,6 +53,23 @@ pub(crate) fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> anyhow::Resu
     let tmp = PathBuf::from(tmp);
     std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
+}
+
+/// The current time as an RFC 3339 UTC timestamp (`2026-11-23T02:00:00Z`).
+pub(crate) fn utc_now() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 /// Where dv keeps corpora and caches: `$DV_HOME`, else `~/.cache/deepvoice-rs`.
@@ -71,5 +91,6 @@ fn main() -> anyhow::Result<()> {
         Command::Train(a) => train::run(a),
         Command::Plot(a) => plot::run(a),
         Command::Align(a) => align::run(a),
+        Command::Export(a) => export::run(a),
     }
 }

@@ -115,16 +115,16 @@ fn output_before_t_ignores_samples_at_and_after_t() {
     let (m, c) = tiny();
     let (x, y) = inputs(&c, 3, 1);
     let base = m.logits(&x, &y).unwrap();
-    assert_eq!(base.size(), vec![1, 256, 3 * c.hop]);
+    assert_eq!(base.size(), vec![1, 3 * c.hop, 256]);
     for t in [0i64, 1, 17, 100, 190] {
         let changed = y.copy();
         let _ = changed.narrow(1, t, 3 * c.hop - t).fill_(255 - 7);
         let out = m.logits(&x, &changed).unwrap();
         // Positions ≤ t see only samples < t.
-        let d = max_abs_diff(&base.narrow(2, 0, t + 1), &out.narrow(2, 0, t + 1));
+        let d = max_abs_diff(&base.narrow(1, 0, t + 1), &out.narrow(1, 0, t + 1));
         assert_eq!(d, 0.0, "changing samples from {t} on changed outputs at or before {t}");
         // Position t + 1 reads y(t): it must change (else the test is vacuous).
-        let d = max_abs_diff(&base.narrow(2, t + 1, 1), &out.narrow(2, t + 1, 1));
+        let d = max_abs_diff(&base.narrow(1, t + 1, 1), &out.narrow(1, t + 1, 1));
         assert!(d > 0.0, "output {} did not depend on sample {t}", t + 1);
     }
 }
@@ -135,12 +135,12 @@ fn the_receptive_field_equals_the_formula() {
     let rf = c.receptive_field();
     let (x, y) = inputs(&c, 2, 2);
     let t = 100i64;
-    let base = m.logits(&x, &y).unwrap().narrow(2, t, 1);
+    let base = m.logits(&x, &y).unwrap().narrow(1, t, 1);
     let flip = |pos: i64| {
         let z = y.copy();
         let v = z.int64_value(&[0, pos]);
         let _ = z.narrow(1, pos, 1).fill_((v + 128) % 256);
-        m.logits(&x, &z).unwrap().narrow(2, t, 1)
+        m.logits(&x, &z).unwrap().narrow(1, t, 1)
     };
     // y(t − rf) is the oldest sample output t sees; one further back is outside.
     assert!(max_abs_diff(&base, &flip(t - rf)) > 0.0, "output {t} ignores y(t − {rf})");
