@@ -1,0 +1,28 @@
+use dv_voice::VoiceError;
+
+/// Why synthesis cannot run. Variants name the buffer or option at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum SynthError {
+    /// The voice package itself is invalid.
+    #[error(transparent)]
+    Voice(#[from] VoiceError),
+    /// An input or output buffer of the wrong size.
+    #[error("{what}: expected {expected} values, got {got}")]
+    Shape { what: &'static str, expected: usize, got: usize },
+    /// More samples asked for than the conditioning covers.
+    #[error("{n_samples} samples asked for, but {frames} conditioning frames cover only {covered}")]
+    TooLong { n_samples: usize, frames: usize, covered: usize },
+    /// A kernel or option combination this build or CPU cannot run.
+    #[error("unsupported: {what}")]
+    Unsupported { what: String },
+    /// An option value outside its domain (a temperature of 0, top-0).
+    #[error("invalid {what}: {reason}")]
+    InvalidOption { what: &'static str, reason: String },
+    /// A non-finite value in an input (a NaN conditioning frame).
+    #[error("{what}: non-finite value at flat index {index}")]
+    NonFinite { what: &'static str, index: usize },
+    /// A code outside 0..=255 in a teacher-forcing input, or a scratch made
+    /// for another sampler.
+    #[error("{what}: {reason}")]
+    Mismatch { what: &'static str, reason: String },
+}

@@ -1,0 +1,263 @@
+//! `config.json`: sizes, rates, phoneme inventory, F0 normalization, lineage.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::VoiceError;
+
+/// The `format` string of every voice package.
+pub const FORMAT_NAME: &str = "deepvoice-rs voice";
+/// The format version this crate reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+/// Largest residual or skip width accepted (a sanity bound, far above
+/// Table 2's sizes, that keeps a corrupt config from asking for gigabytes).
+pub const MAX_CHANNELS: usize = 1024;
+/// Largest `dilation_cycle` accepted: dilations up to 2^15.
+pub const MAX_DILATION_CYCLE: usize = 16;
+
+/// Everything in `config.json` (FORMAT.md, "config.json").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VoiceConfig {
+    /// Always [`FORMAT_NAME`].
+    pub format: String,
+    /// Always [`FORMAT_VERSION`] for packages this crate reads.
+    pub version: u64,
+    /// Audio samples per second: 16384 (Deep Voice App. A.3).
+    pub sample_rate: u32,
+    /// Conditioning frames per second: 256 (App. A.3). Divides `sample_rate`.
+    pub frame_rate: u32,
+    /// Output alphabet a: 256 (8-bit mu-law, App. A.1). Only 256 is supported.
+    pub quantization_channels: usize,
+    /// The autoregressive WaveNet's sizes (App. A.1).
+    pub wavenet: WavenetConfig,
+    /// The conditioning network's sizes (App. A.2).
+    pub conditioning: ConditioningConfig,
+    /// Phoneme inventory, in the order of the one-hot slots of the
+    /// conditioning frames.
+    pub phonemes: Vec<String>,
+    /// Width of the stress one-hot: 5 (App. A.3).
+    pub stress_levels: usize,
+    /// F0 normalization range of the conditioning frames.
+    pub f0: F0Config,
+    /// Where the weights came from.
+    pub lineage: Lineage,
+}
+
+/// WaveNet sizes (Deep Voice App. A.1): ℓ layers, r residual channels, s skip
+/// channels, dilation `2^(i mod dilation_cycle)` for layer i.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WavenetConfig {
+    /// ℓ, the number of residual layers.
+    pub layers: usize,
+    /// r, the width of the residual stack (a multiple of 8).
+    pub residual_channels: usize,
+    /// s, the width of the skip projection (a multiple of 8).
+    pub skip_channels: usize,
+    /// Dilations double for this many layers, then restart at 1.
+    pub dilation_cycle: usize,
+}
+
+/// The model sizes of Deep Voice Table 2, as (name, config); names are
+/// `"{ℓ}x{r}x{s}"`. All use a dilation cycle of 10.
+pub const PRESETS: [(&str, WavenetConfig); 5] = [
+    ("20x32x128", WavenetConfig::table2(20, 32, 128)),
+    ("20x64x128", WavenetConfig::table2(20, 64, 128)),
+    ("40x64x256", WavenetConfig::table2(40, 64, 256)),
+    ("40x64x128", WavenetConfig::table2(40, 64, 128)),
+    ("40x32x128", WavenetConfig::table2(40, 32, 128)),
+];
+
+impl WavenetConfig {
+    const fn table2(layers: usize, residual_channels: usize, skip_channels: usize) -> Self {
+        Self { layers, residual_channels, skip_channels, dilation_cycle: 10 }
+    }
+
+    /// A Table 2 size by name (`"40x64x256"`), or `None`.
+    pub fn preset(name: &str) -> Option<Self> {
+        PRESETS.iter().find(|(n, _)| *n == name).map(|(_, c)| *c)
+    }
+
+    /// `"{ℓ}x{r}x{s}"`.
+    pub fn name(&self) -> String {
+        format!("{}x{}x{}", self.layers, self.residual_channels, self.skip_channels)
+    }
+
+    /// Dilation of layer `i` (0-based): `2^(i mod dilation_cycle)`.
+    pub fn dilation(&self, i: usize) -> usize {
+        1 << (i % self.dilation_cycle.max(1))
+    }
+
+    /// Receptive field in samples: `2 + Σ d_i` (the 2×1 input convolution
+    /// sees two samples, each layer reaches `d_i` further back).
+    pub fn receptive_field(&self) -> usize {
+        2 + (0..self.layers).map(|i| self.dilation(i)).sum::<usize>()
+    }
+}
+
+/// Conditioning network sizes (Deep Voice App. A.2): bidirectional QRNN
+/// layers with fo-pooling and 2×1 convolutions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConditioningConfig {
+    /// Width of one conditioning frame: 227 (App. A.3).
+    pub input_dim: usize,
+    /// Number of bidirectional QRNN layers: 2 (App. A.2).
+    pub qrnn_layers: usize,
+    /// H, the width of each direction of each QRNN layer.
+    pub hidden: usize,
+}
+
+/// F0 range of the normalized log-F0 feature (App. A.3: Praat with minimum
+/// 75 Hz and maximum 500 Hz).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct F0Config {
+    pub min_hz: f64,
+    pub max_hz: f64,
+}
+
+/// Where the weights came from. Informational: the reader checks only types.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lineage {
+    /// SHA-256 (hex) of the corpus manifest the model was trained on.
+    pub corpus_manifest_sha256: String,
+    /// The featurizer's settings, as the pipeline recorded them (free-form).
+    pub featurizer: serde_json::Value,
+    /// The checkpoint the weights were exported from.
+    pub checkpoint: String,
+    /// Training step of that checkpoint.
+    pub step: u64,
+    /// Version of the code that trained the model (a git describe).
+    pub code_version: String,
+    /// When the package was written (RFC 3339, UTC).
+    pub created: String,
+}
+
+impl VoiceConfig {
+    /// A version-1 config at the paper's rates (16384 Hz audio, 256 Hz
+    /// frames, a = 256); check it with [`VoiceConfig::validate`].
+    pub fn new(
+        wavenet: WavenetConfig,
+        conditioning: ConditioningConfig,
+        phonemes: Vec<String>,
+        stress_levels: usize,
+        f0: F0Config,
+        lineage: Lineage,
+    ) -> Self {
+        Self {
+            format: FORMAT_NAME.to_string(),
+            version: FORMAT_VERSION as u64,
+            sample_rate: 16384,
+            frame_rate: 256,
+            quantization_channels: 256,
+            wavenet,
+            conditioning,
+            phonemes,
+            stress_levels,
+            f0,
+            lineage,
+        }
+    }
+
+    /// Audio samples per conditioning frame: `sample_rate / frame_rate`.
+    pub fn hop(&self) -> usize {
+        (self.sample_rate / self.frame_rate.max(1)) as usize
+    }
+
+    /// Width of the conditioning network's output: `ℓ · 2r`.
+    pub fn conditioning_width(&self) -> usize {
+        self.wavenet.layers * 2 * self.wavenet.residual_channels
+    }
+
+    /// Checks the format, the version and every size (see the crate docs).
+    pub fn validate(&self) -> Result<(), VoiceError> {
+        if self.format != FORMAT_NAME || self.version != FORMAT_VERSION as u64 {
+            return Err(VoiceError::Version {
+                format: self.format.clone(),
+                version: self.version,
+                expected: FORMAT_VERSION,
+            });
+        }
+        let bad = |key: &'static str, reason: String| Err(VoiceError::InvalidValue { key, reason });
+        if self.sample_rate == 0 || self.frame_rate == 0 || !self.sample_rate.is_multiple_of(self.frame_rate) {
+            return bad(
+                "sample_rate",
+                format!("{} is not a positive multiple of frame_rate {}", self.sample_rate, self.frame_rate),
+            );
+        }
+        if self.quantization_channels != 256 {
+            return Err(VoiceError::Unsupported {
+                what: format!("quantization_channels {} (only 256, 8-bit mu-law)", self.quantization_channels),
+            });
+        }
+        let w = &self.wavenet;
+        if w.layers == 0 {
+            return bad("wavenet.layers", "must be at least 1".into());
+        }
+        for (key, v) in [("wavenet.residual_channels", w.residual_channels), ("wavenet.skip_channels", w.skip_channels)]
+        {
+            if v == 0 || v % 8 != 0 || v > MAX_CHANNELS {
+                return Err(VoiceError::Unsupported {
+                    what: format!("{key} {v} (must be a positive multiple of 8, at most {MAX_CHANNELS})"),
+                });
+            }
+        }
+        if w.dilation_cycle == 0 || w.dilation_cycle > MAX_DILATION_CYCLE {
+            return bad("wavenet.dilation_cycle", format!("{} is outside 1..={MAX_DILATION_CYCLE}", w.dilation_cycle));
+        }
+        let c = &self.conditioning;
+        if c.input_dim == 0 || c.qrnn_layers == 0 || c.hidden == 0 {
+            return bad(
+                "conditioning",
+                format!(
+                    "input_dim {}, qrnn_layers {}, hidden {} must all be positive",
+                    c.input_dim, c.qrnn_layers, c.hidden
+                ),
+            );
+        }
+        if c.hidden > 4 * MAX_CHANNELS || c.input_dim > 16 * MAX_CHANNELS || c.qrnn_layers > 16 {
+            return Err(VoiceError::Unsupported { what: format!("conditioning sizes {c:?}") });
+        }
+        if self.stress_levels == 0 {
+            return bad("stress_levels", "must be at least 1".into());
+        }
+        if !(self.f0.min_hz.is_finite()
+            && self.f0.min_hz > 0.0
+            && self.f0.max_hz.is_finite()
+            && self.f0.max_hz > self.f0.min_hz)
+        {
+            return bad("f0", format!("need 0 < min_hz < max_hz, got {} and {}", self.f0.min_hz, self.f0.max_hz));
+        }
+        Ok(())
+    }
+}
+
+/// Keys `config.json` may hold, by section; anything else is
+/// [`VoiceError::UnknownKey`]. `lineage.featurizer` is free-form.
+pub(crate) const KNOWN_KEYS: &[(&str, &[&str])] = &[
+    (
+        "",
+        &[
+            "format",
+            "version",
+            "sample_rate",
+            "frame_rate",
+            "quantization_channels",
+            "wavenet",
+            "conditioning",
+            "phonemes",
+            "stress_levels",
+            "f0",
+            "lineage",
+        ],
+    ),
+    ("wavenet", &["layers", "residual_channels", "skip_channels", "dilation_cycle"]),
+    ("conditioning", &["input_dim", "qrnn_layers", "hidden"]),
+    ("f0", &["min_hz", "max_hz"]),
+    ("lineage", &["corpus_manifest_sha256", "featurizer", "checkpoint", "step", "code_version", "created"]),
+];
+
+/// Sections that later revisions of version 1 add; refused until supported.
+pub(crate) const FUTURE_SECTIONS: &[&str] = &["g2p", "duration"];

@@ -1,0 +1,55 @@
+//! The voice package (format version 1): the weight format that the trainers
+//! write (`dv export`) and the inference side reads. Nothing here links
+//! libtorch; a served voice is a small static binary plus this directory.
+//!
+//! ```text
+//! voice/
+//!   config.json          VoiceConfig: sizes, rates, phonemes, F0 range, lineage
+//!   model.safetensors    every weight, float32, little-endian, row-major
+//!   golden.safetensors   optional parity data (Golden)
+//! ```
+//!
+//! The specification is `inference/voice/FORMAT.md`; this crate implements it
+//! and is the single source of truth for the tensor list
+//! ([`expected_tensors`]), which the trainer's exporter checks itself
+//! against.
+//!
+//! # Contract
+//!
+//! * [`Voice::read`] accepts a package only if: `format` is
+//!   `"deepvoice-rs voice"` and `version` is 1 ([`VoiceError::Version`]);
+//!   `config.json` has no key outside the format ([`VoiceError::UnknownKey`]
+//!   names it, as `section.key`; the future sections `g2p` and `duration` are
+//!   [`VoiceError::Unsupported`]); `sample_rate` is a positive multiple of
+//!   `frame_rate`; `quantization_channels` is 256; r and s are positive
+//!   multiples of 8 (the SIMD lane width); every tensor of
+//!   [`expected_tensors`] is present ([`VoiceError::MissingTensor`]) with
+//!   exactly its shape ([`VoiceError::ShapeMismatch`], naming the tensor,
+//!   the expected and the actual shape), is float32 ([`VoiceError::Dtype`])
+//!   and finite; and no other tensor is present
+//!   ([`VoiceError::UnexpectedTensor`]).
+//! * [`Voice::write`] runs the same checks before writing anything, so an
+//!   invalid package is never written, and writes each file to a temporary
+//!   name in the same directory, syncs it and renames it over the final name:
+//!   a crash leaves either the old file or the new one.
+//! * Matrices are `[out, in]` as `torch.nn.Linear` stores them: `y = W x + b`.
+//! * Weights are owned `Vec<f32>` ([`Tensor`]); readers lay them out for
+//!   their kernels themselves.
+#![forbid(unsafe_code)]
+
+mod config;
+mod error;
+mod golden;
+mod layout;
+mod package;
+mod tensor;
+
+pub use config::{
+    ConditioningConfig, F0Config, Lineage, VoiceConfig, WavenetConfig, FORMAT_NAME, FORMAT_VERSION, MAX_CHANNELS,
+    MAX_DILATION_CYCLE, PRESETS,
+};
+pub use error::VoiceError;
+pub use golden::Golden;
+pub use layout::expected_tensors;
+pub use package::{read_config, Voice, Weights, CONFIG_FILE, GOLDEN_FILE, MODEL_FILE};
+pub use tensor::Tensor;

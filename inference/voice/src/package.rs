@@ -1,0 +1,210 @@
+//! Reading and writing a voice package directory.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use safetensors::tensor::{Dtype, SafeTensors, TensorView};
+
+use crate::config::{VoiceConfig, FORMAT_NAME, FORMAT_VERSION, FUTURE_SECTIONS, KNOWN_KEYS};
+use crate::error::VoiceError;
+use crate::golden::Golden;
+use crate::layout::expected_tensors;
+use crate::tensor::Tensor;
+
+/// File names inside a package directory.
+pub const CONFIG_FILE: &str = "config.json";
+pub const MODEL_FILE: &str = "model.safetensors";
+pub const GOLDEN_FILE: &str = "golden.safetensors";
+
+/// Named weights, as `model.safetensors` holds them.
+pub type Weights = BTreeMap<String, Tensor>;
+
+/// A validated voice package: the config, every weight with its exact
+/// shape, and the golden parity data when the package has it.
+#[derive(Debug, Clone)]
+pub struct Voice {
+    config: VoiceConfig,
+    weights: Weights,
+    golden: Option<Golden>,
+}
+
+impl Voice {
+    /// Checks `weights` against `config` (the same checks as [`Voice::read`])
+    /// and wraps them, without touching the disk.
+    pub fn new(config: VoiceConfig, weights: Weights) -> Result<Self, VoiceError> {
+        config.validate()?;
+        check_weights(&config, &weights)?;
+        Ok(Self { config, weights, golden: None })
+    }
+
+    /// Reads and validates the package in `dir`: `config.json`,
+    /// `model.safetensors`, and `golden.safetensors` if present.
+    pub fn read(dir: &Path) -> Result<Self, VoiceError> {
+        let config = read_config(&dir.join(CONFIG_FILE))?;
+        let weights = read_safetensors(&dir.join(MODEL_FILE))?;
+        check_weights(&config, &weights)?;
+        let golden_path = dir.join(GOLDEN_FILE);
+        let golden = if golden_path.exists() { Some(Golden::read(&golden_path, &config)?) } else { None };
+        Ok(Self { config, weights, golden })
+    }
+
+    /// Validates `config` and `weights` and writes `config.json` and
+    /// `model.safetensors` into `dir` (created if missing), each through a
+    /// temporary file and a rename. An invalid package is never written.
+    pub fn write(dir: &Path, config: &VoiceConfig, weights: &Weights) -> Result<(), VoiceError> {
+        config.validate()?;
+        check_weights(config, weights)?;
+        fs::create_dir_all(dir).map_err(|source| VoiceError::Io { path: dir.to_path_buf(), source })?;
+        let path = dir.join(MODEL_FILE);
+        write_atomic(&path, &serialize_safetensors(&path, weights.iter().map(|(k, v)| (k.as_str(), v)))?)?;
+        let path = dir.join(CONFIG_FILE);
+        let mut json = serde_json::to_vec_pretty(config)
+            .map_err(|e| VoiceError::Config { path: path.clone(), reason: e.to_string() })?;
+        json.push(b'\n');
+        write_atomic(&path, &json)
+    }
+
+    /// Writes this voice (and its golden data, if any) into `dir`.
+    pub fn save(&self, dir: &Path) -> Result<(), VoiceError> {
+        Self::write(dir, &self.config, &self.weights)?;
+        if let Some(g) = &self.golden {
+            g.write(dir, &self.config)?;
+        }
+        Ok(())
+    }
+
+    pub fn config(&self) -> &VoiceConfig {
+        &self.config
+    }
+
+    pub fn weights(&self) -> &Weights {
+        &self.weights
+    }
+
+    pub fn golden(&self) -> Option<&Golden> {
+        self.golden.as_ref()
+    }
+
+    /// Attaches golden data after checking it against the config.
+    pub fn with_golden(mut self, golden: Golden) -> Result<Self, VoiceError> {
+        golden.check(&self.config)?;
+        self.golden = Some(golden);
+        Ok(self)
+    }
+
+    /// The weight `name`. Every name of [`expected_tensors`] is present in a
+    /// `Voice`, so this fails only for other names.
+    pub fn tensor(&self, name: &str) -> Result<&Tensor, VoiceError> {
+        self.weights.get(name).ok_or_else(|| VoiceError::MissingTensor { name: name.to_string(), expected: vec![] })
+    }
+}
+
+/// Reads `config.json`: known keys only, then types, then values.
+pub fn read_config(path: &Path) -> Result<VoiceConfig, VoiceError> {
+    let text = fs::read_to_string(path).map_err(|source| VoiceError::Io { path: path.to_path_buf(), source })?;
+    let config_err = |reason: String| VoiceError::Config { path: path.to_path_buf(), reason };
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| config_err(e.to_string()))?;
+    let obj = value.as_object().ok_or_else(|| config_err("the top level is not an object".into()))?;
+    // The version first: a newer writer's keys are best explained by it.
+    let format = obj.get("format").and_then(|v| v.as_str()).unwrap_or("");
+    let version = obj.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
+    if format != FORMAT_NAME || version != FORMAT_VERSION as u64 {
+        return Err(VoiceError::Version { format: format.to_string(), version, expected: FORMAT_VERSION });
+    }
+    for section in FUTURE_SECTIONS {
+        if obj.contains_key(*section) {
+            return Err(VoiceError::Unsupported {
+                what: format!("config section `{section}` (not read by this version)"),
+            });
+        }
+    }
+    for (section, keys) in KNOWN_KEYS {
+        let map = if section.is_empty() { Some(obj) } else { obj.get(*section).and_then(|v| v.as_object()) };
+        for key in map.into_iter().flat_map(|m| m.keys()) {
+            if !keys.contains(&key.as_str()) {
+                let key = if section.is_empty() { key.clone() } else { format!("{section}.{key}") };
+                return Err(VoiceError::UnknownKey { path: path.to_path_buf(), key });
+            }
+        }
+    }
+    let config: VoiceConfig = serde_json::from_value(value).map_err(|e| config_err(e.to_string()))?;
+    config.validate()?;
+    Ok(config)
+}
+
+/// Every tensor of `weights` matches [`expected_tensors`] exactly and is finite.
+fn check_weights(config: &VoiceConfig, weights: &Weights) -> Result<(), VoiceError> {
+    let expected = expected_tensors(config);
+    for (name, shape) in &expected {
+        let t = weights
+            .get(name)
+            .ok_or_else(|| VoiceError::MissingTensor { name: name.clone(), expected: shape.clone() })?;
+        if t.shape() != shape.as_slice() {
+            return Err(VoiceError::ShapeMismatch {
+                name: name.clone(),
+                expected: shape.clone(),
+                got: t.shape().to_vec(),
+            });
+        }
+        if let Some(index) = t.data().iter().position(|v| !v.is_finite()) {
+            return Err(VoiceError::NonFinite { name: name.clone(), index });
+        }
+    }
+    if weights.len() != expected.len() {
+        for (name, t) in weights {
+            if !expected.iter().any(|(n, _)| n == name) {
+                return Err(VoiceError::UnexpectedTensor { name: name.clone(), shape: t.shape().to_vec() });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads every tensor of a safetensors file; all must be F32.
+pub(crate) fn read_safetensors(path: &Path) -> Result<Weights, VoiceError> {
+    let bytes = fs::read(path).map_err(|source| VoiceError::Io { path: path.to_path_buf(), source })?;
+    let st = SafeTensors::deserialize(&bytes)
+        .map_err(|e| VoiceError::Safetensors { path: path.to_path_buf(), reason: format!("{e:?}") })?;
+    let mut out = Weights::new();
+    for (name, view) in st.iter() {
+        if view.dtype() != Dtype::F32 {
+            return Err(VoiceError::Dtype { name: name.to_string(), dtype: format!("{:?}", view.dtype()) });
+        }
+        let data: Vec<f32> =
+            view.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+        out.insert(name.to_string(), Tensor::new(name, view.shape().to_vec(), data)?);
+    }
+    Ok(out)
+}
+
+/// Serializes named tensors as a safetensors file.
+pub(crate) fn serialize_safetensors<'a>(
+    path: &Path,
+    tensors: impl Iterator<Item = (&'a str, &'a Tensor)>,
+) -> Result<Vec<u8>, VoiceError> {
+    let bytes: Vec<(&str, Vec<usize>, Vec<u8>)> =
+        tensors.map(|(name, t)| (name, t.shape().to_vec(), t.to_le_bytes())).collect();
+    let mut views = Vec::with_capacity(bytes.len());
+    for (name, shape, data) in &bytes {
+        let view = TensorView::new(Dtype::F32, shape.clone(), data)
+            .map_err(|e| VoiceError::Safetensors { path: path.to_path_buf(), reason: format!("{name}: {e:?}") })?;
+        views.push((*name, view));
+    }
+    safetensors::tensor::serialize(views, &None)
+        .map_err(|e| VoiceError::Safetensors { path: path.to_path_buf(), reason: format!("{e:?}") })
+}
+
+/// Writes `bytes` to `path` through `path.tmp-<pid>`, synced, then renamed.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), VoiceError> {
+    let mut tmp = PathBuf::from(path);
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    tmp.set_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    let io = |source| VoiceError::Io { path: tmp.clone(), source };
+    let mut f = fs::File::create(&tmp).map_err(io)?;
+    f.write_all(bytes).map_err(io)?;
+    f.sync_all().map_err(io)?;
+    drop(f);
+    fs::rename(&tmp, path).map_err(|source| VoiceError::Io { path: path.to_path_buf(), source })
+}
