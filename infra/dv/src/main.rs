@@ -7,6 +7,7 @@ mod doctor;
 mod export;
 mod featurize;
 mod plot;
+mod synth;
 mod text;
 mod train;
 
@@ -40,6 +41,8 @@ enum Command {
     Align(align::AlignArgs),
     /// Write a trained WaveNet checkpoint as a voice package (safetensors + JSON + golden outputs) for inference.
     Export(export::ExportArgs),
+    /// Speak with a voice package on the CPU (no libtorch): conditioning network + WaveNet sampler → 16-bit WAV.
+    Synth(synth::SynthArgs),
     /// Draw training curves (loss, validation loss, any logged metric) from a JSONL file to PNG.
     Plot(plot::PlotArgs),
 }
@@ -92,5 +95,6 @@ fn main() -> anyhow::Result<()> {
         Command::Plot(a) => plot::run(a),
         Command::Align(a) => align::run(a),
         Command::Export(a) => export::run(a),
+        Command::Synth(a) => synth::run(a),
     }
 }

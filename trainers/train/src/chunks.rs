@@ -370,6 +370,12 @@ impl Chunks {
         self.chunks.iter().map(|c| c.target_samples).sum::<usize>() as f64 / self.sample_rate as f64
     }
 
+    /// Every usable utterance of the featurize output (both splits), by id
+    /// order.
+    pub fn utterances(&self) -> &[ChunkUtterance] {
+        &self.utterances
+    }
+
     /// The utterance a chunk belongs to.
     pub fn utterance(&self, chunk: usize) -> Option<&ChunkUtterance> {
         self.chunks.get(chunk).map(|c| &self.utterances[c.utterance])

@@ -2,6 +2,7 @@
 
 mod align;
 mod s3;
+mod synth;
 mod train;
 
 use std::path::Path;
