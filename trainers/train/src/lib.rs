@@ -28,11 +28,18 @@
 //!   seed) or `kind = "features"` ([`Features`]: a local `dv featurize`
 //!   output with reference phones, as §3.2 phoneme-pair labels, 1601
 //!   classes with the blank; utterances it cannot use are skipped and
-//!   counted, never fatal, and the counts are logged at start).
+//!   counted, never fatal, and the counts are logged at start), or
+//!   `kind = "chunks"` ([`Chunks`]: the same output's §4.4 chunks with
+//!   their 227-dim conditioning frames, for the WaveNet).
+//! * Models: the §3.2 segmentation network ([`Segmentation`]) and the App. A
+//!   WaveNet with its bidirectional-QRNN conditioning ([`Wavenet`], [`qrnn`];
+//!   parameter names and shapes are the voice package's,
+//!   `inference/voice/FORMAT.md`).
 //! * Tracking ([`Tracker`]): a JSONL file, and an MLflow server when given.
 //!
 //! Not yet: overlapping the all-reduce with the backward pass (tch exposes
-//! no gradient hooks; buckets are reduced after backward), bf16 autocast.
+//! no gradient hooks; buckets are reduced after backward), autocast (the
+//! WaveNet casts its forward to bf16 itself: `bf16 = true`).
 #![forbid(unsafe_code)]
 
 pub mod checkpoint;
