@@ -21,6 +21,14 @@ pub enum SynthError {
     /// A non-finite value in an input (a NaN conditioning frame).
     #[error("{what}: non-finite value at flat index {index}")]
     NonFinite { what: &'static str, index: usize },
+    /// An index outside its range (a phoneme or stress index the voice's
+    /// inventory does not have), with its position in the input.
+    #[error("{what} index {value} at position {position} is outside 0..{limit}")]
+    OutOfRange { what: &'static str, position: usize, value: usize, limit: usize },
+    /// The voice package lacks a model the call needs (a WaveNet-only
+    /// package has no duration model).
+    #[error("the voice package has no {what} model")]
+    NoModel { what: &'static str },
     /// A code outside 0..=255 in a teacher-forcing input, or a scratch made
     /// for another sampler.
     #[error("{what}: {reason}")]

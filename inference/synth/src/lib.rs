@@ -1,9 +1,15 @@
 //! WaveNet synthesis on CPU without libtorch (Deep Voice §5, §5.1, App. A):
-//! the conditioning network, a scalar reference sampler, and AVX2/FMA
-//! kernels chosen at run time.
+//! the duration and F0 model, the conditioning network, a scalar reference
+//! sampler, and AVX2/FMA kernels chosen at run time.
 //!
 //! # Pipeline and units
 //!
+//! 0. [`DurationModel::predict`] (when the package has one, §3.3, App. B):
+//!    phonemes `(dv_text::Phoneme::index, dv_text::Stress::index)` →
+//!    [`Prosody`] per phoneme: duration in seconds, voicing probability,
+//!    F0 in Hz at `f0_points` evenly spaced points. With
+//!    `DurationConfig::stress == false` feed stress 0 (`Stress::None`).
+//!    f64 inside; it runs once per utterance.
 //! 1. [`ConditioningNetwork::forward`]: `[F, 227]` frames at 256 Hz
 //!    (`dv_text::conditioning`) → [`Conditioning`] `[F, ℓ·2r]`, the
 //!    per-layer biases L_i (App. A.2).
@@ -45,6 +51,7 @@
 //! pipeline's hand-over buffers.
 
 mod conditioning;
+mod duration;
 mod engine;
 mod error;
 mod kernel;
@@ -61,6 +68,7 @@ mod simd;
 mod wavenet;
 
 pub use conditioning::Conditioning;
+pub use duration::{DurationModel, Prosody};
 pub use engine::Precision;
 pub use error::SynthError;
 pub use kernel::Kernel;

@@ -6,7 +6,8 @@
 //! the seed ([`Rng`]).
 
 use dv_voice::{
-    expected_tensors, ConditioningConfig, F0Config, Lineage, Tensor, Voice, VoiceConfig, WavenetConfig, Weights,
+    expected_tensors, ConditioningConfig, DurationConfig, F0Config, Lineage, Tensor, Voice, VoiceConfig, WavenetConfig,
+    Weights,
 };
 
 use crate::conditioning::Conditioning;
@@ -14,7 +15,8 @@ use crate::error::SynthError;
 use crate::rng::Rng;
 
 /// Conditioning network sizes of random voices: 227 inputs, 2 layers, H = 32.
-pub const RANDOM_CONDITIONING: ConditioningConfig = ConditioningConfig { input_dim: 227, qrnn_layers: 2, hidden: 32 };
+pub const RANDOM_CONDITIONING: ConditioningConfig =
+    ConditioningConfig { input_dim: 227, qrnn_layers: 2, hidden: 32, stress: true };
 
 /// The config of a random voice of size `wavenet`.
 pub fn random_config(wavenet: WavenetConfig) -> VoiceConfig {
@@ -42,8 +44,9 @@ pub fn random_weights(config: &VoiceConfig, seed: u64) -> Weights {
     for (name, shape) in expected_tensors(config) {
         let n: usize = shape.iter().product();
         let std = if shape.len() == 2 {
-            // Embeddings are looked up, not summed: unit scale / 2 (two add up).
-            if name.contains("embed") {
+            // Embeddings (and the duration model's one-hot input layer) are
+            // looked up, not summed: unit scale / 2 (two add up).
+            if name.contains("embed") || name == "duration.fc1.weight" {
                 0.7
             } else if name == "wavenet.out.weight" {
                 // A trained model's output is peaked, not near uniform: logits
@@ -64,6 +67,19 @@ pub fn random_weights(config: &VoiceConfig, seed: u64) -> Weights {
 /// A random voice of size `wavenet`.
 pub fn random_voice(wavenet: WavenetConfig, seed: u64) -> Result<Voice, SynthError> {
     let config = random_config(wavenet);
+    let weights = random_weights(&config, seed);
+    Ok(Voice::new(config, weights)?)
+}
+
+/// A random voice of size `wavenet` with a duration model of sizes
+/// `duration` (its `input_dim` must be 45: 40 phonemes and 5 stress levels).
+pub fn random_voice_with_duration(
+    wavenet: WavenetConfig,
+    duration: DurationConfig,
+    seed: u64,
+) -> Result<Voice, SynthError> {
+    let mut config = random_config(wavenet);
+    config.duration = Some(duration);
     let weights = random_weights(&config, seed);
     Ok(Voice::new(config, weights)?)
 }

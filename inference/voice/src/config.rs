@@ -41,6 +41,10 @@ pub struct VoiceConfig {
     pub f0: F0Config,
     /// Where the weights came from.
     pub lineage: Lineage,
+    /// The duration and F0 model (§3.3, App. B), when the package has one;
+    /// a package without it holds a WaveNet only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<DurationConfig>,
 }
 
 /// WaveNet sizes (Deep Voice App. A.1): ℓ layers, r residual channels, s skip
@@ -106,6 +110,67 @@ pub struct ConditioningConfig {
     pub qrnn_layers: usize,
     /// H, the width of each direction of each QRNN layer.
     pub hidden: usize,
+    /// Whether the frames' stress one-hots carry stress. `false`: the model
+    /// was trained with every phoneme's stress "none" (a corpus whose labels
+    /// have no stress), so a front end must feed `Stress::None`. Absent in
+    /// older packages, meaning `true`.
+    #[serde(default = "stress_default")]
+    pub stress: bool,
+}
+
+fn stress_default() -> bool {
+    true
+}
+
+/// The duration and F0 model (Deep Voice §3.3, App. B): per phoneme, two
+/// fully connected ReLU layers, unidirectional GRU layers and a linear
+/// output `[duration; voiced logit; F0 at f0_points points]` (FORMAT.md,
+/// "Duration and F0 model").
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DurationConfig {
+    /// Width of one phoneme's input: phoneme one-hot then stress one-hot,
+    /// `phonemes.len() + stress_levels` (45).
+    pub input_dim: usize,
+    /// Width of both fully connected layers: 256 (App. B).
+    pub fc: usize,
+    /// H, the width of each GRU layer: 128 (App. B).
+    pub gru: usize,
+    /// Number of unidirectional GRU layers: 2 (App. B).
+    pub gru_layers: usize,
+    /// F0 values per phoneme, at `(j + 0.5) / f0_points` of its duration.
+    pub f0_points: usize,
+    /// Seconds per unit of the duration output.
+    pub duration_unit_s: f64,
+    /// Hz per unit of the F0 outputs.
+    pub f0_unit_hz: f64,
+    /// Whether the inputs carry stress; `false` means the model was trained
+    /// with every stress "none", so a front end must feed `Stress::None`.
+    pub stress: bool,
+}
+
+impl DurationConfig {
+    /// The paper's sizes (App. B: two 256-unit ReLU layers, two 128-unit GRU
+    /// layers) over the 45-wide input of 40 phonemes and 5 stress levels,
+    /// with this project's output convention: 20 F0 points, durations in
+    /// 10 ms units and F0 in 100 Hz units.
+    pub fn paper(stress: bool) -> Self {
+        Self {
+            input_dim: 45,
+            fc: 256,
+            gru: 128,
+            gru_layers: 2,
+            f0_points: 20,
+            duration_unit_s: 0.01,
+            f0_unit_hz: 100.0,
+            stress,
+        }
+    }
+
+    /// Width of one phoneme's output: `2 + f0_points`.
+    pub fn output_dim(&self) -> usize {
+        2 + self.f0_points
+    }
 }
 
 /// F0 range of the normalized log-F0 feature (App. A.3: Praat with minimum
@@ -158,6 +223,7 @@ impl VoiceConfig {
             stress_levels,
             f0,
             lineage,
+            duration: None,
         }
     }
 
@@ -230,6 +296,43 @@ impl VoiceConfig {
         {
             return bad("f0", format!("need 0 < min_hz < max_hz, got {} and {}", self.f0.min_hz, self.f0.max_hz));
         }
+        if let Some(d) = &self.duration {
+            self.validate_duration(d)?;
+        }
+        Ok(())
+    }
+
+    fn validate_duration(&self, d: &DurationConfig) -> Result<(), VoiceError> {
+        let bad = |key: &'static str, reason: String| Err(VoiceError::InvalidValue { key, reason });
+        let input = self.phonemes.len() + self.stress_levels;
+        if d.input_dim != input {
+            return bad(
+                "duration.input_dim",
+                format!(
+                    "{} is not phonemes ({}) + stress_levels ({}) = {input}",
+                    d.input_dim,
+                    self.phonemes.len(),
+                    self.stress_levels
+                ),
+            );
+        }
+        if d.fc == 0 || d.gru == 0 || d.gru_layers == 0 || d.f0_points == 0 {
+            return bad(
+                "duration",
+                format!(
+                    "fc {}, gru {}, gru_layers {}, f0_points {} must all be positive",
+                    d.fc, d.gru, d.gru_layers, d.f0_points
+                ),
+            );
+        }
+        if d.fc > 4 * MAX_CHANNELS || d.gru > 4 * MAX_CHANNELS || d.gru_layers > 16 || d.f0_points > MAX_CHANNELS {
+            return Err(VoiceError::Unsupported { what: format!("duration sizes {d:?}") });
+        }
+        for (key, v) in [("duration.duration_unit_s", d.duration_unit_s), ("duration.f0_unit_hz", d.f0_unit_hz)] {
+            if !(v.is_finite() && v > 0.0) {
+                return bad(key, format!("{v} is not a positive finite number"));
+            }
+        }
         Ok(())
     }
 }
@@ -251,13 +354,15 @@ pub(crate) const KNOWN_KEYS: &[(&str, &[&str])] = &[
             "stress_levels",
             "f0",
             "lineage",
+            "duration",
         ],
     ),
     ("wavenet", &["layers", "residual_channels", "skip_channels", "dilation_cycle"]),
-    ("conditioning", &["input_dim", "qrnn_layers", "hidden"]),
+    ("conditioning", &["input_dim", "qrnn_layers", "hidden", "stress"]),
     ("f0", &["min_hz", "max_hz"]),
+    ("duration", &["input_dim", "fc", "gru", "gru_layers", "f0_points", "duration_unit_s", "f0_unit_hz", "stress"]),
     ("lineage", &["corpus_manifest_sha256", "featurizer", "checkpoint", "step", "code_version", "created"]),
 ];
 
 /// Sections that later revisions of version 1 add; refused until supported.
-pub(crate) const FUTURE_SECTIONS: &[&str] = &["g2p", "duration"];
+pub(crate) const FUTURE_SECTIONS: &[&str] = &["g2p"];

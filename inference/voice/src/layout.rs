@@ -1,12 +1,13 @@
-//! The tensor list a config calls for (FORMAT.md, "WaveNet" and
-//! "Conditioning network"): one source of truth for the reader, the writer
+//! The tensor list a config calls for (FORMAT.md, "WaveNet", "Conditioning
+//! network" and "Duration and F0 model"): one source of truth for the reader, the writer
 //! and the trainer's exporter.
 
-use crate::config::VoiceConfig;
+use crate::config::{DurationConfig, VoiceConfig};
 
 /// Every tensor `model.safetensors` must hold for `config`, with its exact
 /// shape, in a fixed order (embedding, layers, skip and output layers, then
-/// the conditioning network).
+/// the conditioning network, then the duration model when the config has
+/// one).
 pub fn expected_tensors(config: &VoiceConfig) -> Vec<(String, Vec<usize>)> {
     let w = &config.wavenet;
     let (l, r, s, a) = (w.layers, w.residual_channels, w.skip_channels, config.quantization_channels);
@@ -42,5 +43,31 @@ pub fn expected_tensors(config: &VoiceConfig) -> Vec<(String, Vec<usize>)> {
     }
     t.push(("cond.proj.weight".into(), vec![l * 2 * r, 2 * h]));
     t.push(("cond.proj.bias".into(), vec![l * 2 * r]));
+    if let Some(d) = &config.duration {
+        t.extend(duration_tensors(d));
+    }
+    t
+}
+
+/// The `duration.*` tensors of a duration model (FORMAT.md, "Duration and
+/// F0 model"), in order: fc1, fc2, each GRU layer, out. Every GRU layer
+/// carries the `_l0` suffix of a one-layer `torch.nn.GRU`.
+fn duration_tensors(d: &DurationConfig) -> Vec<(String, Vec<usize>)> {
+    let (fc, h) = (d.fc, d.gru);
+    let mut t: Vec<(String, Vec<usize>)> = vec![
+        ("duration.fc1.weight".into(), vec![fc, d.input_dim]),
+        ("duration.fc1.bias".into(), vec![fc]),
+        ("duration.fc2.weight".into(), vec![fc, fc]),
+        ("duration.fc2.bias".into(), vec![fc]),
+    ];
+    for k in 0..d.gru_layers {
+        let input = if k == 0 { fc } else { h };
+        t.push((format!("duration.gru.{k}.weight_ih_l0"), vec![3 * h, input]));
+        t.push((format!("duration.gru.{k}.weight_hh_l0"), vec![3 * h, h]));
+        t.push((format!("duration.gru.{k}.bias_ih_l0"), vec![3 * h]));
+        t.push((format!("duration.gru.{k}.bias_hh_l0"), vec![3 * h]));
+    }
+    t.push(("duration.out.weight".into(), vec![d.output_dim(), h]));
+    t.push(("duration.out.bias".into(), vec![d.output_dim()]));
     t
 }

@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! voice/
-//!   config.json          VoiceConfig: sizes, rates, phonemes, F0 range, lineage
+//!   config.json          VoiceConfig: sizes, rates, phonemes, F0 range, lineage,
+//!                        and the optional duration model's sizes and units
 //!   model.safetensors    every weight, float32, little-endian, row-major
 //!   golden.safetensors   optional parity data (Golden)
 //! ```
@@ -19,7 +20,7 @@
 //! * [`Voice::read`] accepts a package only if: `format` is
 //!   `"deepvoice-rs voice"` and `version` is 1 ([`VoiceError::Version`]);
 //!   `config.json` has no key outside the format ([`VoiceError::UnknownKey`]
-//!   names it, as `section.key`; the future sections `g2p` and `duration` are
+//!   names it, as `section.key`; the future section `g2p` is
 //!   [`VoiceError::Unsupported`]); `sample_rate` is a positive multiple of
 //!   `frame_rate`; `quantization_channels` is 256; r and s are positive
 //!   multiples of 8 (the SIMD lane width); every tensor of
@@ -32,6 +33,11 @@
 //!   invalid package is never written, and writes each file to a temporary
 //!   name in the same directory, syncs it and renames it over the final name:
 //!   a crash leaves either the old file or the new one.
+//! * The `duration` section (the duration and F0 model, §3.3) is optional:
+//!   a package without it holds a WaveNet only. With it, its
+//!   `input_dim` is `phonemes.len() + stress_levels` and its `duration.*`
+//!   tensors join [`expected_tensors`]; `golden.safetensors` may then hold
+//!   [`DurationGolden`] (and must not otherwise).
 //! * Matrices are `[out, in]` as `torch.nn.Linear` stores them: `y = W x + b`.
 //! * Weights are owned `Vec<f32>` ([`Tensor`]); readers lay them out for
 //!   their kernels themselves.
@@ -45,11 +51,11 @@ mod package;
 mod tensor;
 
 pub use config::{
-    ConditioningConfig, F0Config, Lineage, VoiceConfig, WavenetConfig, FORMAT_NAME, FORMAT_VERSION, MAX_CHANNELS,
-    MAX_DILATION_CYCLE, PRESETS,
+    ConditioningConfig, DurationConfig, F0Config, Lineage, VoiceConfig, WavenetConfig, FORMAT_NAME, FORMAT_VERSION,
+    MAX_CHANNELS, MAX_DILATION_CYCLE, PRESETS,
 };
 pub use error::VoiceError;
-pub use golden::Golden;
+pub use golden::{DurationGolden, Golden};
 pub use layout::expected_tensors;
 pub use package::{read_config, Voice, Weights, CONFIG_FILE, GOLDEN_FILE, MODEL_FILE};
 pub use tensor::Tensor;

@@ -14,20 +14,27 @@ use anyhow::{bail, Context};
 use clap::Args;
 use dv_text::Phoneme;
 use dv_train::checkpoint::decode;
-use dv_train::{Chunks, DataConfig, Dataset, Model, RunConfig, Wavenet};
-use dv_voice::{ConditioningConfig, F0Config, Golden, Lineage, Voice, VoiceConfig, Weights};
+use dv_train::duration::{DURATION_INPUT, DURATION_UNIT_S, F0_UNIT_HZ};
+use dv_train::{Chunks, DataConfig, Dataset, DurationModel, Model, ProsodyExample, RunConfig, Wavenet};
+use dv_voice::{ConditioningConfig, DurationGolden, F0Config, Golden, Lineage, Voice, VoiceConfig, Weights};
 
 #[derive(Args, Debug)]
 pub struct ExportArgs {
     /// A WaveNet checkpoint written by `dv train`.
-    #[arg(long)]
-    checkpoint: PathBuf,
+    #[arg(long, required_unless_present = "voice", conflicts_with = "voice")]
+    checkpoint: Option<PathBuf>,
+    /// An existing voice package to add `--duration` to (instead of `--checkpoint`).
+    #[arg(long, requires = "duration")]
+    voice: Option<PathBuf>,
     /// The featurize output the run trained on (default: the run config's `[data] url`).
     #[arg(long)]
     features: Option<String>,
     /// The voice package directory to write.
     #[arg(long)]
     out: PathBuf,
+    /// A duration/F0 model checkpoint (§3.3) to include, so that the voice speaks text.
+    #[arg(long)]
+    duration: Option<PathBuf>,
     /// Conditioning frames in the golden example (64 samples each).
     #[arg(long, default_value_t = 8)]
     golden_frames: usize,
@@ -51,6 +58,7 @@ pub(crate) fn export(
     golden_chunk: usize,
     golden_frames: usize,
     lineage: Lineage,
+    duration: Option<(&DurationModel, &ProsodyExample)>,
     out: &Path,
 ) -> anyhow::Result<VoiceConfig> {
     let c = &model.config;
@@ -64,16 +72,44 @@ pub(crate) fn export(
         input_dim: c.conditioning_input as usize,
         qrnn_layers: c.qrnn_layers as usize,
         hidden: c.conditioning_hidden as usize,
+        // Whether the training labels carried stress (the embedded corpus's
+        // do not: every frame was built with stress "none", so must a
+        // front end's).
+        stress: chunks.utterances().iter().any(|u| u.phones.iter().any(|p| p.phoneme.stress.index() != 0)),
     };
     let phonemes = Phoneme::ALL.iter().map(|p| p.symbol().to_string()).collect();
     let f0 = F0Config { min_hz: chunks.norm.min_hz as f64, max_hz: chunks.norm.max_hz as f64 };
-    let config = VoiceConfig::new(wavenet, conditioning, phonemes, dv_text::Stress::COUNT, f0, lineage);
+    let mut config = VoiceConfig::new(wavenet, conditioning, phonemes, dv_text::Stress::COUNT, f0, lineage);
+    if let Some((d, _)) = duration {
+        let dc = &d.config;
+        config.duration = Some(dv_voice::DurationConfig {
+            input_dim: DURATION_INPUT as usize,
+            fc: dc.fc as usize,
+            gru: dc.gru as usize,
+            gru_layers: dc.gru_layers as usize,
+            f0_points: dc.f0_points as usize,
+            duration_unit_s: DURATION_UNIT_S,
+            f0_unit_hz: F0_UNIT_HZ,
+            stress: chunks.utterances().iter().any(|u| u.phones.iter().any(|p| p.phoneme.stress.index() != 0)),
+        });
+    }
     if config.hop() as i64 != c.hop {
         bail!("the model's hop {} is not the package's {} (16384 Hz / 256 Hz)", c.hop, config.hop());
     }
     let mut weights = Weights::new();
     for (name, t) in model.named_parameters() {
         weights.insert(name.clone(), to_voice_tensor(&name, &t)?);
+    }
+    let mut duration_golden = None;
+    if let Some((d, example)) = duration {
+        for (name, t) in d.named_parameters() {
+            weights.insert(name.clone(), to_voice_tensor(&name, &t)?);
+        }
+        let data = dv_train::Prosody { examples: vec![example.clone()], f0_points: d.config.f0_points as usize };
+        let b = data.batch(&[0], tch::Device::Cpu)?;
+        let out = tch::no_grad(|| d.forward(&b.inputs, false, 0, &[0]))?.f_squeeze_dim(0)?;
+        duration_golden =
+            Some(DurationGolden::new(&config, &example.phonemes, to_voice_tensor("golden.duration.output", &out)?)?);
     }
     // Golden: a fixed example through the float32 model.
     let (cond, codes) = chunks.example(golden_chunk)?;
@@ -90,15 +126,105 @@ pub(crate) fn export(
         conditioning: to_voice_tensor("golden.conditioning", &l.f_squeeze_dim(0)?)?,
         samples: codes[..n].iter().map(|&v| v as u8).collect(),
         logits: to_voice_tensor("golden.logits", &logits.f_squeeze_dim(0)?)?,
+        duration: duration_golden,
     };
     let voice = Voice::new(config.clone(), weights)?.with_golden(golden)?;
     voice.save(out)?;
     Ok(config)
 }
 
+/// The duration/F0 model a checkpoint holds, and its step.
+pub(crate) fn load_duration(path: &Path) -> anyhow::Result<(DurationModel, u64)> {
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).with_context(|| format!("reading {name}"))?;
+    let ck = decode(&name, &bytes)?;
+    let cfg = RunConfig::from_toml(&format!("{name} (its run config)"), &ck.state.config)?;
+    let sizes = cfg.duration_sizes(&name).with_context(|| format!("{name} is not a duration/F0 checkpoint"))?;
+    let model = DurationModel::new(&sizes, tch::Device::Cpu)?;
+    tch::no_grad(|| -> anyhow::Result<()> {
+        for (n, mut p) in model.named_parameters() {
+            let t = ck.tensors.get(&format!("model.{n}")).with_context(|| format!("{name}: no tensor model.{n}"))?;
+            p.f_copy_(t).with_context(|| format!("{name}: model.{n}"))?;
+        }
+        Ok(())
+    })?;
+    Ok((model, ck.state.step))
+}
+
+/// Adds a duration/F0 model to an existing voice package.
+fn add_duration(voice: &Path, duration: &Path, features: Option<&String>, out: &Path) -> anyhow::Result<()> {
+    let v = Voice::read(voice).with_context(|| format!("reading {}", voice.display()))?;
+    let (d, step) = load_duration(duration)?;
+    let name = duration.display().to_string();
+    let cfg = RunConfig::from_toml(&name, &decode(&name, &std::fs::read(duration)?)?.state.config)?;
+    let DataConfig::Prosody(mut data) = cfg.data.clone() else { bail!("{name}: not a duration/F0 run") };
+    if let Some(f) = features {
+        data.url = f.clone();
+    }
+    let split = dv_train::Prosody::load(&data, d.config.f0_points as usize)?;
+    let set = if split.validation.examples.is_empty() { &split.train } else { &split.validation };
+    let example = set.examples.first().with_context(|| format!("{}: no utterances", data.url))?;
+    let stress = split.train.examples.iter().chain(&split.validation.examples).any(|e| e.phonemes.iter().any(|p| p.1 != 0));
+    let mut config = v.config().clone();
+    // A package written before `conditioning.stress` existed reads as
+    // stress-bearing; when the WaveNet was trained on the same featurize
+    // output (same manifest hash or path), that output says whether its
+    // frames carried stress.
+    let wavenet_features = config.lineage.featurizer.get("features").and_then(|f| f.as_str()).unwrap_or("");
+    let same = |a: &str, b: &str| {
+        let canon = |p: &str| std::fs::canonicalize(p.strip_prefix("file://").unwrap_or(p)).ok();
+        a == b || (canon(a).is_some() && canon(a) == canon(b))
+    };
+    let manifest = std::fs::read(Path::new(data.url.strip_prefix("file://").unwrap_or(&data.url)).join("manifest.json"));
+    let same_manifest = manifest.is_ok_and(|m| !config.lineage.corpus_manifest_sha256.is_empty() && sha256_hex(&m) == config.lineage.corpus_manifest_sha256);
+    if same_manifest || same(wavenet_features, &data.url) {
+        config.conditioning.stress = stress;
+    }
+    let dc = &d.config;
+    config.duration = Some(dv_voice::DurationConfig {
+        input_dim: DURATION_INPUT as usize,
+        fc: dc.fc as usize,
+        gru: dc.gru as usize,
+        gru_layers: dc.gru_layers as usize,
+        f0_points: dc.f0_points as usize,
+        duration_unit_s: DURATION_UNIT_S,
+        f0_unit_hz: F0_UNIT_HZ,
+        stress,
+    });
+    let mut weights = v.weights().clone();
+    weights.retain(|k, _| !k.starts_with("duration."));
+    for (n, t) in d.named_parameters() {
+        weights.insert(n.clone(), to_voice_tensor(&n, &t)?);
+    }
+    let data1 = dv_train::Prosody { examples: vec![example.clone()], f0_points: dc.f0_points as usize };
+    let b = data1.batch(&[0], tch::Device::Cpu)?;
+    let o = tch::no_grad(|| d.forward(&b.inputs, false, 0, &[0]))?.f_squeeze_dim(0)?;
+    let dg = DurationGolden::new(&config, &example.phonemes, to_voice_tensor("golden.duration.output", &o)?)?;
+    let mut voice_out = Voice::new(config, weights)?;
+    if let Some(g) = v.golden() {
+        let mut g = g.clone();
+        g.duration = Some(dg);
+        voice_out = voice_out.with_golden(g)?;
+    }
+    voice_out.save(out)?;
+    println!(
+        "wrote {}: {} plus the duration/F0 model of {name} (step {step}, {} GRU layers x {}, stress {})",
+        out.display(),
+        voice.display(),
+        dc.gru_layers,
+        dc.gru,
+        if stress { "used" } else { "absent from the labels: fed as none" }
+    );
+    Ok(())
+}
+
 pub(crate) fn run(a: ExportArgs) -> anyhow::Result<()> {
-    let name = a.checkpoint.display().to_string();
-    let bytes = std::fs::read(&a.checkpoint).with_context(|| format!("reading {name}"))?;
+    if let (Some(v), Some(d)) = (&a.voice, &a.duration) {
+        return add_duration(v, d, a.features.as_ref(), &a.out);
+    }
+    let Some(checkpoint) = a.checkpoint.clone() else { bail!("give --checkpoint (or --voice with --duration)") };
+    let name = checkpoint.display().to_string();
+    let bytes = std::fs::read(&checkpoint).with_context(|| format!("reading {name}"))?;
     let ck = decode(&name, &bytes)?;
     let cfg = RunConfig::from_toml(&format!("{name} (its run config)"), &ck.state.config)?;
     let mut sizes = cfg.wavenet_sizes(&name).with_context(|| format!("{name} is not a WaveNet checkpoint"))?;
@@ -140,7 +266,22 @@ pub(crate) fn run(a: ExportArgs) -> anyhow::Result<()> {
         code_version: ck.state.code_version.clone(),
         created: crate::utc_now(),
     };
-    let config = export(&model, chunks, index, a.golden_frames, lineage, &a.out)?;
+    let dur = match &a.duration {
+        Some(p) => Some(load_duration(p)?),
+        None => None,
+    };
+    let example = match &dur {
+        Some((d, _)) => {
+            let u = chunks.utterance(index).context("no utterance for the duration golden example")?;
+            Some(dv_train::prosody::prosody_example(u, d.config.f0_points as usize))
+        }
+        None => None,
+    };
+    let duration = dur.as_ref().zip(example.as_ref()).map(|((d, _), e)| (d, e));
+    let config = export(&model, chunks, index, a.golden_frames, lineage, duration, &a.out)?;
+    if let Some((_, step)) = &dur {
+        println!("included the duration/F0 model of {} (step {step})", a.duration.as_ref().map_or(String::new(), |p| p.display().to_string()));
+    }
     println!(
         "wrote {}: WaveNet {}x{}x{}, conditioning {} QRNN layers x {}, step {}, F0 {:.1}-{:.1} Hz, golden {} samples",
         a.out.display(),

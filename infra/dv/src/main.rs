@@ -4,9 +4,11 @@
 mod align;
 mod corpus;
 mod doctor;
+mod evaluate;
 mod export;
 mod featurize;
 mod plot;
+mod speak;
 mod synth;
 mod text;
 mod train;
@@ -39,6 +41,8 @@ enum Command {
     Train(train::TrainArgs),
     /// Phoneme boundaries for a featurized corpus from a trained segmentation model: Parquet, TextGrids, confidence, quarantine.
     Align(align::AlignArgs),
+    /// Held-out accuracy of a duration/F0 model: duration error (ms), F0 error (Hz), voicing accuracy.
+    Evaluate(evaluate::EvaluateArgs),
     /// Write a trained WaveNet checkpoint as a voice package (safetensors + JSON + golden outputs) for inference.
     Export(export::ExportArgs),
     /// Speak with a voice package on the CPU (no libtorch): conditioning network + WaveNet sampler → 16-bit WAV.
@@ -95,6 +99,7 @@ fn main() -> anyhow::Result<()> {
         Command::Plot(a) => plot::run(a),
         Command::Align(a) => align::run(a),
         Command::Export(a) => export::run(a),
+        Command::Evaluate(a) => evaluate::run(a),
         Command::Synth(a) => synth::run(a),
     }
 }

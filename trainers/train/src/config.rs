@@ -58,6 +58,8 @@ use crate::data::SyntheticConfig;
 use crate::features::{FeaturesConfig, FEATURE_MFCC, PAIR_CLASSES};
 use crate::optim::{AdamConfig, StepAnnealing};
 use crate::chunks::ChunksConfig;
+use crate::duration::DurationConfig;
+use crate::prosody::ProsodyConfig;
 use crate::segmentation::SegmentationConfig;
 use crate::wavenet::WavenetConfig;
 use crate::TrainError;
@@ -85,6 +87,13 @@ pub enum ModelConfig {
         #[serde(default)]
         sizes: Option<SegmentationConfig>,
     },
+    /// The joint duration + F0 model (§3.3, App. B).
+    Duration {
+        #[serde(default)]
+        preset: Option<String>,
+        #[serde(default)]
+        sizes: Option<DurationConfig>,
+    },
     /// The WaveNet with its QRNN conditioning network (App. A).
     Wavenet {
         #[serde(default)]
@@ -107,6 +116,9 @@ pub enum DataConfig {
     Features(FeaturesConfig),
     /// A `dv featurize` output's §4.4 chunks for the WaveNet ([`crate::Chunks`]).
     Chunks(ChunksConfig),
+    /// A `dv featurize` output's phone durations and F0 for the duration
+    /// model ([`crate::Prosody`]).
+    Prosody(ProsodyConfig),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -216,9 +228,23 @@ impl RunConfig {
                     return bad("[data] kind = \"chunks\" trains the WaveNet: set [model] kind = \"wavenet\"".into());
                 }
             }
+            DataConfig::Prosody(c) => {
+                if c.url.is_empty() {
+                    return bad("data.url is empty".into());
+                }
+                if !(0.0..1.0).contains(&c.validation_fraction) {
+                    return bad(format!("data.validation_fraction = {} is not in [0, 1)", c.validation_fraction));
+                }
+                if self.duration_sizes(path).is_err() {
+                    return bad("[data] kind = \"prosody\" trains the duration model: set [model] kind = \"duration\"".into());
+                }
+            }
             DataConfig::Synthetic { data, .. } => {
                 if matches!(self.model, ModelConfig::Wavenet { .. }) {
                     return bad("the WaveNet trains on [data] kind = \"chunks\"".into());
+                }
+                if matches!(self.model, ModelConfig::Duration { .. }) {
+                    return bad("the duration model trains on [data] kind = \"prosody\"".into());
                 }
                 if data.examples < t.batch {
                     return bad(format!("data has {} examples, fewer than one batch of {}", data.examples, t.batch));
@@ -263,6 +289,7 @@ impl RunConfig {
         match self.model {
             ModelConfig::Segmentation { .. } => drop(self.segmentation_sizes(path)?),
             ModelConfig::Wavenet { .. } => drop(self.wavenet_sizes(path)?),
+            ModelConfig::Duration { .. } => drop(self.duration_sizes(path)?),
         }
         Ok(())
     }
@@ -296,6 +323,21 @@ impl RunConfig {
                 ),
             }),
             (None, None) => Ok(WavenetConfig::sized(40, 64, 256)),
+        }
+    }
+
+    /// The duration model's sizes: the preset, then the explicit sizes if given.
+    pub fn duration_sizes(&self, path: &str) -> Result<DurationConfig, TrainError> {
+        let ModelConfig::Duration { preset, sizes } = &self.model else {
+            return Err(TrainError::Config { path: path.into(), reason: "the model is not a duration model".into() });
+        };
+        match (preset, sizes) {
+            (_, Some(s)) => Ok(s.clone()),
+            (Some(p), None) => DurationConfig::preset(p).ok_or_else(|| TrainError::Config {
+                path: path.into(),
+                reason: format!("unknown duration preset {p:?} (paper, tiny)"),
+            }),
+            (None, None) => Ok(DurationConfig::paper()),
         }
     }
 }

@@ -48,11 +48,13 @@ mod collective;
 mod config;
 pub mod conformance;
 mod data;
+pub mod duration;
 mod error;
 mod features;
 mod mlflow;
 mod model;
 mod optim;
+pub mod prosody;
 pub mod qrnn;
 mod rendezvous;
 mod sampler;
@@ -68,6 +70,8 @@ pub use data::{Dataset, Synthetic, SyntheticConfig};
 pub use chunks::{stressed_phone, ChunkSkips, ChunkSplit, ChunkUtterance, Chunks, ChunksConfig};
 pub use error::TrainError;
 pub use wavenet::{Wavenet, WavenetConfig, SILENCE_CODE};
+pub use duration::{DurationConfig, DurationModel};
+pub use prosody::{Prosody, ProsodyConfig, ProsodyExample, ProsodyMetrics};
 pub use features::{
     ctc_min_frames, is_validation, pair_labels, reference_boundaries, FeatureSplit, Features, FeaturesConfig, Skipped,
     FEATURE_MFCC, FRAME_SECONDS, PAIR_CLASSES,

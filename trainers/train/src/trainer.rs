@@ -26,6 +26,8 @@ use crate::optim::{clip_grad_norm, Adam};
 use crate::sampler::{splitmix64, Sampler};
 use crate::segmentation::Segmentation;
 use crate::wavenet::Wavenet;
+use crate::duration::DurationModel;
+use crate::prosody::Prosody;
 use crate::tracking::Tracker;
 use crate::TrainError;
 
@@ -76,6 +78,26 @@ fn build_data(cfg: &RunConfig) -> Result<(Datasets, Vec<String>), TrainError> {
                 None
             };
             Ok(((train, val), Vec::new()))
+        }
+        DataConfig::Prosody(c) => {
+            let k = cfg.duration_sizes("[model]")?.f0_points as usize;
+            let split = Prosody::load(c, k)?;
+            let notes = vec![format!(
+                "prosody {}: {} training utterances, {} validation; {}",
+                c.url,
+                split.train.len(),
+                split.validation.len(),
+                split.skipped
+            )];
+            if split.train.len() < cfg.train.batch {
+                return Err(TrainError::Config {
+                    path: "[data] url".into(),
+                    reason: format!("{} has {} training utterances, fewer than one batch of {}", c.url, split.train.len(), cfg.train.batch),
+                });
+            }
+            let val: Option<Box<dyn Dataset>> =
+                if split.validation.is_empty() { None } else { Some(Box::new(split.validation)) };
+            Ok(((Box::new(split.train), val), notes))
         }
         DataConfig::Chunks(c) => {
             let hop = cfg.wavenet_sizes("[model]")?.hop as usize;
@@ -159,6 +181,7 @@ fn build_model(cfg: &RunConfig, device: Device) -> Result<Box<dyn Model>, TrainE
     match cfg.model {
         ModelConfig::Segmentation { .. } => Ok(Box::new(Segmentation::new(&cfg.segmentation_sizes("[model]")?, device)?)),
         ModelConfig::Wavenet { .. } => Ok(Box::new(Wavenet::new(&cfg.wavenet_sizes("[model]")?, device)?)),
+        ModelConfig::Duration { .. } => Ok(Box::new(DurationModel::new(&cfg.duration_sizes("[model]")?, device)?)),
     }
 }
 

@@ -1,9 +1,11 @@
 //! Integration tests of dv-synth: every fast kernel against the scalar
 //! reference on every Table 2 size, the conditioning network against a
-//! naive implementation, and the sampler's contracts (teacher forcing,
+//! naive implementation, the duration model against a naive PyTorch-semantics
+//! GRU, and the sampler's contracts (teacher forcing,
 //! receptive field, streaming, sampling modes, approximations, int16).
 
 mod conditioning;
+mod duration;
 mod model;
 mod nonlinear;
 mod parity;

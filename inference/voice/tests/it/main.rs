@@ -1,4 +1,5 @@
 //! Integration tests of dv-voice: round trips, and every way a package is
 //! refused (each error must name the key or tensor at fault).
 
+mod duration;
 mod package;

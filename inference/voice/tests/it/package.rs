@@ -6,10 +6,10 @@ use dv_voice::{
     WavenetConfig, Weights, CONFIG_FILE, MODEL_FILE, PRESETS,
 };
 
-fn small_config() -> VoiceConfig {
+pub fn small_config() -> VoiceConfig {
     VoiceConfig::new(
         WavenetConfig { layers: 3, residual_channels: 8, skip_channels: 16, dilation_cycle: 2 },
-        ConditioningConfig { input_dim: 227, qrnn_layers: 2, hidden: 4 },
+        ConditioningConfig { input_dim: 227, qrnn_layers: 2, hidden: 4, stress: true },
         vec!["AA".into(), "SIL".into()],
         5,
         F0Config { min_hz: 75.0, max_hz: 500.0 },
@@ -25,7 +25,7 @@ fn small_config() -> VoiceConfig {
 }
 
 /// Deterministic, distinct, non-trivial values (exact round trip of odd bit patterns).
-fn weights(config: &VoiceConfig) -> Weights {
+pub fn weights(config: &VoiceConfig) -> Weights {
     let mut state = 0x1234_5678u32;
     let mut w = Weights::new();
     for (name, shape) in expected_tensors(config) {
@@ -79,6 +79,7 @@ fn golden_round_trip_and_checks() {
         conditioning: Tensor::new("c", vec![f, width], (0..f * width).map(|i| -(i as f32)).collect()).unwrap(),
         samples: (0..100).map(|i| (i * 7 % 256) as u8).collect(),
         logits: Tensor::new("l", vec![100, 256], (0..100 * 256).map(|i| i as f32 * 1e-3).collect()).unwrap(),
+        duration: None,
     };
     let v = Voice::new(config.clone(), w).unwrap().with_golden(golden.clone()).unwrap();
     v.save(dir.path()).unwrap();
@@ -104,7 +105,7 @@ fn golden_round_trip_and_checks() {
 }
 
 /// Writes `weights` with safetensors directly (bypassing the checking writer).
-fn write_raw_model(dir: &Path, w: &Weights) {
+pub fn write_raw_model(dir: &Path, w: &Weights) {
     let bytes: Vec<(String, Vec<usize>, Vec<u8>)> = w
         .iter()
         .map(|(k, t)| (k.clone(), t.shape().to_vec(), t.data().iter().flat_map(|v| v.to_le_bytes()).collect()))
@@ -182,7 +183,7 @@ fn non_f32_dtype_is_refused() {
     }
 }
 
-fn edit_config(dir: &Path, f: impl FnOnce(&mut serde_json::Value)) {
+pub fn edit_config(dir: &Path, f: impl FnOnce(&mut serde_json::Value)) {
     let p = dir.join(CONFIG_FILE);
     let mut v: serde_json::Value = serde_json::from_str(&fs::read_to_string(&p).unwrap()).unwrap();
     f(&mut v);

@@ -113,8 +113,40 @@ fn train_export_check_parity_and_synthesize() {
     assert_eq!(bytes.len(), 44 + 8192 * 2);
     let pcm: Vec<i16> = bytes[44..].chunks_exact(2).map(|c| i16::from_le_bytes([c[0], c[1]])).collect();
     assert!(pcm.iter().any(|&v| v != pcm[0]), "the synthesized audio is constant");
-    // Text needs the text-side models: refused with the reason.
+    // Text needs the duration/F0 model: refused with the reason.
     let o = dv(&["synth", "--voice", voice.to_str().unwrap(), "-o", wav.to_str().unwrap(), "hello world"]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("duration/F0"), "{}", String::from_utf8_lossy(&o.stderr));
+
+    // Train a tiny duration/F0 model, add it to the package, speak text.
+    let dcfg = d.path().join("duration.toml");
+    std::fs::write(
+        &dcfg,
+        format!(
+            "[model]\nkind = \"duration\"\npreset = \"tiny\"\n[data]\nkind = \"prosody\"\nurl = \"{}\"\nvalidation_fraction = 0.0\n\
+             [optimizer]\nlr = 3e-4\n[schedule]\nrate = 0.9886\nevery = 400\n[train]\nsteps = 3\nbatch = 2\nthreads_per_rank = 1\n\
+             [checkpoint]\nurl = \"{}\"\nevery = 3\nkeep_last = 1\n",
+            features.display(),
+            d.path().join("dck").display()
+        ),
+    )
+    .unwrap();
+    ok(&dv(&["train", "--config", dcfg.to_str().unwrap()]));
+    let dck = d.path().join("dck/step-0000000003.safetensors");
+    let metrics = ok(&dv(&["evaluate", "--checkpoint", dck.to_str().unwrap(), "--train-split"]));
+    assert!(metrics.contains("duration MAE") && metrics.contains("4 utterances"), "{metrics}");
+    let text_voice = d.path().join("text-voice");
+    ok(&dv(&["export", "--voice", voice.to_str().unwrap(), "--duration", dck.to_str().unwrap(), "--out", text_voice.to_str().unwrap()]));
+    let tv = dv_voice::Voice::read(&text_voice).unwrap();
+    let dc = tv.config().duration.as_ref().expect("the package has a duration model");
+    assert!(!dc.stress && !tv.config().conditioning.stress, "the embedded corpus's labels carry no stress");
+    assert!(tv.golden().and_then(|g| g.duration.as_ref()).is_some(), "duration golden outputs are written");
+    let printed = ok(&dv(&["synth", "--voice", text_voice.to_str().unwrap(), "-o", wav.to_str().unwrap(), "Hello world. Good bye!"]));
+    assert!(printed.contains("wrote"), "{printed}");
+    let bytes = std::fs::read(&wav).unwrap();
+    let n = u32::from_le_bytes(bytes[40..44].try_into().unwrap()) as usize / 2;
+    assert!(n > 0 && bytes.len() == 44 + 2 * n, "{} bytes for {n} samples", bytes.len());
+    // A word the lexicon lacks is named.
+    let o = dv(&["synth", "--voice", text_voice.to_str().unwrap(), "-o", wav.to_str().unwrap(), "zxqvbnm"]);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("zxqvbnm"), "{}", String::from_utf8_lossy(&o.stderr));
 }

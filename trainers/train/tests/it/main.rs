@@ -2,6 +2,7 @@
 
 mod checkpoint;
 mod collective;
+mod duration;
 mod features;
 mod mlflow;
 mod optim;

@@ -1,0 +1,206 @@
+//! The joint phoneme duration and F0 model of Deep Voice §3.3, with the
+//! loss of App. B (eq. 27).
+//!
+//! Input: one-hot phoneme (40) and stress (5) per phoneme. Two fully
+//! connected layers of 256 (relu), two unidirectional GRU layers of 128, a
+//! fully connected output of `2 + f0_points` per phoneme: the duration (in
+//! units of [`DURATION_UNIT_S`]), the logit of being voiced, and
+//! `f0_points` F0 values (in units of [`F0_UNIT_HZ`]) at the points
+//! `(j + 0.5) / f0_points` of the phoneme. Parameter names and shapes are the
+//! voice package's (`inference/voice/FORMAT.md`, section `duration`).
+//!
+//! # Loss (eq. 27) and the λ values
+//!
+//! Per phoneme: `|t̂ − t| + λ1 · CE(p̂, p) + λ2 · Σ_j m_j |F̂0_j − F0_j| +
+//! λ3 · Σ_j |F̂0_{j+1} − F̂0_j|`, averaged over an utterance's phonemes.
+//! Units make the terms comparable: durations in 10 ms (a phoneme is ~8
+//! units), F0 in 100 Hz (~2 units). `p` is the voiced share of the
+//! phoneme's F0 frames (a soft target; CE is binary cross-entropy with
+//! logits). The F0 error is counted only at points where the reference is
+//! voiced (`m_j`): an unvoiced reference has no F0, and pulling those
+//! predictions to zero would distort partly voiced phonemes; the paper's
+//! formula leaves this open. λ1 = 1 (voicing errors are as costly as a 10 ms
+//! duration error), λ2 = 1 / f0_points (the 20 points together weigh like one
+//! duration term: a 10 Hz error everywhere costs 0.1), λ3 = 0.1 / f0_points
+//! (a gentle smoothness penalty: a 100 Hz jump between neighbouring points
+//! costs 0.005).
+
+use serde::{Deserialize, Serialize};
+use tch::nn::{self, Module, RNN};
+use tch::{Kind, Tensor};
+
+use crate::model::{dropout, sorted_parameters, Batch, Model};
+use crate::TrainError;
+
+/// Seconds per unit of the duration output.
+pub const DURATION_UNIT_S: f64 = 0.01;
+/// Hz per unit of the F0 outputs.
+pub const F0_UNIT_HZ: f64 = 100.0;
+/// One-hot width: 40 phonemes and 5 stress levels (App. A.3).
+pub const DURATION_INPUT: i64 = 45;
+
+/// Sizes and loss weights of the duration/F0 model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DurationConfig {
+    /// Fully connected layers' units (§3.3: 2 × 256).
+    #[serde(default = "two_five_six")]
+    pub fc: i64,
+    /// GRU cells per layer (§3.3: 128).
+    #[serde(default = "one_two_eight")]
+    pub gru: i64,
+    /// Unidirectional GRU layers (§3.3: 2).
+    #[serde(default = "two")]
+    pub gru_layers: i64,
+    /// F0 values per phoneme (§3.3: 20).
+    #[serde(default = "twenty")]
+    pub f0_points: i64,
+    /// Drop probability after the fully connected layers and the last GRU.
+    /// §3.3 writes "dropout with a probability of 0.8", read as a keep
+    /// probability (as for the segmentation model): drop 0.2.
+    #[serde(default = "point_two")]
+    pub dropout: f64,
+    /// λ1, λ2, λ3 of eq. 27 (module docs).
+    #[serde(default = "default_lambdas")]
+    pub lambdas: [f64; 3],
+}
+
+fn two_five_six() -> i64 {
+    256
+}
+fn one_two_eight() -> i64 {
+    128
+}
+fn two() -> i64 {
+    2
+}
+fn twenty() -> i64 {
+    20
+}
+fn point_two() -> f64 {
+    0.2
+}
+fn default_lambdas() -> [f64; 3] {
+    [1.0, 1.0 / 20.0, 0.1 / 20.0]
+}
+
+impl DurationConfig {
+    pub fn paper() -> DurationConfig {
+        DurationConfig {
+            fc: 256,
+            gru: 128,
+            gru_layers: 2,
+            f0_points: 20,
+            dropout: 0.2,
+            lambdas: default_lambdas(),
+        }
+    }
+
+    pub fn tiny() -> DurationConfig {
+        DurationConfig { fc: 16, gru: 8, ..DurationConfig::paper() }
+    }
+
+    pub fn preset(name: &str) -> Option<DurationConfig> {
+        match name {
+            "paper" => Some(DurationConfig::paper()),
+            "tiny" => Some(DurationConfig::tiny()),
+            _ => None,
+        }
+    }
+
+    /// Outputs per phoneme: duration, voicing logit, F0 points.
+    pub fn outputs(&self) -> i64 {
+        2 + self.f0_points
+    }
+
+    /// Target columns per phoneme in a [`Batch`]: duration, voiced share,
+    /// F0 points, and their voiced mask.
+    pub fn target_width(&self) -> i64 {
+        2 + 2 * self.f0_points
+    }
+}
+
+pub struct DurationModel {
+    pub config: DurationConfig,
+    vs: nn::VarStore,
+    fc1: nn::Linear,
+    fc2: nn::Linear,
+    gru: Vec<nn::GRU>,
+    out: nn::Linear,
+}
+
+impl DurationModel {
+    pub fn new(config: &DurationConfig, device: tch::Device) -> Result<DurationModel, TrainError> {
+        let c = config.clone();
+        if c.fc < 1 || c.gru < 1 || c.gru_layers < 1 || c.f0_points < 2 || !(0.0..1.0).contains(&c.dropout) {
+            return Err(TrainError::Config { path: "[model]".into(), reason: format!("bad duration sizes {c:?}") });
+        }
+        let vs = nn::VarStore::new(device);
+        let p = vs.root() / "duration";
+        let fc1 = nn::linear(&p / "fc1", DURATION_INPUT, c.fc, Default::default());
+        let fc2 = nn::linear(&p / "fc2", c.fc, c.fc, Default::default());
+        let rnn = nn::RNNConfig { num_layers: 1, batch_first: true, ..Default::default() };
+        let gru = (0..c.gru_layers)
+            .map(|k| nn::gru(&p / "gru" / k, if k == 0 { c.fc } else { c.gru }, c.gru, rnn))
+            .collect();
+        let out = nn::linear(&p / "out", c.gru, c.outputs(), Default::default());
+        Ok(DurationModel { config: c, vs, fc1, fc2, gru, out })
+    }
+
+    pub fn var_store(&self) -> &nn::VarStore {
+        &self.vs
+    }
+
+    /// Raw outputs per phoneme (module docs).
+    ///
+    /// # Shapes
+    /// `inputs` `[b, P, 45]` → `[b, P, 2 + f0_points]`.
+    pub fn forward(&self, inputs: &Tensor, train: bool, seed: u64, ids: &[usize]) -> Result<Tensor, TrainError> {
+        let p = self.config.dropout;
+        let x = self.fc1.forward(inputs).f_relu()?;
+        let x = self.fc2.forward(&x).f_relu()?;
+        let mut x = dropout(&x, p, train, seed, 1, ids)?; // [b, P, fc]
+        for g in &self.gru {
+            x = g.seq(&x).0; // [b, P, gru]
+        }
+        let x = dropout(&x, p, train, seed, 2, ids)?;
+        Ok(self.out.forward(&x))
+    }
+
+    /// eq. 27 per phoneme, masked to each example's phonemes and averaged
+    /// over them.
+    ///
+    /// # Shapes
+    /// `out` `[b, P, 2 + k]`, `targets` `[b, P, 2 + 2k]`, `lengths` `b` → `[b]`.
+    pub fn losses(&self, out: &Tensor, targets: &Tensor, lengths: &[i64]) -> Result<Tensor, TrainError> {
+        let k = self.config.f0_points;
+        let [l1, l2, l3] = self.config.lambdas;
+        let (b, pmax) = (out.size()[0], out.size()[1]);
+        let dur = out.f_select(2, 0)?.f_sub(&targets.f_select(2, 0)?)?.f_abs()?; // [b, P]
+        let voiced =
+            out.f_select(2, 1)?.f_binary_cross_entropy_with_logits::<Tensor>(&targets.f_select(2, 1)?, None, None, tch::Reduction::None)?; // [b, P]
+        let f0 = out.f_narrow(2, 2, k)?; // [b, P, k]
+        let mask = targets.f_narrow(2, 2 + k, k)?;
+        let f0_err = f0.f_sub(&targets.f_narrow(2, 2, k)?)?.f_abs()?.f_mul(&mask)?.f_sum_dim_intlist(2, false, Kind::Float)?;
+        let smooth = f0.f_narrow(2, 1, k - 1)?.f_sub(&f0.f_narrow(2, 0, k - 1)?)?.f_abs()?.f_sum_dim_intlist(2, false, Kind::Float)?;
+        let per = dur.f_add(&voiced.f_mul_scalar(l1)?)?.f_add(&f0_err.f_mul_scalar(l2)?)?.f_add(&smooth.f_mul_scalar(l3)?)?; // [b, P]
+        let steps = Tensor::f_arange(pmax, (Kind::Int64, out.device()))?.f_view([1, pmax])?;
+        let lens = Tensor::from_slice(lengths).f_to_device(out.device())?.f_view([b, 1])?;
+        let m = steps.f_lt_tensor(&lens)?.f_to_kind(Kind::Float)?;
+        Ok(per.f_mul(&m)?.f_sum_dim_intlist(1, false, Kind::Float)?.f_div(&lens.f_view([b])?.f_to_kind(Kind::Float)?.f_clamp_min(1.0)?)?)
+    }
+}
+
+impl Model for DurationModel {
+    fn named_parameters(&self) -> Vec<(String, Tensor)> {
+        sorted_parameters(&self.vs)
+    }
+
+    /// A [`Batch`] of utterances: `inputs` `[b, P, 45]` one-hots, `targets`
+    /// `[b, P, 2 + 2k]` float (duration units, voiced share, F0 units,
+    /// F0 mask), `input_lengths` the phoneme counts.
+    fn loss_sum(&self, batch: &Batch, train: bool, seed: u64) -> Result<Tensor, TrainError> {
+        let out = self.forward(&batch.inputs, train, seed, &batch.example_ids)?;
+        Ok(self.losses(&out, &batch.targets, &batch.input_lengths)?.f_sum(Kind::Float)?)
+    }
+}
