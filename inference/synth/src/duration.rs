@@ -4,75 +4,13 @@
 //! `[duration; voiced logit; F0 × f0_points]`.
 //!
 //! It runs once per utterance over a few dozen phonemes, so it is written
-//! for accuracy, not speed: every dot product, gate and hidden state is f64,
-//! and the outputs are rounded to f32 once at the end.
+//! for accuracy, not speed: every dot product, gate and hidden state is f64
+//! (`gru.rs`), and the outputs are rounded to f32 once at the end.
 
 use dv_voice::{DurationConfig, Voice};
 
 use crate::error::SynthError;
-
-/// A `[rows, cols]` matrix `[out, in]` and its bias: `y = W x + b`.
-#[derive(Debug, Clone)]
-struct Dense {
-    w: Vec<f32>, // [rows, cols]
-    b: Vec<f32>, // [rows]
-    cols: usize,
-}
-
-impl Dense {
-    fn load(voice: &Voice, prefix: &str) -> Result<Self, SynthError> {
-        let w = voice.tensor(&format!("{prefix}.weight"))?;
-        let cols = w.shape().get(1).copied().unwrap_or(0);
-        Ok(Self { w: w.data().to_vec(), b: voice.tensor(&format!("{prefix}.bias"))?.data().to_vec(), cols })
-    }
-
-    /// `y = W x + b`.
-    ///
-    /// # Shapes
-    /// * `x`: `[cols]`, `y`: `[rows]`
-    fn apply(&self, x: &[f64], y: &mut [f64]) {
-        for (o, yv) in y.iter_mut().enumerate() {
-            *yv = self.b[o] as f64 + dot(&self.w[o * self.cols..(o + 1) * self.cols], x);
-        }
-    }
-}
-
-/// One GRU layer as `torch.nn.GRU` stores it: stacked rows `[r; z; n]`.
-#[derive(Debug, Clone)]
-struct Gru {
-    ih: Dense, // [3H, in]
-    hh: Dense, // [3H, H]
-}
-
-impl Gru {
-    /// Layer `k` of input width `input` and hidden width `hidden` (the
-    /// package has checked every shape against its config).
-    fn load(voice: &Voice, k: usize, input: usize, hidden: usize) -> Result<Self, SynthError> {
-        let t = |n: &str| -> Result<Vec<f32>, SynthError> {
-            Ok(voice.tensor(&format!("duration.gru.{k}.{n}_l0"))?.data().to_vec())
-        };
-        Ok(Self {
-            ih: Dense { w: t("weight_ih")?, b: t("bias_ih")?, cols: input },
-            hh: Dense { w: t("weight_hh")?, b: t("bias_hh")?, cols: hidden },
-        })
-    }
-
-    /// One step: `h ← GRU(x, h)`, with `gi`, `gh` as scratch (`[3H]` each).
-    ///
-    /// # Shapes
-    /// * `x`: `[in]`, `h`: `[H]`
-    fn step(&self, x: &[f64], h: &mut [f64], gi: &mut [f64], gh: &mut [f64]) {
-        let hd = h.len();
-        self.ih.apply(x, gi);
-        self.hh.apply(h, gh);
-        for j in 0..hd {
-            let r = sigmoid(gi[j] + gh[j]);
-            let z = sigmoid(gi[hd + j] + gh[hd + j]);
-            let n = (gi[2 * hd + j] + r * gh[2 * hd + j]).tanh();
-            h[j] = (1.0 - z) * n + z * h[j];
-        }
-    }
-}
+use crate::gru::{sigmoid, Dense, Gru};
 
 /// What the model predicts for one phoneme, in physical units.
 #[derive(Debug, Clone, PartialEq)]
@@ -111,9 +49,8 @@ impl DurationModel {
     pub fn new(voice: &Voice) -> Result<Self, SynthError> {
         let c = voice.config();
         let config = c.duration.ok_or(SynthError::NoModel { what: "duration" })?;
-        let grus = (0..config.gru_layers)
-            .map(|k| Gru::load(voice, k, if k == 0 { config.fc } else { config.gru }, config.gru))
-            .collect::<Result<Vec<_>, _>>()?;
+        let grus =
+            (0..config.gru_layers).map(|k| Gru::load(voice, &format!("duration.gru.{k}"))).collect::<Result<_, _>>()?;
         Ok(Self {
             config,
             phonemes: c.phonemes.len(),
@@ -220,12 +157,4 @@ impl DurationModel {
         }
         Ok(Some(got.iter().zip(want).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max)))
     }
-}
-
-fn dot(w: &[f32], x: &[f64]) -> f64 {
-    w.iter().zip(x).map(|(&a, &b)| a as f64 * b).sum()
-}
-
-fn sigmoid(x: f64) -> f64 {
-    1.0 / (1.0 + (-x).exp())
 }

@@ -29,6 +29,9 @@ pub enum SynthError {
     /// package has no duration model).
     #[error("the voice package has no {what} model")]
     NoModel { what: &'static str },
+    /// A character of a word that the G2P model has no grapheme for.
+    #[error("word {word:?}: character {character:?} is not a letter the G2P model reads (a-z ' - .)")]
+    Grapheme { word: String, character: char },
     /// A code outside 0..=255 in a teacher-forcing input, or a scratch made
     /// for another sampler.
     #[error("{what}: {reason}")]

@@ -1,24 +1,30 @@
 //! WaveNet synthesis on CPU without libtorch (Deep Voice §5, §5.1, App. A):
-//! the duration and F0 model, the conditioning network, a scalar reference
-//! sampler, and AVX2/FMA kernels chosen at run time.
+//! the grapheme-to-phoneme model, the duration and F0 model, the
+//! conditioning network, a scalar reference sampler, and AVX2/FMA kernels
+//! chosen at run time.
 //!
 //! # Pipeline and units
 //!
-//! 0. [`DurationModel::predict`] (when the package has one, §3.3, App. B):
+//! 0. [`G2p::beam`] (when the package has one, §3.1): a word missing from
+//!    the lexicon (letters `a-z ' - .`, any case) → `(phoneme, stress)`
+//!    index pairs by beam search at the config's width (FORMAT.md gives
+//!    the exact rule the trainer shares; width 1 is [`G2p::greedy`]).
+//!    f64 inside; it runs once per unknown word.
+//! 1. [`DurationModel::predict`] (when the package has one, §3.3, App. B):
 //!    phonemes `(dv_text::Phoneme::index, dv_text::Stress::index)` →
 //!    [`Prosody`] per phoneme: duration in seconds, voicing probability,
 //!    F0 in Hz at `f0_points` evenly spaced points. With
 //!    `DurationConfig::stress == false` feed stress 0 (`Stress::None`).
 //!    f64 inside; it runs once per utterance.
-//! 1. [`ConditioningNetwork::forward`]: `[F, 227]` frames at 256 Hz
+//! 2. [`ConditioningNetwork::forward`]: `[F, 227]` frames at 256 Hz
 //!    (`dv_text::conditioning`) → [`Conditioning`] `[F, ℓ·2r]`, the
 //!    per-layer biases L_i (App. A.2).
-//! 2. [`Sampler`]: autoregressive generation at 16384 Hz; sample n uses
+//! 3. [`Sampler`]: autoregressive generation at 16384 Hz; sample n uses
 //!    conditioning row `n / hop` (hop = 64, upsampling by repetition). The
 //!    output is 8-bit mu-law codes (`dv_audio::mulaw::decode` gives
 //!    amplitudes in [−1, 1]). Before the audio starts, y = 128 and every
 //!    layer input is 0, as the trainer's zero left padding (FORMAT.md).
-//! 3. [`Sampling`]: direct (default), temperature, mean, mode or top-k
+//! 4. [`Sampling`]: direct (default), temperature, mean, mode or top-k
 //!    (App. A.4), with the seeded [`Rng`] (xoshiro256++), so a seed
 //!    reproduces the audio exactly for a given kernel and options.
 //!
@@ -50,10 +56,13 @@
 //! through a token that only CPU detection creates, and the two-thread
 //! pipeline's hand-over buffers.
 
+mod beam;
 mod conditioning;
 mod duration;
 mod engine;
 mod error;
+mod g2p;
+mod gru;
 mod kernel;
 pub mod nonlinear;
 mod packed;
@@ -71,6 +80,7 @@ pub use conditioning::Conditioning;
 pub use duration::{DurationModel, Prosody};
 pub use engine::Precision;
 pub use error::SynthError;
+pub use g2p::G2p;
 pub use kernel::Kernel;
 pub use nonlinear::Nonlinearity;
 pub use qrnn::ConditioningNetwork;

@@ -6,8 +6,8 @@
 //! the seed ([`Rng`]).
 
 use dv_voice::{
-    expected_tensors, ConditioningConfig, DurationConfig, F0Config, Lineage, Tensor, Voice, VoiceConfig, WavenetConfig,
-    Weights,
+    expected_tensors, ConditioningConfig, DurationConfig, F0Config, G2pConfig, Lineage, Tensor, Voice, VoiceConfig,
+    WavenetConfig, Weights,
 };
 
 use crate::conditioning::Conditioning;
@@ -48,7 +48,7 @@ pub fn random_weights(config: &VoiceConfig, seed: u64) -> Weights {
             // looked up, not summed: unit scale / 2 (two add up).
             if name.contains("embed") || name == "duration.fc1.weight" {
                 0.7
-            } else if name == "wavenet.out.weight" {
+            } else if name == "wavenet.out.weight" || name == "g2p.out.weight" {
                 // A trained model's output is peaked, not near uniform: logits
                 // spread over several units (max p of a few percent to most).
                 6.0 / (shape[1] as f32).sqrt()
@@ -80,6 +80,15 @@ pub fn random_voice_with_duration(
 ) -> Result<Voice, SynthError> {
     let mut config = random_config(wavenet);
     config.duration = Some(duration);
+    let weights = random_weights(&config, seed);
+    Ok(Voice::new(config, weights)?)
+}
+
+/// A random voice of size `wavenet` with a G2P model of sizes `g2p` (its
+/// `outputs` must be 201: 40 phonemes and 5 stress levels).
+pub fn random_voice_with_g2p(wavenet: WavenetConfig, g2p: G2pConfig, seed: u64) -> Result<Voice, SynthError> {
+    let mut config = random_config(wavenet);
+    config.g2p = Some(g2p);
     let weights = random_weights(&config, seed);
     Ok(Voice::new(config, weights)?)
 }

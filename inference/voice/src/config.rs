@@ -45,6 +45,10 @@ pub struct VoiceConfig {
     /// a package without it holds a WaveNet only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration: Option<DurationConfig>,
+    /// The grapheme-to-phoneme model (§3.1), when the package has one; it
+    /// pronounces words missing from the lexicon.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub g2p: Option<G2pConfig>,
 }
 
 /// WaveNet sizes (Deep Voice App. A.1): ℓ layers, r residual channels, s skip
@@ -173,6 +177,72 @@ impl DurationConfig {
     }
 }
 
+/// The letters the G2P encoder reads, at indices 1, 2, … (0 pads): a word
+/// is lower-cased (ASCII) first.
+pub const G2P_GRAPHEMES: &str = "abcdefghijklmnopqrstuvwxyz'-.";
+/// The G2P decoder's end-of-word token (an output only).
+pub const G2P_EOS: usize = 0;
+/// Largest beam width a config may ask for.
+pub const MAX_BEAM: usize = 256;
+
+/// The grapheme-to-phoneme model (Deep Voice §3.1): bidirectional GRU
+/// encoder layers over the letters, unidirectional GRU decoder layers over
+/// `(phoneme, stress)` tokens, decoded by beam search (FORMAT.md,
+/// "Grapheme-to-phoneme model").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct G2pConfig {
+    /// E, the width of the letter and token embeddings (not given by the
+    /// paper).
+    pub embed: usize,
+    /// H, the units of each GRU layer and direction (§3.1: 1024).
+    pub hidden: usize,
+    /// Encoder layers, and decoder layers (§3.1: 3 each).
+    pub layers: usize,
+    /// The letters at encoder indices 1, 2, …: always [`G2P_GRAPHEMES`].
+    pub graphemes: String,
+    /// Output classes: EOS (0) and `1 + phoneme · stress_levels + stress`,
+    /// so `1 + phonemes.len() · stress_levels` (201). The decoder also
+    /// reads BOS = `outputs`.
+    pub outputs: usize,
+    /// Beam width at inference (§3.1: 5).
+    pub beam: usize,
+}
+
+impl G2pConfig {
+    /// A config of sizes `embed`, `hidden` and `layers` over the fixed
+    /// vocabularies, for a voice of `phonemes` phonemes and `stress_levels`
+    /// stress levels, with the paper's beam width 5 (§3.1).
+    pub fn new(embed: usize, hidden: usize, layers: usize, phonemes: usize, stress_levels: usize) -> Self {
+        Self {
+            embed,
+            hidden,
+            layers,
+            graphemes: G2P_GRAPHEMES.to_string(),
+            outputs: 1 + phonemes * stress_levels,
+            beam: 5,
+        }
+    }
+
+    /// Rows of `g2p.enc_embed`: padding and one per grapheme (30).
+    pub fn grapheme_rows(&self) -> usize {
+        1 + self.graphemes.chars().count()
+    }
+
+    /// The decoder's start token, `outputs` (201); `g2p.dec_embed` has
+    /// `outputs + 1` rows.
+    pub fn bos(&self) -> usize {
+        self.outputs
+    }
+
+    /// The encoder index of a letter (`a` = 1, after ASCII lower-casing),
+    /// or `None` for a character outside [`G2pConfig::graphemes`].
+    pub fn grapheme_index(&self, c: char) -> Option<usize> {
+        let c = c.to_ascii_lowercase();
+        self.graphemes.chars().position(|g| g == c).map(|i| i + 1)
+    }
+}
+
 /// F0 range of the normalized log-F0 feature (App. A.3: Praat with minimum
 /// 75 Hz and maximum 500 Hz).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -224,6 +294,7 @@ impl VoiceConfig {
             f0,
             lineage,
             duration: None,
+            g2p: None,
         }
     }
 
@@ -299,6 +370,9 @@ impl VoiceConfig {
         if let Some(d) = &self.duration {
             self.validate_duration(d)?;
         }
+        if let Some(g) = &self.g2p {
+            self.validate_g2p(g)?;
+        }
         Ok(())
     }
 
@@ -335,6 +409,40 @@ impl VoiceConfig {
         }
         Ok(())
     }
+
+    fn validate_g2p(&self, g: &G2pConfig) -> Result<(), VoiceError> {
+        let bad = |key: &'static str, reason: String| Err(VoiceError::InvalidValue { key, reason });
+        if g.graphemes != G2P_GRAPHEMES {
+            return Err(VoiceError::Unsupported {
+                what: format!("g2p.graphemes {:?} (only {G2P_GRAPHEMES:?})", g.graphemes),
+            });
+        }
+        let outputs = 1 + self.phonemes.len() * self.stress_levels;
+        if g.outputs != outputs {
+            return bad(
+                "g2p.outputs",
+                format!(
+                    "{} is not 1 + phonemes ({}) · stress_levels ({}) = {outputs}",
+                    g.outputs,
+                    self.phonemes.len(),
+                    self.stress_levels
+                ),
+            );
+        }
+        if g.embed == 0 || g.hidden == 0 || g.layers == 0 {
+            return bad(
+                "g2p",
+                format!("embed {}, hidden {}, layers {} must all be positive", g.embed, g.hidden, g.layers),
+            );
+        }
+        if g.embed > 4 * MAX_CHANNELS || g.hidden > 4 * MAX_CHANNELS || g.layers > 16 {
+            return Err(VoiceError::Unsupported { what: format!("g2p sizes {g:?}") });
+        }
+        if g.beam == 0 || g.beam > MAX_BEAM {
+            return bad("g2p.beam", format!("{} is outside 1..={MAX_BEAM}", g.beam));
+        }
+        Ok(())
+    }
 }
 
 /// Keys `config.json` may hold, by section; anything else is
@@ -355,14 +463,13 @@ pub(crate) const KNOWN_KEYS: &[(&str, &[&str])] = &[
             "f0",
             "lineage",
             "duration",
+            "g2p",
         ],
     ),
     ("wavenet", &["layers", "residual_channels", "skip_channels", "dilation_cycle"]),
     ("conditioning", &["input_dim", "qrnn_layers", "hidden", "stress"]),
     ("f0", &["min_hz", "max_hz"]),
     ("duration", &["input_dim", "fc", "gru", "gru_layers", "f0_points", "duration_unit_s", "f0_unit_hz", "stress"]),
+    ("g2p", &["embed", "hidden", "layers", "graphemes", "outputs", "beam"]),
     ("lineage", &["corpus_manifest_sha256", "featurizer", "checkpoint", "step", "code_version", "created"]),
 ];
-
-/// Sections that later revisions of version 1 add; refused until supported.
-pub(crate) const FUTURE_SECTIONS: &[&str] = &["g2p"];

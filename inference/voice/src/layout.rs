@@ -1,13 +1,14 @@
 //! The tensor list a config calls for (FORMAT.md, "WaveNet", "Conditioning
-//! network" and "Duration and F0 model"): one source of truth for the reader, the writer
+//! network", "Duration and F0 model" and "Grapheme-to-phoneme model"): one
+//! source of truth for the reader, the writer
 //! and the trainer's exporter.
 
-use crate::config::{DurationConfig, VoiceConfig};
+use crate::config::{DurationConfig, G2pConfig, VoiceConfig};
 
 /// Every tensor `model.safetensors` must hold for `config`, with its exact
 /// shape, in a fixed order (embedding, layers, skip and output layers, then
-/// the conditioning network, then the duration model when the config has
-/// one).
+/// the conditioning network, then the duration model and the G2P model
+/// when the config has them).
 pub fn expected_tensors(config: &VoiceConfig) -> Vec<(String, Vec<usize>)> {
     let w = &config.wavenet;
     let (l, r, s, a) = (w.layers, w.residual_channels, w.skip_channels, config.quantization_channels);
@@ -46,6 +47,36 @@ pub fn expected_tensors(config: &VoiceConfig) -> Vec<(String, Vec<usize>)> {
     if let Some(d) = &config.duration {
         t.extend(duration_tensors(d));
     }
+    if let Some(g) = &config.g2p {
+        t.extend(g2p_tensors(g));
+    }
+    t
+}
+
+/// The `g2p.*` tensors of a G2P model (FORMAT.md, "Grapheme-to-phoneme
+/// model"), in order: the two embeddings, each encoder layer (forward then
+/// backward), each decoder layer, out. Every GRU carries the `_l0` suffix of
+/// a one-layer `torch.nn.GRU`.
+fn g2p_tensors(g: &G2pConfig) -> Vec<(String, Vec<usize>)> {
+    let (e, h) = (g.embed, g.hidden);
+    let gru = |t: &mut Vec<(String, Vec<usize>)>, prefix: String, input: usize| {
+        t.push((format!("{prefix}.weight_ih_l0"), vec![3 * h, input]));
+        t.push((format!("{prefix}.weight_hh_l0"), vec![3 * h, h]));
+        t.push((format!("{prefix}.bias_ih_l0"), vec![3 * h]));
+        t.push((format!("{prefix}.bias_hh_l0"), vec![3 * h]));
+    };
+    let mut t: Vec<(String, Vec<usize>)> =
+        vec![("g2p.enc_embed".into(), vec![g.grapheme_rows(), e]), ("g2p.dec_embed".into(), vec![g.outputs + 1, e])];
+    for k in 0..g.layers {
+        for dir in ["fwd", "bwd"] {
+            gru(&mut t, format!("g2p.enc.{k}.{dir}"), if k == 0 { e } else { 2 * h });
+        }
+    }
+    for k in 0..g.layers {
+        gru(&mut t, format!("g2p.dec.{k}"), if k == 0 { e } else { h });
+    }
+    t.push(("g2p.out.weight".into(), vec![g.outputs, h]));
+    t.push(("g2p.out.bias".into(), vec![g.outputs]));
     t
 }
 

@@ -5,7 +5,7 @@
 //! ```text
 //! voice/
 //!   config.json          VoiceConfig: sizes, rates, phonemes, F0 range, lineage,
-//!                        and the optional duration model's sizes and units
+//!                        and the optional duration and G2P models' sizes and units
 //!   model.safetensors    every weight, float32, little-endian, row-major
 //!   golden.safetensors   optional parity data (Golden)
 //! ```
@@ -20,8 +20,7 @@
 //! * [`Voice::read`] accepts a package only if: `format` is
 //!   `"deepvoice-rs voice"` and `version` is 1 ([`VoiceError::Version`]);
 //!   `config.json` has no key outside the format ([`VoiceError::UnknownKey`]
-//!   names it, as `section.key`; the future section `g2p` is
-//!   [`VoiceError::Unsupported`]); `sample_rate` is a positive multiple of
+//!   names it, as `section.key`); `sample_rate` is a positive multiple of
 //!   `frame_rate`; `quantization_channels` is 256; r and s are positive
 //!   multiples of 8 (the SIMD lane width); every tensor of
 //!   [`expected_tensors`] is present ([`VoiceError::MissingTensor`]) with
@@ -38,6 +37,12 @@
 //!   `input_dim` is `phonemes.len() + stress_levels` and its `duration.*`
 //!   tensors join [`expected_tensors`]; `golden.safetensors` may then hold
 //!   [`DurationGolden`] (and must not otherwise).
+//! * The `g2p` section (the grapheme-to-phoneme model, §3.1) is optional
+//!   too, and independent of `duration`. Its vocabularies are fixed: the
+//!   letters [`G2P_GRAPHEMES`] at indices 1 … 29 (0 pads) and the outputs
+//!   EOS = 0 and `1 + phoneme · stress_levels + stress` (201 with 40
+//!   phonemes and 5 stress levels). With it, its `g2p.*` tensors join
+//!   [`expected_tensors`] and `golden.safetensors` may hold [`G2pGolden`].
 //! * Matrices are `[out, in]` as `torch.nn.Linear` stores them: `y = W x + b`.
 //! * Weights are owned `Vec<f32>` ([`Tensor`]); readers lay them out for
 //!   their kernels themselves.
@@ -51,11 +56,11 @@ mod package;
 mod tensor;
 
 pub use config::{
-    ConditioningConfig, DurationConfig, F0Config, Lineage, VoiceConfig, WavenetConfig, FORMAT_NAME, FORMAT_VERSION,
-    MAX_CHANNELS, MAX_DILATION_CYCLE, PRESETS,
+    ConditioningConfig, DurationConfig, F0Config, G2pConfig, Lineage, VoiceConfig, WavenetConfig, FORMAT_NAME,
+    FORMAT_VERSION, G2P_EOS, G2P_GRAPHEMES, MAX_BEAM, MAX_CHANNELS, MAX_DILATION_CYCLE, PRESETS,
 };
 pub use error::VoiceError;
-pub use golden::{DurationGolden, Golden};
+pub use golden::{DurationGolden, G2pGolden, G2pWord, Golden};
 pub use layout::expected_tensors;
 pub use package::{read_config, Voice, Weights, CONFIG_FILE, GOLDEN_FILE, MODEL_FILE};
 pub use tensor::Tensor;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use safetensors::tensor::{Dtype, SafeTensors, TensorView};
 
-use crate::config::{VoiceConfig, FORMAT_NAME, FORMAT_VERSION, FUTURE_SECTIONS, KNOWN_KEYS};
+use crate::config::{VoiceConfig, FORMAT_NAME, FORMAT_VERSION, KNOWN_KEYS};
 use crate::error::VoiceError;
 use crate::golden::Golden;
 use crate::layout::expected_tensors;
@@ -112,13 +112,6 @@ pub fn read_config(path: &Path) -> Result<VoiceConfig, VoiceError> {
     let version = obj.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
     if format != FORMAT_NAME || version != FORMAT_VERSION as u64 {
         return Err(VoiceError::Version { format: format.to_string(), version, expected: FORMAT_VERSION });
-    }
-    for section in FUTURE_SECTIONS {
-        if obj.contains_key(*section) {
-            return Err(VoiceError::Unsupported {
-                what: format!("config section `{section}` (not read by this version)"),
-            });
-        }
     }
     for (section, keys) in KNOWN_KEYS {
         let map = if section.is_empty() { Some(obj) } else { obj.get(*section).and_then(|v| v.as_object()) };

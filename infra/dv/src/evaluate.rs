@@ -1,7 +1,9 @@
-//! `dv evaluate`: held-out accuracy of a trained duration/F0 model (§3.3) in
-//! the paper's terms: mean absolute duration error per phoneme (ms), mean
+//! `dv evaluate`: held-out accuracy of a trained model in the paper's terms.
+//! Duration/F0 (§3.3): mean absolute duration error per phoneme (ms), mean
 //! absolute F0 error over the points the reference has voiced (Hz), and
-//! voicing accuracy, on the validation utterances of the run's split.
+//! voicing accuracy, on the validation utterances of the run's split. G2P
+//! (§3.1): phoneme and word error rates with beam search on the test words
+//! of the run's hash split.
 
 use std::path::PathBuf;
 
@@ -21,12 +23,52 @@ pub struct EvaluateArgs {
     /// Evaluate the training utterances instead of the held-out ones.
     #[arg(long)]
     train_split: bool,
+    /// G2P: beam width (default: the model's, 5).
+    #[arg(long)]
+    beam: Option<usize>,
+    /// G2P: decode at most this many test words.
+    #[arg(long, default_value_t = usize::MAX)]
+    limit: usize,
+}
+
+/// PER and WER of a G2P checkpoint on the test split of its run's lexicon.
+fn run_g2p(a: &EvaluateArgs, name: &str, cfg: &RunConfig, ck: &dv_train::CheckpointData) -> anyhow::Result<()> {
+    let DataConfig::Lexicon(data) = cfg.data.clone() else { anyhow::bail!("{name}: not a G2P run") };
+    let sizes = cfg.g2p_sizes(name)?;
+    let model = dv_train::G2p::new(&sizes, tch::Device::Cpu)?;
+    tch::no_grad(|| -> anyhow::Result<()> {
+        for (n, mut p) in dv_train::Model::named_parameters(&model) {
+            let t = ck.tensors.get(&format!("model.{n}")).with_context(|| format!("{name}: no tensor model.{n}"))?;
+            p.f_copy_(t)?;
+        }
+        Ok(())
+    })?;
+    let split = dv_train::Pronunciations::load(&data)?;
+    let set = if a.train_split { &split.train } else { &split.test };
+    let width = a.beam.unwrap_or(sizes.beam);
+    let t0 = std::time::Instant::now();
+    let m = dv_train::pronunciation::evaluate(&model, set, width, a.limit)?;
+    println!(
+        "{} {} words at step {}, beam {width}: PER {:.2}%, WER {:.2}% ({:.1} s)",
+        m.words,
+        if a.train_split { "training" } else { "held-out test" },
+        ck.state.step,
+        100.0 * m.per,
+        100.0 * m.wer,
+        t0.elapsed().as_secs_f64()
+    );
+    println!("{}", serde_json::to_string(&m)?);
+    Ok(())
 }
 
 pub(crate) fn run(a: EvaluateArgs) -> anyhow::Result<()> {
     let name = a.checkpoint.display().to_string();
     let bytes = std::fs::read(&a.checkpoint).with_context(|| format!("reading {name}"))?;
-    let cfg = RunConfig::from_toml(&format!("{name} (its run config)"), &decode(&name, &bytes)?.state.config)?;
+    let ck = decode(&name, &bytes)?;
+    let cfg = RunConfig::from_toml(&format!("{name} (its run config)"), &ck.state.config)?;
+    if matches!(cfg.data, DataConfig::Lexicon(_)) {
+        return run_g2p(&a, &name, &cfg, &ck);
+    }
     let DataConfig::Prosody(mut data) = cfg.data.clone() else {
         anyhow::bail!("{name}: not a duration/F0 run ([data] kind = \"prosody\")");
     };

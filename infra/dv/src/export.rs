@@ -23,9 +23,15 @@ pub struct ExportArgs {
     /// A WaveNet checkpoint written by `dv train`.
     #[arg(long, required_unless_present = "voice", conflicts_with = "voice")]
     checkpoint: Option<PathBuf>,
-    /// An existing voice package to add `--duration` to (instead of `--checkpoint`).
-    #[arg(long, requires = "duration")]
+    /// An existing voice package to add `--duration` and/or `--g2p` to (instead of `--checkpoint`).
+    #[arg(long)]
     voice: Option<PathBuf>,
+    /// A grapheme-to-phoneme checkpoint (§3.1) to include, for words missing from the lexicon.
+    #[arg(long)]
+    g2p: Option<PathBuf>,
+    /// Words decoded into the package's G2P golden outputs (from the run's test split).
+    #[arg(long, default_value_t = 20)]
+    golden_words: usize,
     /// The featurize output the run trained on (default: the run config's `[data] url`).
     #[arg(long)]
     features: Option<String>,
@@ -127,6 +133,7 @@ pub(crate) fn export(
         samples: codes[..n].iter().map(|&v| v as u8).collect(),
         logits: to_voice_tensor("golden.logits", &logits.f_squeeze_dim(0)?)?,
         duration: duration_golden,
+        g2p: None,
     };
     let voice = Voice::new(config.clone(), weights)?.with_golden(golden)?;
     voice.save(out)?;
@@ -218,9 +225,82 @@ fn add_duration(voice: &Path, duration: &Path, features: Option<&String>, out: &
     Ok(())
 }
 
+/// Adds a G2P model to the voice package in `voice`, written to `out`.
+fn add_g2p(voice: &Path, g2p: &Path, golden_words: usize, out: &Path) -> anyhow::Result<()> {
+    let v = Voice::read(voice).with_context(|| format!("reading {}", voice.display()))?;
+    let name = g2p.display().to_string();
+    let bytes = std::fs::read(g2p).with_context(|| format!("reading {name}"))?;
+    let ck = decode(&name, &bytes)?;
+    let cfg = RunConfig::from_toml(&format!("{name} (its run config)"), &ck.state.config)?;
+    let sizes = cfg.g2p_sizes(&name).with_context(|| format!("{name} is not a G2P checkpoint"))?;
+    let DataConfig::Lexicon(lexicon) = cfg.data.clone() else { bail!("{name}: not a G2P run") };
+    let model = dv_train::G2p::new(&sizes, tch::Device::Cpu)?;
+    tch::no_grad(|| -> anyhow::Result<()> {
+        for (n, mut p) in model.named_parameters() {
+            let t = ck.tensors.get(&format!("model.{n}")).with_context(|| format!("{name}: no tensor model.{n}"))?;
+            p.f_copy_(t).with_context(|| format!("{name}: model.{n}"))?;
+        }
+        Ok(())
+    })?;
+    let mut config = v.config().clone();
+    let mut gc = dv_voice::G2pConfig::new(
+        sizes.embed as usize,
+        sizes.hidden as usize,
+        sizes.layers as usize,
+        config.phonemes.len(),
+        config.stress_levels,
+    );
+    gc.beam = sizes.beam;
+    config.g2p = Some(gc);
+    let mut weights = v.weights().clone();
+    weights.retain(|k, _| !k.starts_with("g2p."));
+    for (n, t) in model.named_parameters() {
+        weights.insert(n.clone(), to_voice_tensor(&n, &t)?);
+    }
+    let split = dv_train::Pronunciations::load(&lexicon)?;
+    let mut words = Vec::new();
+    for i in 0..split.test.len().min(golden_words) {
+        let (toks, _) = model.beam(&split.test.letters[i], sizes.beam)?;
+        words.push(dv_voice::G2pWord {
+            letters: split.test.letters[i].iter().map(|&l| l as usize).collect(),
+            tokens: toks.iter().map(|&t| t as usize).collect(),
+        });
+    }
+    let mut out_voice = Voice::new(config, weights)?;
+    if let Some(g) = v.golden() {
+        let mut g = g.clone();
+        g.g2p = if words.is_empty() { None } else { Some(dv_voice::G2pGolden::new(out_voice.config(), &words)?) };
+        out_voice = out_voice.with_golden(g)?;
+    }
+    out_voice.save(out)?;
+    println!(
+        "wrote {}: {} plus the G2P model of {name} (step {}, {}+{} GRU layers x {}, beam {}, {} golden words)",
+        out.display(),
+        voice.display(),
+        ck.state.step,
+        sizes.layers,
+        sizes.layers,
+        sizes.hidden,
+        sizes.beam,
+        words.len()
+    );
+    Ok(())
+}
+
 pub(crate) fn run(a: ExportArgs) -> anyhow::Result<()> {
-    if let (Some(v), Some(d)) = (&a.voice, &a.duration) {
-        return add_duration(v, d, a.features.as_ref(), &a.out);
+    if let Some(v) = &a.voice {
+        if a.duration.is_none() && a.g2p.is_none() {
+            bail!("--voice needs --duration and/or --g2p to add");
+        }
+        let mut from = v.clone();
+        if let Some(d) = &a.duration {
+            add_duration(&from, d, a.features.as_ref(), &a.out)?;
+            from = a.out.clone();
+        }
+        if let Some(g) = &a.g2p {
+            add_g2p(&from, g, a.golden_words, &a.out)?;
+        }
+        return Ok(());
     }
     let Some(checkpoint) = a.checkpoint.clone() else { bail!("give --checkpoint (or --voice with --duration)") };
     let name = checkpoint.display().to_string();
@@ -281,6 +361,9 @@ pub(crate) fn run(a: ExportArgs) -> anyhow::Result<()> {
     let config = export(&model, chunks, index, a.golden_frames, lineage, duration, &a.out)?;
     if let Some((_, step)) = &dur {
         println!("included the duration/F0 model of {} (step {step})", a.duration.as_ref().map_or(String::new(), |p| p.display().to_string()));
+    }
+    if let Some(g) = &a.g2p {
+        add_g2p(&a.out, g, a.golden_words, &a.out)?;
     }
     println!(
         "wrote {}: WaveNet {}x{}x{}, conditioning {} QRNN layers x {}, step {}, F0 {:.1}-{:.1} Hz, golden {} samples",

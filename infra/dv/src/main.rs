@@ -7,6 +7,7 @@ mod doctor;
 mod evaluate;
 mod export;
 mod featurize;
+mod g2p;
 mod plot;
 mod speak;
 mod synth;
@@ -41,7 +42,9 @@ enum Command {
     Train(train::TrainArgs),
     /// Phoneme boundaries for a featurized corpus from a trained segmentation model: Parquet, TextGrids, confidence, quarantine.
     Align(align::AlignArgs),
-    /// Held-out accuracy of a duration/F0 model: duration error (ms), F0 error (Hz), voicing accuracy.
+    /// Pronounce words: the lexicon, then a voice package's grapheme-to-phoneme model (beam search).
+    G2p(g2p::G2pArgs),
+    /// Held-out accuracy: duration/F0 model (ms, Hz, voicing) or G2P model (PER, WER with beam search).
     Evaluate(evaluate::EvaluateArgs),
     /// Write a trained WaveNet checkpoint as a voice package (safetensors + JSON + golden outputs) for inference.
     Export(export::ExportArgs),
@@ -100,6 +103,7 @@ fn main() -> anyhow::Result<()> {
         Command::Align(a) => align::run(a),
         Command::Export(a) => export::run(a),
         Command::Evaluate(a) => evaluate::run(a),
+        Command::G2p(a) => g2p::run(a),
         Command::Synth(a) => synth::run(a),
     }
 }

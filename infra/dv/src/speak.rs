@@ -5,25 +5,44 @@
 //!
 //! Each sentence is framed by silence, and a short pause (comma, colon, …)
 //! becomes a silence phoneme, as festival's labels of the embedded corpus
-//! have them. A word missing from the lexicon is an error naming it: the
-//! compact grapheme-to-phoneme model that will cover such words is not in
-//! the package yet. When the package says its models were trained without
+//! have them. A word missing from the lexicon is pronounced by the
+//! package's grapheme-to-phoneme model (§3.1, beam search), or is an error
+//! naming it when the package has none. When the package says its models were trained without
 //! stress (`duration.stress`, `conditioning.stress` false: the embedded
 //! corpus), every phoneme's stress is fed as "none".
 
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use dv_synth::DurationModel;
+use dv_synth::{DurationModel, G2p};
 use dv_text::{
     conditioning_features, normalize, F0Contour, F0Normalization, Pause, Phoneme, Stress, StressedPhoneme,
     TimedPhoneme, Token, CONDITIONING_RATE,
 };
 use dv_voice::Voice;
 
-/// Phoneme sequences per sentence, silences added (module docs); the
-/// words the lexicon lacks are an error.
-pub(crate) fn sentences(text: &str, lex: &dv_text::Lexicon) -> anyhow::Result<Vec<(String, Vec<StressedPhoneme>)>> {
+/// A phoneme and stress from their indices (the G2P's output).
+pub(crate) fn stressed(p: usize, s: usize) -> Option<StressedPhoneme> {
+    let stress = char::from_digit(s as u32, 10).and_then(Stress::from_digit)?;
+    Some(StressedPhoneme::new(*Phoneme::ALL.get(p)?, stress))
+}
+
+/// A word's pronunciation by the voice's G2P model (beam search at its width).
+pub(crate) fn g2p_word(g2p: &G2p, word: &str) -> anyhow::Result<Vec<StressedPhoneme>> {
+    let (pairs, _) = g2p.beam(word, g2p.config().beam)?;
+    pairs
+        .into_iter()
+        .map(|(p, s)| stressed(p, s).with_context(|| format!("G2P output ({p}, {s}) for {word:?} is not a phoneme")))
+        .collect()
+}
+
+/// Phoneme sequences per sentence, silences added (module docs); a word the
+/// lexicon lacks goes to the G2P model, or is an error without one.
+pub(crate) fn sentences(
+    text: &str,
+    lex: &dv_text::Lexicon,
+    g2p: Option<&G2p>,
+) -> anyhow::Result<Vec<(String, Vec<StressedPhoneme>)>> {
     let sil = StressedPhoneme::new(Phoneme::Sil, Stress::None);
     let mut out = Vec::new();
     let mut oov = Vec::new();
@@ -40,9 +59,10 @@ pub(crate) fn sentences(text: &str, lex: &dv_text::Lexicon) -> anyhow::Result<Ve
     for t in normalize(text).tokens {
         match t {
             Token::Word(w) => {
-                match lex.get(&w).and_then(|p| p.first()) {
-                    Some(p) => seq.extend(p.iter().copied()),
-                    None => oov.push(w.clone()),
+                match (lex.get(&w).and_then(|p| p.first()), g2p) {
+                    (Some(p), _) => seq.extend(p.iter().copied()),
+                    (None, Some(g)) => seq.extend(g2p_word(g, &w)?),
+                    (None, None) => oov.push(w.clone()),
                 }
                 words.push(w);
             }
@@ -57,8 +77,8 @@ pub(crate) fn sentences(text: &str, lex: &dv_text::Lexicon) -> anyhow::Result<Ve
     finish(&mut words, &mut seq);
     if !oov.is_empty() {
         bail!(
-            "{} word(s) not in the lexicon: {} (the compact grapheme-to-phoneme model for such words is not in this \
-             voice package yet; spell them out or add them to the lexicon)",
+            "{} word(s) not in the lexicon: {} (this voice package has no grapheme-to-phoneme model for such words: \
+             add one with `dv export --voice V --g2p CKPT`, spell them out, or add them to the lexicon)",
             oov.len(),
             oov.join(" ")
         );
@@ -74,9 +94,10 @@ pub(crate) fn text_frames(voice: &Voice, text: &str, cmudict: Option<PathBuf>) -
          `dv export --duration CKPT`, or give --features F --utterance ID"
     })?;
     let (_, lex) = crate::text::load_lexicon(cmudict)?;
+    let g2p = cfg.g2p.as_ref().map(|_| G2p::new(voice)).transpose()?;
     let norm = F0Normalization { min_hz: cfg.f0.min_hz as f32, max_hz: cfg.f0.max_hz as f32 };
     let mut out = Vec::new();
-    for (words, seq) in sentences(text, &lex)? {
+    for (words, seq) in sentences(text, &lex, g2p.as_ref())? {
         let inputs: Vec<(usize, usize)> = seq
             .iter()
             .map(|p| (p.phoneme.index(), if model.uses_stress() { p.stress.index() } else { 0 }))

@@ -157,6 +157,15 @@ pub(crate) fn run(a: SynthArgs) -> anyhow::Result<()> {
             }
         }
     }
+    if voice.config().g2p.is_some() {
+        if let Some(diff) = dv_synth::G2p::new(&voice)?.golden_parity(&voice)? {
+            let n = voice.golden().and_then(|g| g.g2p.as_ref()).map_or(0, |g| g.letters.shape()[0]);
+            eprintln!("golden parity of the G2P model: {diff} of {n} words decoded differently");
+            if diff > 0 {
+                bail!("{}: the G2P golden outputs do not match ({diff} of {n} words differ)", a.voice.display());
+            }
+        }
+    }
     if let Some((c, l)) = golden_parity(&voice)? {
         eprintln!("golden parity with the trainer: conditioning max |Δ| {c:.2e}, logits max |Δ| {l:.2e}");
         if !(l < 1e-2 && c < 1e-3) {

@@ -59,6 +59,8 @@ use crate::features::{FeaturesConfig, FEATURE_MFCC, PAIR_CLASSES};
 use crate::optim::{AdamConfig, StepAnnealing};
 use crate::chunks::ChunksConfig;
 use crate::duration::DurationConfig;
+use crate::g2p::G2pConfig;
+use crate::pronunciation::LexiconConfig;
 use crate::prosody::ProsodyConfig;
 use crate::segmentation::SegmentationConfig;
 use crate::wavenet::WavenetConfig;
@@ -86,6 +88,13 @@ pub enum ModelConfig {
         preset: Option<String>,
         #[serde(default)]
         sizes: Option<SegmentationConfig>,
+    },
+    /// The grapheme-to-phoneme model (§3.1).
+    G2p {
+        #[serde(default)]
+        preset: Option<String>,
+        #[serde(default)]
+        sizes: Option<G2pConfig>,
     },
     /// The joint duration + F0 model (§3.3, App. B).
     Duration {
@@ -119,6 +128,8 @@ pub enum DataConfig {
     /// A `dv featurize` output's phone durations and F0 for the duration
     /// model ([`crate::Prosody`]).
     Prosody(ProsodyConfig),
+    /// CMUDict pronunciations for the G2P model ([`crate::Pronunciations`]).
+    Lexicon(LexiconConfig),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -228,6 +239,14 @@ impl RunConfig {
                     return bad("[data] kind = \"chunks\" trains the WaveNet: set [model] kind = \"wavenet\"".into());
                 }
             }
+            DataConfig::Lexicon(c) => {
+                if !(c.test_fraction >= 0.0 && c.dev_fraction >= 0.0 && c.test_fraction + c.dev_fraction < 1.0) {
+                    return bad("data.test_fraction and data.dev_fraction must be ≥ 0 and sum below 1".into());
+                }
+                if self.g2p_sizes(path).is_err() {
+                    return bad("[data] kind = \"lexicon\" trains the G2P model: set [model] kind = \"g2p\"".into());
+                }
+            }
             DataConfig::Prosody(c) => {
                 if c.url.is_empty() {
                     return bad("data.url is empty".into());
@@ -245,6 +264,9 @@ impl RunConfig {
                 }
                 if matches!(self.model, ModelConfig::Duration { .. }) {
                     return bad("the duration model trains on [data] kind = \"prosody\"".into());
+                }
+                if matches!(self.model, ModelConfig::G2p { .. }) {
+                    return bad("the G2P model trains on [data] kind = \"lexicon\"".into());
                 }
                 if data.examples < t.batch {
                     return bad(format!("data has {} examples, fewer than one batch of {}", data.examples, t.batch));
@@ -290,6 +312,7 @@ impl RunConfig {
             ModelConfig::Segmentation { .. } => drop(self.segmentation_sizes(path)?),
             ModelConfig::Wavenet { .. } => drop(self.wavenet_sizes(path)?),
             ModelConfig::Duration { .. } => drop(self.duration_sizes(path)?),
+            ModelConfig::G2p { .. } => drop(self.g2p_sizes(path)?),
         }
         Ok(())
     }
@@ -338,6 +361,21 @@ impl RunConfig {
                 reason: format!("unknown duration preset {p:?} (paper, tiny)"),
             }),
             (None, None) => Ok(DurationConfig::paper()),
+        }
+    }
+
+    /// The G2P model's sizes: the preset, then the explicit sizes if given.
+    pub fn g2p_sizes(&self, path: &str) -> Result<G2pConfig, TrainError> {
+        let ModelConfig::G2p { preset, sizes } = &self.model else {
+            return Err(TrainError::Config { path: path.into(), reason: "the model is not a G2P model".into() });
+        };
+        match (preset, sizes) {
+            (_, Some(s)) => Ok(s.clone()),
+            (Some(p), None) => G2pConfig::preset(p).ok_or_else(|| TrainError::Config {
+                path: path.into(),
+                reason: format!("unknown g2p preset {p:?} (paper, compact, tiny)"),
+            }),
+            (None, None) => Ok(G2pConfig::paper()),
         }
     }
 }

@@ -49,12 +49,14 @@ mod config;
 pub mod conformance;
 mod data;
 pub mod duration;
+pub mod g2p;
 mod error;
 mod features;
 mod mlflow;
 mod model;
 mod optim;
 pub mod prosody;
+pub mod pronunciation;
 pub mod qrnn;
 mod rendezvous;
 mod sampler;
@@ -71,6 +73,8 @@ pub use chunks::{stressed_phone, ChunkSkips, ChunkSplit, ChunkUtterance, Chunks,
 pub use error::TrainError;
 pub use wavenet::{Wavenet, WavenetConfig, SILENCE_CODE};
 pub use duration::{DurationConfig, DurationModel};
+pub use g2p::{G2p, G2pConfig};
+pub use pronunciation::{G2pMetrics, LexiconConfig, Pronunciations};
 pub use prosody::{Prosody, ProsodyConfig, ProsodyExample, ProsodyMetrics};
 pub use features::{
     ctc_min_frames, is_validation, pair_labels, reference_boundaries, FeatureSplit, Features, FeaturesConfig, Skipped,

@@ -27,6 +27,8 @@ use crate::sampler::{splitmix64, Sampler};
 use crate::segmentation::Segmentation;
 use crate::wavenet::Wavenet;
 use crate::duration::DurationModel;
+use crate::g2p::G2p;
+use crate::pronunciation::Pronunciations;
 use crate::prosody::Prosody;
 use crate::tracking::Tracker;
 use crate::TrainError;
@@ -78,6 +80,18 @@ fn build_data(cfg: &RunConfig) -> Result<(Datasets, Vec<String>), TrainError> {
                 None
             };
             Ok(((train, val), Vec::new()))
+        }
+        DataConfig::Lexicon(c) => {
+            let split = Pronunciations::load(c)?;
+            let notes = vec![format!(
+                "lexicon: {} training words, {} dev, {} test (held out), {} skipped for letters outside the grapheme set",
+                split.train.len(),
+                split.dev.len(),
+                split.test.len(),
+                split.skipped
+            )];
+            let val: Option<Box<dyn Dataset>> = if split.dev.is_empty() { None } else { Some(Box::new(split.dev)) };
+            Ok(((Box::new(split.train), val), notes))
         }
         DataConfig::Prosody(c) => {
             let k = cfg.duration_sizes("[model]")?.f0_points as usize;
@@ -182,6 +196,7 @@ fn build_model(cfg: &RunConfig, device: Device) -> Result<Box<dyn Model>, TrainE
         ModelConfig::Segmentation { .. } => Ok(Box::new(Segmentation::new(&cfg.segmentation_sizes("[model]")?, device)?)),
         ModelConfig::Wavenet { .. } => Ok(Box::new(Wavenet::new(&cfg.wavenet_sizes("[model]")?, device)?)),
         ModelConfig::Duration { .. } => Ok(Box::new(DurationModel::new(&cfg.duration_sizes("[model]")?, device)?)),
+        ModelConfig::G2p { .. } => Ok(Box::new(G2p::new(&cfg.g2p_sizes("[model]")?, device)?)),
     }
 }
 

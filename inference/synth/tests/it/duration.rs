@@ -208,6 +208,7 @@ fn golden_parity_through_a_package_on_disk() {
         samples: vec![128; 4],
         logits: Tensor::zeros(vec![4, 256]),
         duration: Some(dg),
+        g2p: None,
     };
     let dir = tempfile_dir();
     voice.with_golden(golden).unwrap().save(&dir).unwrap();

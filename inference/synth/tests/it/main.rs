@@ -1,11 +1,13 @@
 //! Integration tests of dv-synth: every fast kernel against the scalar
 //! reference on every Table 2 size, the conditioning network against a
-//! naive implementation, the duration model against a naive PyTorch-semantics
-//! GRU, and the sampler's contracts (teacher forcing,
-//! receptive field, streaming, sampling modes, approximations, int16).
+//! naive implementation, the duration and G2P models against a naive
+//! PyTorch-semantics GRU, the G2P beam search's contracts, and the
+//! sampler's contracts (teacher forcing, receptive field, streaming,
+//! sampling modes, approximations, int16).
 
 mod conditioning;
 mod duration;
+mod g2p;
 mod model;
 mod nonlinear;
 mod parity;

@@ -34,6 +34,7 @@ fn golden(config: &VoiceConfig, duration: Option<DurationGolden>) -> Golden {
         samples: vec![128; 10],
         logits: Tensor::zeros(vec![10, 256]),
         duration,
+        g2p: None,
     }
 }
 

@@ -2,4 +2,5 @@
 //! refused (each error must name the key or tensor at fault).
 
 mod duration;
+mod g2p;
 mod package;

