@@ -29,6 +29,10 @@ pub struct ExportArgs {
     /// A grapheme-to-phoneme checkpoint (§3.1) to include, for words missing from the lexicon.
     #[arg(long)]
     g2p: Option<PathBuf>,
+    /// Write `--checkpoint`'s model weights alone (no optimizer state; any model kind) to this
+    /// file and stop: a checkpoint small enough to ship, still readable by `dv export` and `dv evaluate`.
+    #[arg(long, requires = "checkpoint")]
+    model_only: Option<PathBuf>,
     /// Words decoded into the package's G2P golden outputs (from the run's test split).
     #[arg(long, default_value_t = 20)]
     golden_words: usize,
@@ -288,6 +292,17 @@ fn add_g2p(voice: &Path, g2p: &Path, golden_words: usize, out: &Path) -> anyhow:
 }
 
 pub(crate) fn run(a: ExportArgs) -> anyhow::Result<()> {
+    if let (Some(c), Some(out)) = (&a.checkpoint, &a.model_only) {
+        let name = c.display().to_string();
+        let ck = decode(&name, &std::fs::read(c).with_context(|| format!("reading {name}"))?)?;
+        let mut tensors: Vec<(String, tch::Tensor)> =
+            ck.tensors.into_iter().filter(|(n, _)| n.starts_with("model.")).collect();
+        tensors.sort_by(|x, y| x.0.cmp(&y.0));
+        let bytes = dv_train::checkpoint::encode(&ck.state, &tensors)?;
+        crate::write_atomic(out, &bytes)?;
+        println!("wrote {}: {} model tensors of {name} (step {}), {:.1} MB", out.display(), tensors.len(), ck.state.step, bytes.len() as f64 / 1e6);
+        return Ok(());
+    }
     if let Some(v) = &a.voice {
         if a.duration.is_none() && a.g2p.is_none() {
             bail!("--voice needs --duration and/or --g2p to add");

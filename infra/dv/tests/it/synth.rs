@@ -149,4 +149,32 @@ fn train_export_check_parity_and_synthesize() {
     // A word the lexicon lacks is named.
     let o = dv(&["synth", "--voice", text_voice.to_str().unwrap(), "-o", wav.to_str().unwrap(), "zxqvbnm"]);
     assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("zxqvbnm"), "{}", String::from_utf8_lossy(&o.stderr));
+
+    // A tiny G2P model trained for a few steps on CMUDict: added to the
+    // package with golden words, it pronounces the word the lexicon lacks.
+    let gcfg = d.path().join("g2p.toml");
+    std::fs::write(
+        &gcfg,
+        format!(
+            "[model]\nkind = \"g2p\"\npreset = \"tiny\"\n[data]\nkind = \"lexicon\"\n[optimizer]\nlr = 1e-3\n\
+             [schedule]\nrate = 0.85\nevery = 1000\n[train]\nsteps = 3\nbatch = 8\nthreads_per_rank = 1\n\
+             [checkpoint]\nurl = \"{}\"\nevery = 3\nkeep_last = 1\n",
+            d.path().join("gck").display()
+        ),
+    )
+    .unwrap();
+    ok(&dv(&["train", "--config", gcfg.to_str().unwrap()]));
+    let gck = d.path().join("gck/step-0000000003.safetensors");
+    let g2p_voice = d.path().join("g2p-voice");
+    let printed = ok(&dv(&[
+        "export", "--voice", text_voice.to_str().unwrap(), "--g2p", gck.to_str().unwrap(), "--golden-words", "5", "--out",
+        g2p_voice.to_str().unwrap(),
+    ]));
+    assert!(printed.contains("5 golden words"), "{printed}");
+    let pron = ok(&dv(&["g2p", "--voice", g2p_voice.to_str().unwrap(), "zxqvbnm", "hello"]));
+    assert!(pron.contains("zxqvbnm\tg2p\t") && pron.contains("hello\tlexicon\tHH"), "{pron}");
+    let o = dv(&["synth", "--voice", g2p_voice.to_str().unwrap(), "-o", wav.to_str().unwrap(), "--max-seconds", "0.2", "zxqvbnm"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("golden parity of the G2P model: 0 of 5 words"), "{err}");
 }
