@@ -40,8 +40,8 @@ pub struct ExportArgs {
     #[arg(long)]
     features: Option<String>,
     /// The voice package directory to write.
-    #[arg(long)]
-    out: PathBuf,
+    #[arg(long, required_unless_present = "model_only")]
+    out: Option<PathBuf>,
     /// A duration/F0 model checkpoint (§3.3) to include, so that the voice speaks text.
     #[arg(long)]
     duration: Option<PathBuf>,
@@ -303,17 +303,18 @@ pub(crate) fn run(a: ExportArgs) -> anyhow::Result<()> {
         println!("wrote {}: {} model tensors of {name} (step {}), {:.1} MB", out.display(), tensors.len(), ck.state.step, bytes.len() as f64 / 1e6);
         return Ok(());
     }
+    let Some(out) = a.out.clone() else { bail!("give --out") };
     if let Some(v) = &a.voice {
         if a.duration.is_none() && a.g2p.is_none() {
             bail!("--voice needs --duration and/or --g2p to add");
         }
         let mut from = v.clone();
         if let Some(d) = &a.duration {
-            add_duration(&from, d, a.features.as_ref(), &a.out)?;
-            from = a.out.clone();
+            add_duration(&from, d, a.features.as_ref(), &out)?;
+            from = out.clone();
         }
         if let Some(g) = &a.g2p {
-            add_g2p(&from, g, a.golden_words, &a.out)?;
+            add_g2p(&from, g, a.golden_words, &out)?;
         }
         return Ok(());
     }
@@ -373,16 +374,16 @@ pub(crate) fn run(a: ExportArgs) -> anyhow::Result<()> {
         None => None,
     };
     let duration = dur.as_ref().zip(example.as_ref()).map(|((d, _), e)| (d, e));
-    let config = export(&model, chunks, index, a.golden_frames, lineage, duration, &a.out)?;
+    let config = export(&model, chunks, index, a.golden_frames, lineage, duration, &out)?;
     if let Some((_, step)) = &dur {
         println!("included the duration/F0 model of {} (step {step})", a.duration.as_ref().map_or(String::new(), |p| p.display().to_string()));
     }
     if let Some(g) = &a.g2p {
-        add_g2p(&a.out, g, a.golden_words, &a.out)?;
+        add_g2p(&out, g, a.golden_words, &out)?;
     }
     println!(
         "wrote {}: WaveNet {}x{}x{}, conditioning {} QRNN layers x {}, step {}, F0 {:.1}-{:.1} Hz, golden {} samples",
-        a.out.display(),
+        out.display(),
         config.wavenet.layers,
         config.wavenet.residual_channels,
         config.wavenet.skip_channels,
