@@ -21,7 +21,7 @@ use dv_align::{ctc_viterbi, phone_timing, quarantine, BoundaryErrors, PhoneInter
 use dv_plot::{Heatmap, Marker, Rgb};
 use dv_text::{Phoneme, PhonemePair};
 use dv_train::checkpoint::decode;
-use dv_train::{Dataset, Features, FeaturesConfig, Model, RunConfig, Segmentation, FRAME_SECONDS, PAIR_CLASSES};
+use dv_train::{Dataset, Features, FeaturesConfig, RunConfig, Segmentation, FRAME_SECONDS, PAIR_CLASSES};
 use polars::prelude::*;
 use serde_json::json;
 
@@ -139,13 +139,7 @@ fn load_model(path: &Path, device: tch::Device) -> anyhow::Result<(Segmentation,
         );
     }
     let model = Segmentation::new(&sizes, device)?;
-    tch::no_grad(|| -> anyhow::Result<()> {
-        for (n, mut p) in model.named_parameters() {
-            let t = ck.tensors.get(&format!("model.{n}")).with_context(|| format!("{name}: no tensor model.{n}"))?;
-            p.f_copy_(t).with_context(|| format!("{name}: model.{n}"))?;
-        }
-        Ok(())
-    })?;
+    dv_train::checkpoint::load_model_weights(&name, &ck, &model)?;
     Ok((model, ck.state.step))
 }
 

@@ -36,13 +36,7 @@ fn run_g2p(a: &EvaluateArgs, name: &str, cfg: &RunConfig, ck: &dv_train::Checkpo
     let DataConfig::Lexicon(data) = cfg.data.clone() else { anyhow::bail!("{name}: not a G2P run") };
     let sizes = cfg.g2p_sizes(name)?;
     let model = dv_train::G2p::new(&sizes, tch::Device::Cpu)?;
-    tch::no_grad(|| -> anyhow::Result<()> {
-        for (n, mut p) in dv_train::Model::named_parameters(&model) {
-            let t = ck.tensors.get(&format!("model.{n}")).with_context(|| format!("{name}: no tensor model.{n}"))?;
-            p.f_copy_(t)?;
-        }
-        Ok(())
-    })?;
+    dv_train::checkpoint::load_model_weights(name, ck, &model)?;
     let split = dv_train::Pronunciations::load(&data)?;
     let set = if a.train_split { &split.train } else { &split.test };
     let width = a.beam.unwrap_or(sizes.beam);

@@ -152,13 +152,7 @@ pub(crate) fn load_duration(path: &Path) -> anyhow::Result<(DurationModel, u64)>
     let cfg = RunConfig::from_toml(&format!("{name} (its run config)"), &ck.state.config)?;
     let sizes = cfg.duration_sizes(&name).with_context(|| format!("{name} is not a duration/F0 checkpoint"))?;
     let model = DurationModel::new(&sizes, tch::Device::Cpu)?;
-    tch::no_grad(|| -> anyhow::Result<()> {
-        for (n, mut p) in model.named_parameters() {
-            let t = ck.tensors.get(&format!("model.{n}")).with_context(|| format!("{name}: no tensor model.{n}"))?;
-            p.f_copy_(t).with_context(|| format!("{name}: model.{n}"))?;
-        }
-        Ok(())
-    })?;
+    dv_train::checkpoint::load_model_weights(&name, &ck, &model)?;
     Ok((model, ck.state.step))
 }
 
@@ -239,13 +233,7 @@ fn add_g2p(voice: &Path, g2p: &Path, golden_words: usize, out: &Path) -> anyhow:
     let sizes = cfg.g2p_sizes(&name).with_context(|| format!("{name} is not a G2P checkpoint"))?;
     let DataConfig::Lexicon(lexicon) = cfg.data.clone() else { bail!("{name}: not a G2P run") };
     let model = dv_train::G2p::new(&sizes, tch::Device::Cpu)?;
-    tch::no_grad(|| -> anyhow::Result<()> {
-        for (n, mut p) in model.named_parameters() {
-            let t = ck.tensors.get(&format!("model.{n}")).with_context(|| format!("{name}: no tensor model.{n}"))?;
-            p.f_copy_(t).with_context(|| format!("{name}: model.{n}"))?;
-        }
-        Ok(())
-    })?;
+    dv_train::checkpoint::load_model_weights(&name, &ck, &model)?;
     let mut config = v.config().clone();
     let mut gc = dv_voice::G2pConfig::new(
         sizes.embed as usize,
@@ -326,13 +314,7 @@ pub(crate) fn run(a: ExportArgs) -> anyhow::Result<()> {
     let mut sizes = cfg.wavenet_sizes(&name).with_context(|| format!("{name} is not a WaveNet checkpoint"))?;
     sizes.bf16 = false;
     let model = Wavenet::new(&sizes, tch::Device::Cpu)?;
-    tch::no_grad(|| -> anyhow::Result<()> {
-        for (n, mut p) in model.named_parameters() {
-            let t = ck.tensors.get(&format!("model.{n}")).with_context(|| format!("{name}: no tensor model.{n}"))?;
-            p.f_copy_(t).with_context(|| format!("{name}: model.{n}"))?;
-        }
-        Ok(())
-    })?;
+    dv_train::checkpoint::load_model_weights(&name, &ck, &model)?;
     let DataConfig::Chunks(mut data) = cfg.data.clone() else {
         bail!("{name}: the run did not train on [data] kind = \"chunks\"");
     };

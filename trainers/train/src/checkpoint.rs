@@ -124,3 +124,16 @@ pub fn steps_present(names: &[String]) -> Vec<u64> {
     steps.sort_unstable_by(|a, b| b.cmp(a));
     steps
 }
+
+/// Copies a checkpoint's `model.<name>` tensors into `model`'s parameters
+/// (every parameter must be there, with its shape); `name` names the
+/// checkpoint in errors.
+pub fn load_model_weights(name: &str, ck: &CheckpointData, model: &dyn crate::Model) -> Result<(), TrainError> {
+    tch::no_grad(|| -> Result<(), TrainError> {
+        for (n, mut p) in model.named_parameters() {
+            let t = ck.tensors.get(&format!("model.{n}")).ok_or_else(|| bad(name, format!("no tensor model.{n}")))?;
+            p.f_copy_(t).map_err(|e| bad(name, format!("model.{n}: {e}")))?;
+        }
+        Ok(())
+    })
+}

@@ -309,10 +309,10 @@ impl RunConfig {
             return bad("optimizer.lr, schedule.rate and schedule.every must be positive".into());
         }
         match self.model {
-            ModelConfig::Segmentation { .. } => drop(self.segmentation_sizes(path)?),
-            ModelConfig::Wavenet { .. } => drop(self.wavenet_sizes(path)?),
-            ModelConfig::Duration { .. } => drop(self.duration_sizes(path)?),
-            ModelConfig::G2p { .. } => drop(self.g2p_sizes(path)?),
+            ModelConfig::Segmentation { .. } => self.segmentation_sizes(path).map(|_| ())?,
+            ModelConfig::Wavenet { .. } => self.wavenet_sizes(path).map(|_| ())?,
+            ModelConfig::Duration { .. } => self.duration_sizes(path).map(|_| ())?,
+            ModelConfig::G2p { .. } => self.g2p_sizes(path).map(|_| ())?,
         }
         Ok(())
     }
