@@ -91,8 +91,21 @@ pub use sampling::{direct, mode, Sampling, ALPHABET};
 /// Test-only access to individual kernels (not a stable API).
 #[doc(hidden)]
 pub mod kernels {
-    use crate::packed::PackedI16;
+    use crate::packed::{PackedI16, PackedPanels};
     use crate::simd::Avx2;
+
+    /// `c += a · wᵀ` for row-major `w` (`[rows, cols]`) and `a` (`[M, cols]`)
+    /// through the all-frames product: the AVX2 kernel when `avx2` (`None`
+    /// without AVX2), the scalar loop otherwise.
+    pub fn matmul_acc(avx2: bool, w: &[f32], rows: usize, cols: usize, a: &[f32], c: &mut [f32]) -> Option<()> {
+        let p = PackedPanels::new(w, rows, cols);
+        if avx2 {
+            Avx2::detect()?.matmul_acc(&p, a, c);
+        } else {
+            p.matmul_acc_scalar(a, c);
+        }
+        Some(())
+    }
 
     /// What [`avx2_matvec_i16`] quantized, for the scalar oracle.
     pub struct Quantized {

@@ -132,3 +132,63 @@ impl PackedI16 {
         Self { rows, cols, chunks, data, scale: Aligned::from_slice(&scale), limits }
     }
 }
+
+/// Columns per panel of [`PackedPanels`]: two 8-lane vectors.
+pub(crate) const PANEL: usize = 16;
+
+/// A float32 matrix laid out for the matrix-matrix product over many frames
+/// at once (`C[M, out] += A[M, in] · Wᵀ`).
+///
+/// A row-major `W [out, in]` is cut into panels of [`PANEL`] rows (the last
+/// zero-padded); panel `p` is stored input by input: `data[p·in·16 + j·16 +
+/// o] = W[16p + o, j]`. The kernel keeps a tile of up to 6 frames × 16
+/// outputs in registers, broadcasts `A[i, j]` and streams the panel
+/// linearly, reusing it (from L1) for every tile of a block of frames.
+#[derive(Debug, Clone)]
+pub(crate) struct PackedPanels {
+    pub rows: usize,
+    pub cols: usize,
+    pub data: Aligned<f32>, // [⌈rows/16⌉, cols, 16]
+}
+
+impl PackedPanels {
+    /// Packs the row-major `w` (`[rows, cols]`).
+    pub fn new(w: &[f32], rows: usize, cols: usize) -> Self {
+        assert_eq!(w.len(), rows * cols, "PackedPanels::new: w is not rows × cols");
+        let panels = rows.div_ceil(PANEL);
+        let mut data = Aligned::zeros(panels * cols * PANEL);
+        let d = data.as_mut_slice();
+        for (o, row) in w.chunks_exact(cols.max(1)).enumerate().take(rows) {
+            let (p, l) = (o / PANEL, o % PANEL);
+            for (j, &v) in row.iter().enumerate() {
+                d[p * cols * PANEL + j * PANEL + l] = v;
+            }
+        }
+        Self { rows, cols, data }
+    }
+
+    /// `C += A · Wᵀ` in plain f32 loops: the oracle of the AVX2 kernel, and
+    /// the product on CPUs without it.
+    ///
+    /// # Shapes
+    /// `a`: `[M, cols]`, `c`: `[M, rows]`
+    pub fn matmul_acc_scalar(&self, a: &[f32], c: &mut [f32]) {
+        let (n, k) = (self.rows, self.cols);
+        assert!(k > 0 && a.len().is_multiple_of(k) && c.len() == a.len() / k * n);
+        let d = self.data.as_slice();
+        for (ar, cr) in a.chunks_exact(k).zip(c.chunks_exact_mut(n)) {
+            for (p, cp) in cr.chunks_mut(PANEL).enumerate() {
+                let mut acc = [0.0f32; PANEL];
+                for (j, &x) in ar.iter().enumerate() {
+                    let w = &d[(p * k + j) * PANEL..(p * k + j + 1) * PANEL];
+                    for (s, &wv) in acc.iter_mut().zip(w) {
+                        *s += wv * x;
+                    }
+                }
+                for (cv, s) in cp.iter_mut().zip(acc) {
+                    *cv += s;
+                }
+            }
+        }
+    }
+}

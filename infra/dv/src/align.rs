@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use dv_align::{ctc_viterbi, phone_timing, quarantine, BoundaryErrors, PhoneInterval, TextGrid};
+use dv_align::{ctc_prefix_beam, ctc_viterbi, edit_distance, phone_timing, quarantine, BoundaryErrors, PhoneInterval, TextGrid};
 use dv_plot::{Heatmap, Marker, Rgb};
 use dv_text::{Phoneme, PhonemePair};
 use dv_train::checkpoint::decode;
@@ -42,6 +42,10 @@ pub(crate) struct AlignArgs {
     /// Utterances per forward pass.
     #[arg(long, default_value_t = 16)]
     batch: usize,
+    /// Beam width of the CTC prefix beam search that measures the phoneme-pair error rate (PPER,
+    /// §3.2) against each utterance's reference pairs; 0 skips it.
+    #[arg(long, default_value_t = 10)]
+    pper_beam: usize,
     /// Quarantine utterances whose confidence is below median − k × 1.4826 × MAD.
     #[arg(long, default_value_t = dv_align::DEFAULT_K)]
     quarantine_k: f64,
@@ -198,6 +202,7 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
     let mut failed: Vec<(String, String)> = Vec::new();
     let mut errors = BoundaryErrors::new();
     let mut unscored = 0usize;
+    let (mut pair_edits, mut pair_refs) = (0usize, 0usize);
     for (k, chunk) in order.chunks(a.batch).enumerate() {
         let batch = data.batch(chunk, device)?;
         let lp = tch::no_grad(|| model.log_probs(&batch, false, 0))?; // [t, b, classes]
@@ -210,6 +215,11 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
             let labels: Vec<u32> = data.labels(i).unwrap_or_default().iter().map(|&l| l as u32).collect();
             let rows = &flat[b * t_max * classes..(b * t_max + frames) * classes];
             let duration = frames as f64 * FRAME_SECONDS;
+            if a.pper_beam > 0 {
+                let (decoded, _) = ctc_prefix_beam(rows, frames, classes, 0, a.pper_beam, 16)?;
+                pair_edits += edit_distance(&decoded, &labels);
+                pair_refs += labels.len();
+            }
             let timing = ctc_viterbi(rows, frames, classes, &labels, 0)
                 .and_then(|al| phone_timing(&al, FRAME_SECONDS, duration));
             let timing = match timing {
@@ -286,6 +296,10 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
             "within_25ms": s.within_25ms,
         })),
         "without_reference": unscored,
+        "pper": (a.pper_beam > 0 && pair_refs > 0).then(|| json!({
+            "beam": a.pper_beam, "error_rate": pair_edits as f64 / pair_refs as f64, "edits": pair_edits,
+            "reference_pairs": pair_refs,
+        })),
         "seconds": started.elapsed().as_secs_f64(),
     });
     crate::write_atomic(&a.out.join("report.json"), serde_json::to_string_pretty(&report)?.as_bytes())?;
@@ -307,6 +321,13 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
             100.0 * s.within_25ms
         ),
         None => println!("boundaries     no reference boundaries to compare with"),
+    }
+    if a.pper_beam > 0 && pair_refs > 0 {
+        println!(
+            "PPER           {:.2}% ({pair_edits} edits in {pair_refs} reference pairs; CTC prefix beam search, width {})",
+            100.0 * pair_edits as f64 / pair_refs as f64,
+            a.pper_beam
+        );
     }
     for id in &a.plots {
         let Some(u) = aligned.iter().find(|u| &u.id == id) else {

@@ -90,6 +90,7 @@
 //! labels, less on devices with under 72 KiB of shared memory per block.
 #![deny(unsafe_code)]
 
+mod beam;
 mod boundary;
 #[allow(unsafe_code)]
 mod cuda;
@@ -100,6 +101,7 @@ mod quarantine;
 mod textgrid;
 mod viterbi;
 
+pub use beam::{ctc_prefix_beam, edit_distance};
 pub use boundary::{phone_timing, PhoneInterval, PhoneTiming};
 pub use cuda::{cuda_available, GpuAligner, MasDeviceBatch, CTC_MAX_LABELS, MAS_MAX_TEXT};
 pub use error::AlignError;

@@ -148,18 +148,7 @@ impl Dataset for Pronunciations {
     }
 }
 
-/// Levenshtein distance.
-pub fn edit_distance(a: &[i64], b: &[i64]) -> usize {
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, x) in a.iter().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, y) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(x != y)).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
+pub use dv_align::edit_distance;
 
 /// Phoneme and word error rates (module docs).
 #[derive(Debug, Clone, Copy, Default, Serialize)]

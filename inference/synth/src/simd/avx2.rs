@@ -6,7 +6,7 @@
 use std::arch::x86_64::*;
 
 use crate::nonlinear::{Nonlinearity, EXP_APPROX_MIN};
-use crate::packed::{PackedF32, PackedI16};
+use crate::packed::{PackedF32, PackedI16, PackedPanels, PANEL};
 
 /// Proof that the CPU has AVX2 and FMA: only [`Avx2::detect`] makes one.
 #[derive(Debug, Clone, Copy)]
@@ -45,6 +45,20 @@ impl Avx2 {
         assert!(x.len() == w.cols && y.len() == w.rows && idx.iter().all(|&j| (j as usize) < w.cols));
         // SAFETY: as `matvec`; every index is below `cols` (checked).
         unsafe { matvec_f32(w, x, y, Some(idx)) }
+    }
+
+    /// `C += A · Wᵀ` over many frames at once (the same sums as
+    /// [`PackedPanels::matmul_acc_scalar`], in the same order per output).
+    ///
+    /// # Shapes
+    /// `a`: `[M, W.cols]`, `c`: `[M, W.rows]`
+    #[inline]
+    pub fn matmul_acc(self, w: &PackedPanels, a: &[f32], c: &mut [f32]) {
+        let k = w.cols;
+        assert!(k > 0 && a.len().is_multiple_of(k) && c.len() == a.len() / k * w.rows);
+        // SAFETY: `self` proves AVX2+FMA; `a` is `[M, cols]` and `c` `[M, rows]`
+        // (checked), and `w.data` holds ⌈rows/16⌉ · cols · 16 floats.
+        unsafe { matmul_f32(w, a, a.len() / k, c) }
     }
 
     /// `y[o] += scale[o] · sx · Σ_j Wq[o, j] xq[j]`.
@@ -87,6 +101,87 @@ impl Avx2 {
         assert!(v.len() == idx.len() && v.len().is_multiple_of(8) && v.len() <= u16::MAX as usize);
         // SAFETY: `self` proves AVX2; `idx` has room for every index of `v`.
         unsafe { relu_nonzero(v, idx) }
+    }
+}
+
+// ---------------------------------------------------------------- matmul f32
+
+/// Frames per block: their inputs (≤ 96 · 256 floats) stay in L2 while every
+/// panel passes over them, each panel reused from L1 by 16 tiles.
+const MATMUL_BLOCK: usize = 96;
+/// Frames per register tile: 6 × 2 accumulators + 2 panel vectors + 1 broadcast.
+const MATMUL_TILE: usize = 6;
+
+#[target_feature(enable = "avx2,fma")]
+unsafe fn matmul_f32(w: &PackedPanels, a: &[f32], m: usize, c: &mut [f32]) {
+    let (n, k) = (w.rows, w.cols);
+    let (wp, ap, cp) = (w.data.as_slice().as_ptr(), a.as_ptr(), c.as_mut_ptr());
+    for i0 in (0..m).step_by(MATMUL_BLOCK) {
+        let i1 = (i0 + MATMUL_BLOCK).min(m);
+        for p in 0..n.div_ceil(PANEL) {
+            let n0 = p * PANEL;
+            let width = (n - n0).min(PANEL);
+            // The panel: `cols · 16` floats at a 64-byte multiple of an
+            // aligned base (so every 8-float load is aligned).
+            let bp = wp.add(p * k * PANEL);
+            let mut i = i0;
+            while i < i1 {
+                let r = (i1 - i).min(MATMUL_TILE);
+                // SAFETY (for both calls): rows `i .. i + r < m` of `a` (k
+                // floats each) and of `c` (columns `n0 .. n0 + width ≤ n`).
+                let (at, ct) = (ap.add(i * k), cp.add(i * n + n0));
+                if width == PANEL {
+                    tile_dispatch(r, at, k, bp, ct, n);
+                } else {
+                    // A partial last panel: run the tile on a full-width copy.
+                    let mut tmp = [0.0f32; MATMUL_TILE * PANEL];
+                    for row in 0..r {
+                        std::ptr::copy_nonoverlapping(ct.add(row * n), tmp.as_mut_ptr().add(row * PANEL), width);
+                    }
+                    tile_dispatch(r, at, k, bp, tmp.as_mut_ptr(), PANEL);
+                    for row in 0..r {
+                        std::ptr::copy_nonoverlapping(tmp.as_ptr().add(row * PANEL), ct.add(row * n), width);
+                    }
+                }
+                i += r;
+            }
+        }
+    }
+}
+
+#[target_feature(enable = "avx2,fma")]
+unsafe fn tile_dispatch(r: usize, a: *const f32, k: usize, b: *const f32, c: *mut f32, ldc: usize) {
+    match r {
+        1 => tile::<1>(a, k, b, c, ldc),
+        2 => tile::<2>(a, k, b, c, ldc),
+        3 => tile::<3>(a, k, b, c, ldc),
+        4 => tile::<4>(a, k, b, c, ldc),
+        5 => tile::<5>(a, k, b, c, ldc),
+        6 => tile::<6>(a, k, b, c, ldc),
+        _ => unreachable!("tiles have 1..=6 frames"),
+    }
+}
+
+/// `c[r, 0..16] += Σ_j a[r, j] · b[j, 0..16]` for `R` frames: `a` rows of
+/// `k` floats, `b` a panel (`k · 16` floats, 32-byte aligned), `c` rows
+/// `ldc` floats apart.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn tile<const R: usize>(a: *const f32, k: usize, b: *const f32, c: *mut f32, ldc: usize) {
+    let mut lo = [_mm256_setzero_ps(); R];
+    let mut hi = [_mm256_setzero_ps(); R];
+    for j in 0..k {
+        let (b0, b1) = (_mm256_load_ps(b.add(j * PANEL)), _mm256_load_ps(b.add(j * PANEL + 8)));
+        for r in 0..R {
+            let x = _mm256_broadcast_ss(&*a.add(r * k + j));
+            lo[r] = _mm256_fmadd_ps(b0, x, lo[r]);
+            hi[r] = _mm256_fmadd_ps(b1, x, hi[r]);
+        }
+    }
+    for r in 0..R {
+        let cr = c.add(r * ldc);
+        _mm256_storeu_ps(cr, _mm256_add_ps(_mm256_loadu_ps(cr), lo[r]));
+        _mm256_storeu_ps(cr.add(8), _mm256_add_ps(_mm256_loadu_ps(cr.add(8)), hi[r]));
     }
 }
 
