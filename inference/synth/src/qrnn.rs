@@ -9,7 +9,8 @@
 //! by one frame afterwards), and the projection one `[F, 2H] × [2H, ℓ·2r]`
 //! product whose weight columns are permuted at load time so the
 //! interleaving costs nothing. Products run in f32 ([`PackedPanels`], AVX2
-//! when the CPU has it); the gates and the sequential fo-pooling run in f64.
+//! when the CPU has it); the gates run in f32 (AVX2, a few ulp) or f64, the
+//! sequential fo-pooling's cell state in f64.
 //!
 //! [`ConditioningNetwork::forward_reference`] keeps the direct f64
 //! formulation (dot products, gates and the cell state in f64, rounded to f32
@@ -19,6 +20,7 @@ use dv_voice::Voice;
 
 use crate::conditioning::Conditioning;
 use crate::error::SynthError;
+use crate::nonlinear::Nonlinearity;
 use crate::packed::PackedPanels;
 use crate::simd::Avx2;
 
@@ -52,6 +54,9 @@ pub struct ConditioningNetwork {
     proj: PackedPanels,
     simd: Option<Avx2>,
 }
+
+/// Most threads one product is split over.
+const MAX_THREADS: usize = 4;
 
 fn take(voice: &Voice, name: &str) -> Result<Vec<f32>, SynthError> {
     Ok(voice.tensor(name)?.data().to_vec())
@@ -139,12 +144,34 @@ impl ConditioningNetwork {
         Ok(features.len() / self.input_dim)
     }
 
-    /// `c += a · Wᵀ`, AVX2 where the CPU has it.
+    /// `c += a · Wᵀ`, AVX2 where the CPU has it, the frames split over up
+    /// to [`MAX_THREADS`] threads (the network runs before sampling starts,
+    /// while the cores are otherwise idle).
+    ///
+    /// # Shapes
+    /// `a`: `[M, W.cols]`, `c`: `[M, W.rows]`
     fn matmul_acc(&self, w: &PackedPanels, a: &[f32], c: &mut [f32]) {
-        match self.simd {
+        let m = a.len() / w.cols;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_THREADS);
+        // Whole register tiles of 6 frames per thread, at least 48 frames.
+        let per = m.div_ceil(threads).next_multiple_of(6).max(48);
+        let run = |a: &[f32], c: &mut [f32]| match self.simd {
             Some(avx) => avx.matmul_acc(w, a, c),
             None => w.matmul_acc_scalar(a, c),
+        };
+        if per >= m {
+            return run(a, c);
         }
+        std::thread::scope(|s| {
+            let mut parts = a.chunks(per * w.cols).zip(c.chunks_mut(per * w.rows));
+            let first = parts.next();
+            for (ap, cp) in parts {
+                s.spawn(move || run(ap, cp));
+            }
+            if let Some((ap, cp)) = first {
+                run(ap, cp);
+            }
+        });
     }
 
     /// The conditioning L for `frames` conditioning frames.
@@ -153,20 +180,20 @@ impl ConditioningNetwork {
     /// * `features`: `[F, input_dim]` row-major (`dv_text` frames, 227 wide)
     /// * returns `[F, ℓ·2r]`
     ///
-    /// Allocates its output and F·14H floats of intermediate state.
+    /// Allocates its output and F·16H floats of intermediate state.
     pub fn forward(&self, features: &[f32]) -> Result<Conditioning, SynthError> {
         let f = self.frames(features)?;
         let h = self.hidden;
         let mut g = vec![0.0f32; f * 12 * h]; // [F, 12H]: per direction [cur; prev] products
         let mut x = vec![0.0f32; f * 2 * h]; // [F, 2H] = [z_fwd; z_bwd]
         let mut y = vec![0.0f32; f * 2 * h];
-        let mut c = vec![0.0f64; h];
+        let (mut a, mut c) = (vec![0.0f32; 3 * h], vec![0.0f64; h]);
         for (k, (layer, gates)) in self.layers.iter().zip(&self.gates).enumerate() {
             let input = if k == 0 { features } else { &x[..] }; // [F, D_k]
             g.fill(0.0);
             self.matmul_acc(gates, input, &mut g);
-            fo_pool(&g, &layer.fwd.bias, 0, h, f, false, &mut y, 0, &mut c);
-            fo_pool(&g, &layer.bwd.bias, 6 * h, h, f, true, &mut y, h, &mut c);
+            fo_pool(self.simd, &g, &layer.fwd.bias, 0, false, &mut y, 0, &mut a, &mut c);
+            fo_pool(self.simd, &g, &layer.bwd.bias, 6 * h, true, &mut y, h, &mut a, &mut c);
             std::mem::swap(&mut x, &mut y);
         }
         let mut out = Vec::with_capacity(f * self.out_dim); // [F, ℓ·2r]
@@ -179,8 +206,8 @@ impl ConditioningNetwork {
     }
 
     /// [`forward`](Self::forward) computed directly in f64 (dot products,
-    /// gates, cell state), frame by frame: the oracle of the fast path, about
-    /// 20× slower.
+    /// gates, cell state), frame by frame: the oracle of the fast path, 30–45×
+    /// slower on 2 cores.
     ///
     /// # Shapes
     /// As [`forward`](Self::forward).
@@ -254,29 +281,58 @@ fn run_direction(dir: &Direction, x: &[f32], d: usize, h: usize, f: usize, rever
 /// Fo-pooling of one direction from the all-frames products `g` (`[F, 12H]`,
 /// this direction's `w_cur · x(t)` in columns `at .. at + 3H` and `w_prev ·
 /// x(t)` in the next 3H), writing `z` into columns `col..col + H` of `y`
-/// (`[F, 2H]`). `c` is the `[H]` cell state (reset here).
+/// (`[F, 2H]`). `a` (`[3H]`) and `c` (`[H]`, the cell state, reset here) are
+/// scratch. The gates are the AVX2 f32 ones (a few ulp) where `simd` and
+/// `H % 8 == 0`, f64 otherwise; the cell state is f64.
 #[allow(clippy::too_many_arguments)]
-fn fo_pool(g: &[f32], bias: &[f32], at: usize, h: usize, f: usize, reverse: bool, y: &mut [f32], col: usize, c: &mut [f64]) {
-    let w = 12 * h;
+fn fo_pool(
+    simd: Option<Avx2>,
+    g: &[f32],
+    bias: &[f32],
+    at: usize,
+    reverse: bool,
+    y: &mut [f32],
+    col: usize,
+    a: &mut [f32],
+    c: &mut [f64],
+) {
+    let h = c.len();
+    let (w, f) = (12 * h, g.len() / (12 * h));
+    let simd = simd.filter(|_| h.is_multiple_of(8));
     c.fill(0.0);
     for step in 0..f {
         let t = if reverse { f - 1 - step } else { step };
-        // The neighbour x(t∓1), zero at the sequence's start.
-        let prev = if step == 0 { None } else if reverse { Some(t + 1) } else { Some(t - 1) };
+        // a = bias + w_cur · x(t) + w_prev · x(t∓1), the neighbour zero at
+        // the sequence's start.
         let cur = &g[t * w + at..t * w + at + 3 * h];
-        let row = &mut y[t * 2 * h + col..t * 2 * h + col + h];
-        for j in 0..h {
-            let mut a = [0.0f64; 3];
-            for (q, av) in a.iter_mut().enumerate() {
-                let o = q * h + j;
-                let p = prev.map_or(0.0, |tp| g[tp * w + at + 3 * h + o] as f64);
-                *av = bias[o] as f64 + cur[o] as f64 + p;
+        for ((av, &b), &x) in a.iter_mut().zip(bias).zip(cur) {
+            *av = b + x;
+        }
+        let prev = if step == 0 { None } else if reverse { Some(t + 1) } else { Some(t - 1) };
+        if let Some(tp) = prev {
+            for (av, &p) in a.iter_mut().zip(&g[tp * w + at + 3 * h..tp * w + at + 6 * h]) {
+                *av += p;
             }
-            let cand = a[0].tanh();
-            let o = sigmoid(a[1]);
-            let fg = sigmoid(a[2]);
-            c[j] = fg * c[j] + (1.0 - fg) * cand;
-            row[j] = (o * c[j]) as f32;
+        }
+        let row = &mut y[t * 2 * h + col..t * 2 * h + col + h];
+        match simd {
+            Some(avx) => {
+                avx.qrnn_gates(a, Nonlinearity::Exact);
+                for j in 0..h {
+                    let (cand, o, fg) = (a[j] as f64, a[h + j] as f64, a[2 * h + j] as f64);
+                    c[j] = fg * c[j] + (1.0 - fg) * cand;
+                    row[j] = (o * c[j]) as f32;
+                }
+            }
+            None => {
+                for j in 0..h {
+                    let cand = (a[j] as f64).tanh();
+                    let o = sigmoid(a[h + j] as f64);
+                    let fg = sigmoid(a[2 * h + j] as f64);
+                    c[j] = fg * c[j] + (1.0 - fg) * cand;
+                    row[j] = (o * c[j]) as f32;
+                }
+            }
         }
     }
 }

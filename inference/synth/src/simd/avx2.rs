@@ -86,6 +86,15 @@ impl Avx2 {
         unsafe { gate(a, h, nl) }
     }
 
+    /// The QRNN gates in place: `a[0:H] = tanh(a[0:H])`, `a[H:3H] = σ(a[H:3H])`
+    /// (candidate; output and forget gates).
+    #[inline]
+    pub fn qrnn_gates(self, a: &mut [f32], nl: Nonlinearity) {
+        assert!(a.len().is_multiple_of(3 * 8));
+        // SAFETY: `self` proves AVX2+FMA; len(a) = 3H with H % 8 == 0.
+        unsafe { qrnn_gates(a, nl) }
+    }
+
     /// `p = softmax(logits)`, max subtracted first.
     #[inline]
     pub fn softmax(self, logits: &[f32], p: &mut [f32], nl: Nonlinearity) {
@@ -440,6 +449,18 @@ unsafe fn gate(a: &[f32], h: &mut [f32], nl: Nonlinearity) {
         let t = tanh_v(_mm256_loadu_ps(ap.add(j)), nl);
         let s = sigmoid_v(_mm256_loadu_ps(ap.add(r + j)), nl);
         _mm256_storeu_ps(hp.add(j), _mm256_mul_ps(t, s));
+    }
+}
+
+#[target_feature(enable = "avx2,fma")]
+unsafe fn qrnn_gates(a: &mut [f32], nl: Nonlinearity) {
+    let h = a.len() / 3;
+    let ap = a.as_mut_ptr();
+    for j in (0..h).step_by(8) {
+        _mm256_storeu_ps(ap.add(j), tanh_v(_mm256_loadu_ps(ap.add(j)), nl));
+    }
+    for j in (h..3 * h).step_by(8) {
+        _mm256_storeu_ps(ap.add(j), sigmoid_v(_mm256_loadu_ps(ap.add(j)), nl));
     }
 }
 
