@@ -30,11 +30,17 @@
 //!   classes with the blank; utterances it cannot use are skipped and
 //!   counted, never fatal, and the counts are logged at start), or
 //!   `kind = "chunks"` ([`Chunks`]: the same output's §4.4 chunks with
-//!   their 227-dim conditioning frames, for the WaveNet).
-//! * Models: the §3.2 segmentation network ([`Segmentation`]) and the App. A
-//!   WaveNet with its bidirectional-QRNN conditioning ([`Wavenet`], [`qrnn`];
-//!   parameter names and shapes are the voice package's,
-//!   `inference/voice/FORMAT.md`).
+//!   their 227-dim conditioning frames, for the WaveNet), `kind =
+//!   "prosody"` ([`Prosody`]: phone durations, voicing and F0, for the
+//!   duration model) or `kind = "lexicon"` ([`Pronunciations`]: CMUDict
+//!   filtered as §4.2, split by a hash of the word, for the G2P model).
+//! * Models: the §3.2 segmentation network ([`Segmentation`]), the App. A
+//!   WaveNet with its bidirectional-QRNN conditioning ([`Wavenet`], [`qrnn`]),
+//!   the §3.3 duration + F0 model with the eq. 27 loss ([`DurationModel`])
+//!   and the §3.1 grapheme-to-phoneme encoder-decoder with beam search
+//!   ([`G2p`]). The last three use the voice package's parameter names and
+//!   shapes (`inference/voice/FORMAT.md`), so `dv export` copies them and
+//!   `dv-synth` runs them without libtorch.
 //! * Tracking ([`Tracker`]): a JSONL file, and an MLflow server when given.
 //!
 //! Not yet: overlapping the all-reduce with the backward pass (tch exposes
