@@ -97,6 +97,7 @@ mod cuda;
 mod error;
 mod mas;
 mod metrics;
+mod pair_beam;
 mod quarantine;
 mod textgrid;
 mod viterbi;
@@ -108,6 +109,7 @@ pub use error::AlignError;
 pub use mas::{
     durations, maximum_path, maximum_path_batch, maximum_path_in_place, MasAlignment, MasLen, MasShape, Score,
 };
+pub use pair_beam::{constrained_pair_beam, PairDecoding};
 pub use metrics::{BoundaryErrors, BoundarySummary, TOLERANCES_MS};
 pub use quarantine::{quarantine, Quarantine, DEFAULT_K, MAD_SCALE};
 pub use textgrid::{Interval, IntervalTier, TextGrid, PHONES_TIER};

@@ -137,6 +137,25 @@ fn align_writes_textgrids_parquet_and_a_scored_report() {
     for c in ["id", "phones", "starts", "ends", "confidence", "quarantined"] {
         assert!(df.column(c).is_ok(), "column {c}");
     }
+    // PPER is reported with the Viterbi decoder (a barely trained model: any rate in [0, ∞)).
+    let pper = report["pper"]["error_rate"].as_f64().expect("report.json has the PPER");
+    assert!(pper.is_finite() && pper >= 0.0 && report["pper"]["reference_pairs"].as_u64().unwrap() > 8 * 5);
+
+    // §3.2's decoder: no transcript, chained pairs; every utterance gets boundaries, and
+    // only those decoding the reference pairs are scored against it.
+    let beam_out = d.path().join("aligned-beam");
+    let printed = ok(&dv(&[
+        "align", "--features", features.to_str().unwrap(), "--checkpoint", ck.to_str().unwrap(), "--out",
+        beam_out.to_str().unwrap(), "--decoder", "beam", "--beam-width", "8", "--pper-beam", "0",
+    ]));
+    assert!(printed.contains("decoder        beam of 8 over chained pairs"), "{printed}");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(beam_out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["decoder"], "beam");
+    let scored = report["boundary_error"]["utterances"].as_u64().unwrap_or(0);
+    assert_eq!(scored + report["decoded_other_pairs"].as_u64().unwrap(), report["aligned"].as_u64().unwrap());
+    assert!(report["pper"].is_null());
+    let o = dv(&["align", "--features", features.to_str().unwrap(), "--checkpoint", ck.to_str().unwrap(), "--out", beam_out.to_str().unwrap(), "--decoder", "nope"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--decoder nope"));
 }
 
 #[test]

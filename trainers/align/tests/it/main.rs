@@ -7,6 +7,7 @@ mod ctc;
 mod gpu;
 mod mas;
 mod metrics;
+mod pair_beam;
 mod quarantine;
 mod rng;
 mod textgrid;
