@@ -61,6 +61,29 @@ fn sha256_hex(bytes: &[u8]) -> String {
     sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The package's `duration` section for a trained duration/F0 model.
+fn duration_section(d: &DurationModel, stress: bool) -> dv_voice::DurationConfig {
+    let dc = &d.config;
+    dv_voice::DurationConfig {
+        input_dim: DURATION_INPUT as usize,
+        fc: dc.fc as usize,
+        gru: dc.gru as usize,
+        gru_layers: dc.gru_layers as usize,
+        f0_points: dc.f0_points as usize,
+        duration_unit_s: DURATION_UNIT_S,
+        f0_unit_hz: F0_UNIT_HZ,
+        stress,
+    }
+}
+
+/// The duration model's golden outputs for one utterance (eval mode, CPU).
+fn duration_golden_of(d: &DurationModel, config: &VoiceConfig, example: &ProsodyExample) -> anyhow::Result<DurationGolden> {
+    let data = dv_train::Prosody { examples: vec![example.clone()], f0_points: d.config.f0_points as usize };
+    let b = data.batch(&[0], tch::Device::Cpu)?;
+    let out = tch::no_grad(|| d.forward(&b.inputs, false, 0, &[0]))?.f_squeeze_dim(0)?;
+    Ok(DurationGolden::new(config, &example.phonemes, to_voice_tensor("golden.duration.output", &out)?)?)
+}
+
 /// Writes the voice package of `model` and returns its config.
 pub(crate) fn export(
     model: &Wavenet,
@@ -91,17 +114,7 @@ pub(crate) fn export(
     let f0 = F0Config { min_hz: chunks.norm.min_hz as f64, max_hz: chunks.norm.max_hz as f64 };
     let mut config = VoiceConfig::new(wavenet, conditioning, phonemes, dv_text::Stress::COUNT, f0, lineage);
     if let Some((d, _)) = duration {
-        let dc = &d.config;
-        config.duration = Some(dv_voice::DurationConfig {
-            input_dim: DURATION_INPUT as usize,
-            fc: dc.fc as usize,
-            gru: dc.gru as usize,
-            gru_layers: dc.gru_layers as usize,
-            f0_points: dc.f0_points as usize,
-            duration_unit_s: DURATION_UNIT_S,
-            f0_unit_hz: F0_UNIT_HZ,
-            stress: chunks.utterances().iter().any(|u| u.phones.iter().any(|p| p.phoneme.stress.index() != 0)),
-        });
+        config.duration = Some(duration_section(d, config.conditioning.stress));
     }
     if config.hop() as i64 != c.hop {
         bail!("the model's hop {} is not the package's {} (16384 Hz / 256 Hz)", c.hop, config.hop());
@@ -115,11 +128,7 @@ pub(crate) fn export(
         for (name, t) in d.named_parameters() {
             weights.insert(name.clone(), to_voice_tensor(&name, &t)?);
         }
-        let data = dv_train::Prosody { examples: vec![example.clone()], f0_points: d.config.f0_points as usize };
-        let b = data.batch(&[0], tch::Device::Cpu)?;
-        let out = tch::no_grad(|| d.forward(&b.inputs, false, 0, &[0]))?.f_squeeze_dim(0)?;
-        duration_golden =
-            Some(DurationGolden::new(&config, &example.phonemes, to_voice_tensor("golden.duration.output", &out)?)?);
+        duration_golden = Some(duration_golden_of(d, &config, example)?);
     }
     // Golden: a fixed example through the float32 model.
     let (cond, codes) = chunks.example(golden_chunk)?;
@@ -186,25 +195,13 @@ fn add_duration(voice: &Path, duration: &Path, features: Option<&String>, out: &
         config.conditioning.stress = stress;
     }
     let dc = &d.config;
-    config.duration = Some(dv_voice::DurationConfig {
-        input_dim: DURATION_INPUT as usize,
-        fc: dc.fc as usize,
-        gru: dc.gru as usize,
-        gru_layers: dc.gru_layers as usize,
-        f0_points: dc.f0_points as usize,
-        duration_unit_s: DURATION_UNIT_S,
-        f0_unit_hz: F0_UNIT_HZ,
-        stress,
-    });
+    config.duration = Some(duration_section(&d, stress));
     let mut weights = v.weights().clone();
     weights.retain(|k, _| !k.starts_with("duration."));
     for (n, t) in d.named_parameters() {
         weights.insert(n.clone(), to_voice_tensor(&n, &t)?);
     }
-    let data1 = dv_train::Prosody { examples: vec![example.clone()], f0_points: dc.f0_points as usize };
-    let b = data1.batch(&[0], tch::Device::Cpu)?;
-    let o = tch::no_grad(|| d.forward(&b.inputs, false, 0, &[0]))?.f_squeeze_dim(0)?;
-    let dg = DurationGolden::new(&config, &example.phonemes, to_voice_tensor("golden.duration.output", &o)?)?;
+    let dg = duration_golden_of(&d, &config, example)?;
     let mut voice_out = Voice::new(config, weights)?;
     if let Some(g) = v.golden() {
         let mut g = g.clone();

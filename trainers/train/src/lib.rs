@@ -87,7 +87,7 @@ pub use features::{
     FEATURE_MFCC, FRAME_SECONDS, PAIR_CLASSES,
 };
 pub use mlflow::MlflowRun;
-pub use model::{dropout, Batch, Model};
+pub use model::{dropout, with_rng, Batch, Model};
 pub use optim::{clip_grad_norm, Adam, AdamConfig, StepAnnealing};
 pub use rendezvous::{share_id, RankEnv};
 pub use sampler::{splitmix64, Buckets, Sampler};

@@ -40,9 +40,8 @@ fn the_loss_is_eq_27_by_hand() {
 
 #[test]
 fn a_tiny_batch_overfits() {
-    tch::manual_seed(1);
     let c = DurationConfig { dropout: 0.0, ..DurationConfig::tiny() };
-    let m = DurationModel::new(&c, Device::Cpu).unwrap();
+    let m = dv_train::with_rng(1, || DurationModel::new(&c, Device::Cpu)).unwrap();
     let mut x = vec![0.0f32; 2 * 5 * 45];
     let mut t = vec![0.0f32; 2 * 5 * 42];
     for b in 0..2 {

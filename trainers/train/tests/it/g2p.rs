@@ -59,9 +59,8 @@ fn greedy(m: &G2p, letters: &[i64]) -> (Vec<i64>, f64) {
 
 #[test]
 fn a_tiny_lexicon_overfits_and_decodes_exactly() {
-    tch::manual_seed(2);
     let c = G2pConfig { dropout: 0.0, ..G2pConfig::tiny() };
-    let m = G2p::new(&c, Device::Cpu).unwrap();
+    let m = dv_train::with_rng(2, || G2p::new(&c, Device::Cpu)).unwrap();
     let data = toy();
     let batch: Batch = data.batch(&(0..data.len()).collect::<Vec<_>>(), Device::Cpu).unwrap();
     let mut opt = tch::nn::Adam::default().build(m.var_store(), 2e-2).unwrap();
@@ -80,8 +79,7 @@ fn a_tiny_lexicon_overfits_and_decodes_exactly() {
 
 #[test]
 fn width_one_is_greedy_and_width_five_scores_at_least_as_well() {
-    tch::manual_seed(3);
-    let m = G2p::new(&G2pConfig { dropout: 0.0, ..G2pConfig::tiny() }, Device::Cpu).unwrap();
+    let m = dv_train::with_rng(3, || G2p::new(&G2pConfig { dropout: 0.0, ..G2pConfig::tiny() }, Device::Cpu)).unwrap();
     let words = ["speech", "synthesis", "deep", "voice", "rust", "a", "queue", "onomatopoeia"];
     let (mut greedy_total, mut beam_total) = (0.0, 0.0);
     for w in words {

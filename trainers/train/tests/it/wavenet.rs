@@ -83,16 +83,17 @@ fn interleave_alternates_directions() {
 }
 
 fn tiny() -> (Wavenet, WavenetConfig) {
-    tch::manual_seed(11);
+    // Under dv-train's RNG lock: tests run in parallel threads and libtorch has one generator.
     let c = WavenetConfig::preset("tiny").unwrap();
-    (Wavenet::new(&c, Device::Cpu).unwrap(), c)
+    (dv_train::with_rng(11, || Wavenet::new(&c, Device::Cpu)).unwrap(), c)
 }
 
-fn inputs(c: &WavenetConfig, frames: i64, seed: i64) -> (Tensor, Tensor) {
-    tch::manual_seed(seed);
-    let x = Tensor::randn([1, frames, c.conditioning_input], (Kind::Float, Device::Cpu));
-    let y = Tensor::randint(256, [1, frames * c.hop], (Kind::Int64, Device::Cpu));
-    (x, y)
+fn inputs(c: &WavenetConfig, frames: i64, seed: u64) -> (Tensor, Tensor) {
+    dv_train::with_rng(seed, || {
+        let x = Tensor::randn([1, frames, c.conditioning_input], (Kind::Float, Device::Cpu));
+        let y = Tensor::randint(256, [1, frames * c.hop], (Kind::Int64, Device::Cpu));
+        (x, y)
+    })
 }
 
 #[test]
