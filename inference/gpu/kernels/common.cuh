@@ -1,0 +1,139 @@
+// Shared by wavenet_single.cu and wavenet_multi.cu: prepended by the host
+// (src/source.rs) after the size defines, so NVRTC needs no include path.
+//
+// Defines set by the host: R (residual channels), S (skip channels),
+// A (256 output classes), NL (layers), HOP (samples per conditioning frame),
+// DILS / HOFFS (brace lists: each layer's dilation and the start of its
+// history ring in rows of R), HIST_ROWS (sum of dilations), WBF16 (1: the
+// streamed weight matrices are bfloat16, accumulated in float32).
+
+typedef unsigned long long u64;
+typedef unsigned int u32;
+typedef unsigned short u16;
+
+#if WBF16
+typedef u16 wt;
+__device__ __forceinline__ float wf(wt v) { return __uint_as_float(((u32)v) << 16); }
+#else
+typedef float wt;
+__device__ __forceinline__ float wf(wt v) { return v; }
+#endif
+
+__device__ const int c_dil[NL] = DILS;
+__device__ const int c_hoff[NL] = HOFFS;
+
+// Sampling modes (src/sampling.rs `GpuSampling`).
+#define SAMPLE_DIRECT 0
+#define SAMPLE_MODE 1
+#define SAMPLE_TEMPERATURE 2
+
+// xoshiro256++ (dv_synth::Rng): uniform in [0, 1) is the top 24 bits * 2^-24.
+__device__ __forceinline__ u64 rotl64(u64 x, int k) { return (x << k) | (x >> (64 - k)); }
+__device__ __forceinline__ float rng_uniform(u64* s) {
+    u64 out = rotl64(s[0] + s[3], 23) + s[0];
+    u64 t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl64(s[3], 45);
+    return (float)(out >> 40) * (1.0f / 16777216.0f);
+}
+
+__device__ __forceinline__ float sigmoidf_exact(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+// One warp turns 256 logits (shared memory) into probabilities `p` (shared,
+// may alias nothing else) and a sample, as dv_synth's softmax and
+// `Sampling::sample` do: p = exp(l - max) * (1 / sum); mode is the argmax
+// of p (lowest index on ties); direct is the first k whose running sum of p
+// exceeds u (the last k with p > 0 if rounding leaves none); temperature
+// renormalizes p^(1/tau) first. Lane l owns classes 8l .. 8l + 7. Every
+// lane returns the sample. `u` is one uniform, drawn by the caller for
+// every mode but mode sampling.
+__device__ int warp_sample(const float* logits, float* p, int mode, float inv_tau, float u) {
+    const int lane = threadIdx.x & 31;
+    float v[8];
+    float m = __int_as_float(0xff800000);  // -inf
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+        v[e] = logits[lane * 8 + e];
+        m = fmaxf(m, v[e]);
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    float sum = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+        v[e] = expf(v[e] - m);
+        sum += v[e];
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    const float inv = 1.0f / sum;
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+        v[e] *= inv;
+        p[lane * 8 + e] = v[e];
+    }
+    if (mode == SAMPLE_MODE) {
+        float best = v[0];
+        int bi = lane * 8;
+#pragma unroll
+        for (int e = 1; e < 8; e++)
+            if (v[e] > best) { best = v[e]; bi = lane * 8 + e; }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            float ob = __shfl_xor_sync(0xffffffffu, best, o);
+            int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+            if (ob > best || (ob == best && oi < bi)) { best = ob; bi = oi; }
+        }
+        return bi;
+    }
+    if (mode == SAMPLE_TEMPERATURE) {
+        float z = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            v[e] = powf(v[e], inv_tau);
+            z += v[e];
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) z += __shfl_xor_sync(0xffffffffu, z, o);
+        if (!(z > 0.0f && z <= 3.402823466e38f)) {  // zero, inf or NaN
+            // Every power underflowed: the limit is the mode of p.
+            return warp_sample(logits, p, SAMPLE_MODE, 1.0f, 0.0f);
+        }
+        const float iz = 1.0f / z;
+#pragma unroll
+        for (int e = 0; e < 8; e++) v[e] *= iz;
+    }
+    // Direct: inclusive running sums within the lane, exclusive scan over lanes.
+    float c[8];
+    float run = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+        run += v[e];
+        c[e] = run;
+    }
+    float before = run;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        float n = __shfl_up_sync(0xffffffffu, before, o);
+        if (lane >= o) before += n;
+    }
+    before -= run;
+    int first = 256;
+#pragma unroll
+    for (int e = 7; e >= 0; e--)
+        if (before + c[e] > u) first = lane * 8 + e;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) first = min(first, __shfl_xor_sync(0xffffffffu, first, o));
+    if (first < 256) return first;
+    int last = -1;
+#pragma unroll
+    for (int e = 0; e < 8; e++)
+        if (v[e] > 0.0f) last = lane * 8 + e;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) last = max(last, __shfl_xor_sync(0xffffffffu, last, o));
+    return last < 0 ? 0 : last;
+}

@@ -1,0 +1,263 @@
+// Kernel 1: one utterance, one launch, lowest latency (issue 9, Deep Voice
+// §5.2). A cluster of C thread blocks (CTAs) on C multiprocessors shares
+// the work of every sample; CTA c owns gate units [c·U, (c+1)·U) of every
+// layer, skip rows of those units, and A/C rows of the two output layers.
+// Partial results cross CTAs through distributed shared memory, ordered by
+// the cluster barrier (barrier.cluster.arrive.release / wait.acquire),
+// which on Hopper costs a fraction of a grid-wide barrier.
+//
+// Per sample:
+//   1. x = embed_cur[y(t-1)] + embed_prev[y(t-2)] + embed_bias
+//   2. every layer's W_prev · x_i(t - d_i) + bias + L_i, for this CTA's rows
+//      (off the layer chain: x_i(t - d_i) is already known)
+//   3. the chain, layer by layer: W_cur · x_i, gate, this CTA's share of
+//      W_res · h, cluster barrier, sum of the C shares: x_{i+1}
+//   4. skip partial over this CTA's units of all layers, barrier, relu
+//   5. relu layer rows, barrier, gather; 6. output rows, barrier, gather
+//   7. softmax and sampling, redundantly in every CTA (same inputs, same
+//      order, so every CTA draws the same sample).
+//
+// Extra defines: C (CTAs per cluster), NT (threads per CTA), U = R / C,
+// AC = A / C, TPR / TPP / TPZ (threads per gate / W_prev / output row, powers
+// of two, <= 32), SMEM_W (1: W_cur, W_prev, W_res slices live in shared
+// memory for the whole launch; 0: read from global memory, L2-resident).
+
+#define U (R / C)
+#define AC (A / C)
+
+__device__ __forceinline__ u32 cluster_rank() {
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ void cluster_sync_all() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ u32 smem_u32(const void* p) {
+    u32 a;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+__device__ __forceinline__ float ld_cluster(u32 local_addr, u32 rank) {
+    u32 remote;
+    float v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local_addr), "r"(rank));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+    return v;
+}
+
+// Sum over `width` consecutive lanes (a power of two <= 32).
+template <int W>
+__device__ __forceinline__ float group_sum(float v) {
+#pragma unroll
+    for (int o = W / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(NT, 1)
+wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
+               const wt* __restrict__ g_wp,   // [C][NL][2U][R]
+               const wt* __restrict__ g_wr,   // [C][NL-1][U][R]
+               const wt* __restrict__ g_wsk,  // [C][NL*U][S]
+               const wt* __restrict__ g_wz,   // [C][AC][S]
+               const wt* __restrict__ g_wo,   // [C][AC][A]
+               const float* __restrict__ gate_b,  // [NL][2R]
+               const float* __restrict__ res_b,   // [NL-1][R]
+               const float* __restrict__ skip_b,  // [S]
+               const float* __restrict__ relu_b,  // [A]
+               const float* __restrict__ out_b,   // [A]
+               const float* __restrict__ emb_c,   // [A][R]
+               const float* __restrict__ emb_p,   // [A][R]
+               const float* __restrict__ emb_b,   // [R]
+               const float* __restrict__ cond,    // [frames][NL*2R]
+               int n_samples,
+               float* __restrict__ hist,          // [C][HIST_ROWS][R], zero at launch
+               int mode, float inv_tau,
+               u64* __restrict__ rng_state,       // [4], read at start, written at end
+               int* __restrict__ out,             // [n_samples], poisoned by the host
+               const unsigned char* __restrict__ forced,  // [n_samples] or null
+               float* __restrict__ probs_out)     // [n_samples][A] or null
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const int tid = threadIdx.x;
+    const int lane = tid & 31;
+    const u32 rank = cluster_rank();
+    const int u0 = rank * U;
+
+    // Shared memory: chain weights (when resident), then float buffers.
+    unsigned char* cursor = smem_raw;
+#if SMEM_W
+    wt* wc = (wt*)cursor; cursor += sizeof(wt) * NL * 2 * U * R;
+    wt* wp = (wt*)cursor; cursor += sizeof(wt) * NL * 2 * U * R;
+    wt* wr = (wt*)cursor; cursor += sizeof(wt) * (NL - 1) * U * R;
+    {
+        const wt* src_c = g_wc + (size_t)rank * NL * 2 * U * R;
+        const wt* src_p = g_wp + (size_t)rank * NL * 2 * U * R;
+        const wt* src_r = g_wr + (size_t)rank * (NL - 1) * U * R;
+        for (int k = tid; k < NL * 2 * U * R; k += NT) { wc[k] = src_c[k]; wp[k] = src_p[k]; }
+        for (int k = tid; k < (NL - 1) * U * R; k += NT) wr[k] = src_r[k];
+    }
+#else
+    const wt* wc = g_wc + (size_t)rank * NL * 2 * U * R;
+    const wt* wp = g_wp + (size_t)rank * NL * 2 * U * R;
+    const wt* wr = g_wr + (size_t)rank * (NL - 1) * U * R;
+#endif
+    const wt* wsk = g_wsk + (size_t)rank * NL * U * S;
+    const wt* wz = g_wz + (size_t)rank * AC * S;
+    const wt* wo = g_wo + (size_t)rank * AC * A;
+    float* my_hist = hist + (size_t)rank * HIST_ROWS * R;
+
+    cursor = (unsigned char*)(((size_t)cursor + 15) & ~(size_t)15);
+    float* xs = (float*)cursor; cursor += sizeof(float) * R;
+    float* pre = (float*)cursor; cursor += sizeof(float) * NL * 2 * U;
+    float* hs = (float*)cursor; cursor += sizeof(float) * NL * U;
+    float* xbuf = (float*)cursor; cursor += sizeof(float) * 2 * R;
+    float* sbuf = (float*)cursor; cursor += sizeof(float) * S;
+    float* zs = (float*)cursor; cursor += sizeof(float) * S;
+    float* zbuf = (float*)cursor; cursor += sizeof(float) * AC;
+    float* za = (float*)cursor; cursor += sizeof(float) * A;
+    float* lbuf = (float*)cursor; cursor += sizeof(float) * AC;
+    float* logits = (float*)cursor; cursor += sizeof(float) * A;
+    float* probs = (float*)cursor; cursor += sizeof(float) * A;
+    int* ybuf = (int*)cursor; cursor += sizeof(int) * 4;
+
+    u64 rs[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) rs[k] = rng_state[k];
+    int y1 = 128, y2 = 128;
+    __syncthreads();
+    // Every CTA's shared memory must exist before any remote access.
+    cluster_sync_all();
+
+    for (int t = 0; t < n_samples; t++) {
+        const float* crow = cond + (size_t)(t / HOP) * NL * 2 * R;
+        // 1. Embedding.
+        for (int j = tid; j < R; j += NT) xs[j] = emb_c[y1 * R + j] + emb_p[y2 * R + j] + emb_b[j];
+        // 2. W_prev · x_i(t - d_i) + bias + L_i for this CTA's 2U rows of every layer.
+        for (int g = tid; g < NL * 2 * U * TPP; g += NT) {
+            const int row = g / TPP, k = g % TPP;  // row = i * 2U + q
+            const int i = row / (2 * U), q = row % (2 * U);
+            const int o = q < U ? u0 + q : R + u0 + (q - U);
+            const float* old = my_hist + (size_t)(c_hoff[i] + t % c_dil[i]) * R;
+            const wt* w = wp + (size_t)row * R;
+            float acc = 0.0f;
+#pragma unroll 4
+            for (int j = k; j < R; j += TPP) acc += wf(w[j]) * old[j];
+            acc = group_sum<TPP>(acc);
+            if (k == 0) pre[row] = acc + gate_b[i * 2 * R + o] + crow[i * 2 * R + o];
+        }
+        __syncthreads();
+
+        // 3. The layer chain.
+        for (int i = 0; i < NL; i++) {
+            // x_i(t) joins layer i's history (its slot was read in phase 2).
+            float* slot = my_hist + (size_t)(c_hoff[i] + t % c_dil[i]) * R;
+            for (int j = tid; j < R; j += NT) slot[j] = xs[j];
+            // Gate: unit-major pairs of rows, TPR threads per row; the tanh
+            // row (half 0) and its sigmoid row (half 1) sit in one warp.
+            if (tid < 2 * U * TPR) {
+                const int unit = tid / (2 * TPR), half = (tid / TPR) & 1, k = tid % TPR;
+                const int q = half ? U + unit : unit;
+                const wt* w = wc + (size_t)(i * 2 * U + q) * R;
+                float acc = 0.0f;
+#pragma unroll 4
+                for (int j = k; j < R; j += TPR) acc += wf(w[j]) * xs[j];
+                acc = group_sum<TPR>(acc);
+                const float v = acc + pre[i * 2 * U + q];
+                const float other = __shfl_xor_sync(0xffffffffu, v, TPR);
+                if (half == 0 && k == 0) hs[i * U + unit] = tanhf(v) * sigmoidf_exact(other);
+            }
+            __syncthreads();
+            if (i == NL - 1) break;
+            // This CTA's share of W_res · h: R outputs from U units.
+            float* xb = xbuf + (i & 1) * R;
+            for (int o = tid; o < R; o += NT) {
+                const wt* w = wr + (size_t)i * U * R + o;
+                float acc = 0.0f;
+#pragma unroll 4
+                for (int j = 0; j < U; j++) acc += wf(w[j * R]) * hs[i * U + j];
+                xb[o] = acc;
+            }
+            cluster_sync_all();
+            const u32 xb_addr = smem_u32(xb);
+            for (int o = tid; o < R; o += NT) {
+                float acc = 0.0f;
+                for (int c = 0; c < C; c++) acc += ld_cluster(xb_addr + 4 * o, c);
+                xs[o] += acc + res_b[i * R + o];
+            }
+            __syncthreads();
+        }
+
+        // 4. Skip: this CTA's units of every layer, summed over CTAs, relu.
+        for (int o = tid; o < S; o += NT) {
+            const wt* w = wsk + o;
+            float acc = 0.0f;
+#pragma unroll 8
+            for (int k = 0; k < NL * U; k++) acc += wf(w[(size_t)k * S]) * hs[k];
+            sbuf[o] = acc;
+        }
+        cluster_sync_all();
+        {
+            const u32 addr = smem_u32(sbuf);
+            for (int o = tid; o < S; o += NT) {
+                float acc = 0.0f;
+                for (int c = 0; c < C; c++) acc += ld_cluster(addr + 4 * o, c);
+                zs[o] = fmaxf(acc + skip_b[o], 0.0f);
+            }
+        }
+        __syncthreads();
+        // 5. Relu layer: AC rows of S, TPZ threads per row.
+        for (int g = tid; g < AC * TPZ; g += NT) {
+            const int q = g / TPZ, k = g % TPZ;
+            const wt* w = wz + (size_t)q * S;
+            float acc = 0.0f;
+#pragma unroll 4
+            for (int j = k; j < S; j += TPZ) acc += wf(w[j]) * zs[j];
+            acc = group_sum<TPZ>(acc);
+            if (k == 0) zbuf[q] = fmaxf(acc + relu_b[rank * AC + q], 0.0f);
+        }
+        cluster_sync_all();
+        {
+            const u32 addr = smem_u32(zbuf);
+            for (int o = tid; o < A; o += NT) za[o] = ld_cluster(addr + 4 * (o % AC), o / AC);
+        }
+        __syncthreads();
+        // 6. Output layer: AC rows of A.
+        for (int g = tid; g < AC * TPZ; g += NT) {
+            const int q = g / TPZ, k = g % TPZ;
+            const wt* w = wo + (size_t)q * A;
+            float acc = 0.0f;
+#pragma unroll 4
+            for (int j = k; j < A; j += TPZ) acc += wf(w[j]) * za[j];
+            acc = group_sum<TPZ>(acc);
+            if (k == 0) lbuf[q] = acc + out_b[rank * AC + q];
+        }
+        cluster_sync_all();
+        {
+            const u32 addr = smem_u32(lbuf);
+            for (int o = tid; o < A; o += NT) logits[o] = ld_cluster(addr + 4 * (o % AC), o / AC);
+        }
+        __syncthreads();
+        // 7. Sampling in warp 0 of every CTA.
+        if (tid < 32) {
+            float u = 0.0f;
+            if (mode != SAMPLE_MODE) u = rng_uniform(rs);  // every lane steps its copy
+            const int y = warp_sample(logits, probs, mode, inv_tau, u);
+            if (lane == 0) {
+                ybuf[0] = forced ? (int)forced[t] : y;
+                if (rank == 0) out[t] = y;
+            }
+            if (probs_out && rank == 0) {
+                for (int k = lane; k < A; k += 32) probs_out[(size_t)t * A + k] = probs[k];
+            }
+        }
+        __syncthreads();
+        y2 = y1;
+        y1 = ybuf[0];
+    }
+    if (rank == 0 && tid == 0) {
+        for (int k = 0; k < 4; k++) rng_state[k] = rs[k];
+    }
+    // No CTA may leave while another can still read its shared memory.
+    cluster_sync_all();
+}

@@ -1,0 +1,534 @@
+//! The CUDA half: both kernels compiled at run time with NVRTC and launched
+//! through `cudarc`. The only module with `unsafe`; every driver error
+//! becomes a [`GpuError`] naming the call. The driver and NVRTC are loaded
+//! with `dlopen`, so the crate builds and its host half runs without CUDA.
+
+use std::sync::Arc;
+
+use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags, CUfunction_attribute};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DriverError, LaunchArgs};
+use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::nvrtc::{self, CompileError, CompileOptions, Ptx};
+use dv_synth::Conditioning;
+
+use crate::error::GpuError;
+use crate::model::{MultiLayout, SingleLayout, Sizes, Stored, Weights, A};
+use crate::sampling::{rng_state, GpuSampling};
+use crate::source::{MultiPlan, SinglePlan};
+
+fn driver(call: &'static str) -> impl FnOnce(DriverError) -> GpuError {
+    move |e| GpuError::Driver { call, reason: e.to_string() }
+}
+
+/// Whether NVRTC can be loaded here (compiling needs no GPU).
+pub fn nvrtc_available() -> bool {
+    // SAFETY: only tries to dlopen the library; nothing is resolved or called.
+    unsafe { nvrtc::sys::is_culib_present() }
+}
+
+/// Whether the CUDA driver library can be loaded here.
+pub fn driver_available() -> bool {
+    // SAFETY: as in `nvrtc_available`.
+    unsafe { cudarc::driver::sys::is_culib_present() }
+}
+
+/// Compiles `src` to PTX for `arch` (e.g. `"compute_90"`) with NVRTC. Needs
+/// no GPU; [`GpuError::CudaUnavailable`] when NVRTC cannot be loaded.
+pub fn compile_ptx(src: &str, kernel: &str, arch: &str) -> Result<Ptx, GpuError> {
+    if !nvrtc_available() {
+        return Err(GpuError::CudaUnavailable {
+            reason: "NVRTC (libnvrtc.so.13) cannot be loaded; put its directory (e.g. the Python wheel's \
+                     site-packages/nvidia/cu13/lib) on LD_LIBRARY_PATH"
+                .into(),
+        });
+    }
+    let opts = CompileOptions {
+        options: vec![format!("--gpu-architecture={arch}"), "--std=c++17".into()],
+        name: Some(kernel.to_string()),
+        ..Default::default()
+    };
+    nvrtc::compile_ptx_with_opts(src, opts).map_err(|e| GpuError::Compile {
+        kernel: kernel.to_string(),
+        log: match e {
+            CompileError::CompileError { log, .. } => log.to_string_lossy().into_owned(),
+            other => format!("{other:?}"),
+        },
+    })
+}
+
+/// One GPU and the stream both kernels run on.
+pub struct GpuDevice {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    name: String,
+    capability: (i32, i32),
+    sm_count: usize,
+    smem_optin: usize,
+}
+
+impl GpuDevice {
+    /// Opens device `ordinal`.
+    pub fn new(ordinal: usize) -> Result<Self, GpuError> {
+        if !driver_available() {
+            return Err(GpuError::CudaUnavailable { reason: "the CUDA driver library (libcuda.so.1) cannot be loaded".into() });
+        }
+        let ctx = CudaContext::new(ordinal)
+            .map_err(|e| GpuError::CudaUnavailable { reason: format!("device {ordinal}: {e}") })?;
+        let capability = ctx.compute_capability().map_err(driver("cuDeviceGetAttribute(compute capability)"))?;
+        let name = ctx.name().map_err(driver("cuDeviceGetName"))?;
+        let sm_count = ctx
+            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(driver("cuDeviceGetAttribute(multiprocessors)"))? as usize;
+        let smem_optin = ctx
+            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+            .map_err(driver("cuDeviceGetAttribute(shared memory opt-in)"))? as usize;
+        let stream = ctx.default_stream();
+        Ok(Self { ctx, stream, name, capability, sm_count, smem_optin })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn compute_capability(&self) -> (i32, i32) {
+        self.capability
+    }
+
+    pub fn multiprocessors(&self) -> usize {
+        self.sm_count
+    }
+
+    /// Shared memory a block may opt into, bytes.
+    pub fn shared_memory_limit(&self) -> usize {
+        self.smem_optin
+    }
+
+    fn arch(&self) -> String {
+        format!("compute_{}{}", self.capability.0, self.capability.1)
+    }
+
+    fn load(&self, src: &str, kernel: &'static str, smem: usize) -> Result<(Arc<CudaModule>, CudaFunction), GpuError> {
+        let ptx = compile_ptx(src, kernel, &self.arch())?;
+        let module = self.ctx.load_module(ptx).map_err(driver("cuModuleLoadData"))?;
+        let func = module.load_function(kernel).map_err(driver("cuModuleGetFunction"))?;
+        func.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)
+            .map_err(driver("cuFuncSetAttribute(dynamic shared memory)"))?;
+        Ok((module, func))
+    }
+
+    fn upload<T: cudarc::driver::DeviceRepr>(&self, what: &'static str, v: &[T]) -> Result<CudaSlice<T>, GpuError> {
+        if v.is_empty() {
+            return Err(GpuError::Shape { what, expected: 1, got: 0 });
+        }
+        self.stream.clone_htod(v).map_err(driver("cuMemcpyHtoD"))
+    }
+}
+
+/// A weight matrix set on the device.
+enum DevMat {
+    F32(CudaSlice<f32>),
+    Bf16(CudaSlice<u16>),
+}
+
+impl DevMat {
+    fn new(dev: &GpuDevice, what: &'static str, m: &Stored) -> Result<Self, GpuError> {
+        Ok(match m {
+            Stored::F32(v) => DevMat::F32(dev.upload(what, v)?),
+            Stored::Bf16(v) => DevMat::Bf16(dev.upload(what, v)?),
+        })
+    }
+
+    fn push<'a>(&'a self, b: &mut LaunchArgs<'a>) {
+        match self {
+            DevMat::F32(s) => b.arg(s),
+            DevMat::Bf16(s) => b.arg(s),
+        };
+    }
+}
+
+/// Biases and embeddings, float32, shared by both kernels.
+struct Vectors {
+    gate_b: CudaSlice<f32>,
+    res_b: CudaSlice<f32>,
+    skip_b: CudaSlice<f32>,
+    relu_b: CudaSlice<f32>,
+    out_b: CudaSlice<f32>,
+    emb_c: CudaSlice<f32>,
+    emb_p: CudaSlice<f32>,
+    emb_b: CudaSlice<f32>,
+}
+
+impl Vectors {
+    fn new(dev: &GpuDevice, w: &Weights) -> Result<Self, GpuError> {
+        Ok(Self {
+            gate_b: dev.upload("gate biases", &w.gate_b)?,
+            res_b: dev.upload("residual biases", &w.res_b)?,
+            skip_b: dev.upload("skip bias", &w.skip_b)?,
+            relu_b: dev.upload("relu bias", &w.relu_b)?,
+            out_b: dev.upload("output bias", &w.out_b)?,
+            emb_c: dev.upload("embed_cur", &w.embed_cur)?,
+            emb_p: dev.upload("embed_prev", &w.embed_prev)?,
+            emb_b: dev.upload("embed_bias", &w.embed_bias)?,
+        })
+    }
+
+    fn push<'a>(&'a self, b: &mut LaunchArgs<'a>) {
+        b.arg(&self.gate_b).arg(&self.res_b).arg(&self.skip_b).arg(&self.relu_b).arg(&self.out_b);
+        b.arg(&self.emb_c).arg(&self.emb_p).arg(&self.emb_b);
+    }
+}
+
+/// What one kernel-1 launch produced.
+#[derive(Debug, Clone)]
+pub struct SingleRun {
+    /// Mu-law codes, one per sample.
+    pub samples: Vec<u8>,
+    /// `[N, 256]` per-step probabilities, when asked for.
+    pub probs: Option<Vec<f32>>,
+    /// Kernel time from device events, ms.
+    pub kernel_ms: f32,
+}
+
+/// Kernel 1 compiled for one voice: one utterance per launch.
+pub struct SingleStream {
+    dev: Arc<GpuDevice>,
+    func: CudaFunction,
+    _module: Arc<CudaModule>,
+    plan: SinglePlan,
+    sizes: Sizes,
+    mats: [DevMat; 6],
+    vectors: Vectors,
+}
+
+impl SingleStream {
+    /// Lays out `w` for `plan`, uploads it and compiles the kernel (needs
+    /// compute capability 9.0 for thread-block clusters).
+    pub fn new(dev: Arc<GpuDevice>, w: &Weights, plan: SinglePlan) -> Result<Self, GpuError> {
+        if dev.capability.0 < 9 {
+            return Err(GpuError::Unsupported {
+                what: format!("kernel 1 needs thread-block clusters (compute capability 9.0; {} has {:?})", dev.name, dev.capability),
+            });
+        }
+        let layout = SingleLayout::new(w, plan.cluster, plan.bf16)?;
+        let (module, func) = dev.load(&plan.source(&w.sizes), "wavenet_single", plan.smem_bytes)?;
+        if plan.cluster > 8 {
+            func.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
+                .map_err(driver("cuFuncSetAttribute(non-portable cluster size)"))?;
+        }
+        let mats = [
+            DevMat::new(&dev, "W_cur slices", &layout.wc)?,
+            DevMat::new(&dev, "W_prev slices", &layout.wp)?,
+            DevMat::new(&dev, "W_res slices", &layout.wr)?,
+            DevMat::new(&dev, "skip slices", &layout.wsk)?,
+            DevMat::new(&dev, "relu slices", &layout.wz)?,
+            DevMat::new(&dev, "output slices", &layout.wo)?,
+        ];
+        let vectors = Vectors::new(&dev, w)?;
+        Ok(Self { dev, func, _module: module, plan, sizes: w.sizes.clone(), mats, vectors })
+    }
+
+    pub fn plan(&self) -> SinglePlan {
+        self.plan
+    }
+
+    /// Generates `n` samples of `cond` in one launch, from silence, with
+    /// the random state of `dv_synth::Rng::new(seed)`. With `forced`, the
+    /// sample fed back at step t is `forced[t]` (teacher forcing, for parity
+    /// checks); with `want_probs`, every step's distribution comes back.
+    ///
+    /// # Shapes
+    /// * `cond`: `[F, ℓ·2r]` with `F · hop ≥ n`; `forced`: `[n]`
+    pub fn run(
+        &self,
+        cond: &Conditioning,
+        n: usize,
+        sampling: GpuSampling,
+        seed: u64,
+        forced: Option<&[u8]>,
+        want_probs: bool,
+    ) -> Result<SingleRun, GpuError> {
+        let sizes = &self.sizes;
+        if cond.width() != sizes.conditioning_width() {
+            return Err(GpuError::Shape { what: "conditioning width (ℓ·2r)", expected: sizes.conditioning_width(), got: cond.width() });
+        }
+        if n == 0 || n > cond.frames() * sizes.hop || n > i32::MAX as usize {
+            return Err(GpuError::Shape { what: "samples (at most frames × hop)", expected: cond.frames() * sizes.hop, got: n });
+        }
+        if let Some(f) = forced {
+            if f.len() != n {
+                return Err(GpuError::Shape { what: "forced samples", expected: n, got: f.len() });
+            }
+        }
+        let dev = &self.dev;
+        let s = &dev.stream;
+        let (_, rows) = sizes.history_offsets();
+        let cond_d = dev.upload("conditioning", cond.data())?;
+        let hist = s.alloc_zeros::<f32>(self.plan.cluster * rows * sizes.residual).map_err(driver("cuMemAlloc(history)"))?;
+        let mut rng = dev.upload("random state", &rng_state(seed))?;
+        let mut out = dev.upload("samples", &vec![-1i32; n])?;
+        let forced_d = forced.map(|f| dev.upload("forced samples", f)).transpose()?;
+        let mut probs = if want_probs { Some(dev.upload("probabilities", &vec![f32::NAN; n * A])?) } else { None };
+        let null = 0u64;
+        let n_i = n as i32;
+        let cfg = LaunchConfig {
+            grid_dim: (self.plan.cluster as u32, 1, 1),
+            block_dim: (self.plan.threads as u32, 1, 1),
+            shared_mem_bytes: self.plan.smem_bytes as u32,
+        };
+        let mut b = s.launch_builder(&self.func);
+        for m in &self.mats {
+            m.push(&mut b);
+        }
+        self.vectors.push(&mut b);
+        b.arg(&cond_d).arg(&n_i).arg(&hist).arg(&sampling.mode).arg(&sampling.inv_tau).arg(&mut rng).arg(&mut out);
+        match &forced_d {
+            Some(f) => b.arg(f),
+            None => b.arg(&null),
+        };
+        match probs.as_mut() {
+            Some(p) => b.arg(p),
+            None => b.arg(&null),
+        };
+        b.record_kernel_launch(CUevent_flags::CU_EVENT_DEFAULT);
+        // SAFETY: the arguments match `wavenet_single`'s parameters in order
+        // and type; every buffer holds what the kernel indexes (sizes from
+        // the same `Sizes` and plan that specialized the source); the
+        // cluster size is compiled into the kernel and the grid is one cluster.
+        let events = unsafe { b.launch(cfg) }.map_err(driver("cuLaunchKernel(wavenet_single)"))?;
+        s.synchronize().map_err(driver("cuStreamSynchronize(wavenet_single)"))?;
+        let kernel_ms = match events {
+            Some((start, end)) => start.elapsed_ms(&end).map_err(driver("cuEventElapsedTime"))?,
+            None => f32::NAN,
+        };
+        let codes = s.clone_dtoh(&out).map_err(driver("cuMemcpyDtoH(samples)"))?;
+        let unwritten = codes.iter().filter(|&&c| !(0..256).contains(&c)).count();
+        if unwritten > 0 {
+            return Err(GpuError::Unwritten { what: "wavenet_single samples", count: unwritten });
+        }
+        let probs = match probs {
+            Some(p) => {
+                let p = s.clone_dtoh(&p).map_err(driver("cuMemcpyDtoH(probabilities)"))?;
+                let bad = p.iter().filter(|v| !v.is_finite()).count();
+                if bad > 0 {
+                    return Err(GpuError::Unwritten { what: "wavenet_single probabilities", count: bad });
+                }
+                Some(p)
+            }
+            None => None,
+        };
+        Ok(SingleRun { samples: codes.into_iter().map(|c| c as u8).collect(), probs, kernel_ms })
+    }
+}
+
+/// What one kernel-2 launch produced.
+#[derive(Debug, Clone)]
+pub struct MultiRun {
+    /// `[slots, steps]`: the code of each step, −1 where the slot was idle.
+    pub samples: Vec<i32>,
+    /// `[slots, steps, 256]` when asked for (NaN where idle).
+    pub probs: Option<Vec<f32>>,
+    pub kernel_ms: f32,
+}
+
+/// A stream joining kernel 2's slots.
+#[derive(Debug, Clone, Copy)]
+pub struct StreamStart {
+    pub slot: usize,
+    /// First conditioning row of this stream in the pool.
+    pub cond_frame: usize,
+    pub samples: usize,
+    pub seed: u64,
+}
+
+/// Kernel 2 compiled for one voice, with `slots` stream slots whose state
+/// lives on the device between launches.
+pub struct MultiStream {
+    dev: Arc<GpuDevice>,
+    func: CudaFunction,
+    _module: Arc<CudaModule>,
+    plan: MultiPlan,
+    sizes: Sizes,
+    slots: usize,
+    pool_frames: usize,
+    mats: [DevMat; 5],
+    vectors: Vectors,
+    pool: CudaSlice<f32>,
+    hist: CudaSlice<f32>,
+    pos: CudaSlice<i32>,
+    len: CudaSlice<i32>,
+    y: CudaSlice<i32>,
+    rng: CudaSlice<u64>,
+    cond_off: CudaSlice<i64>,
+}
+
+impl MultiStream {
+    /// `slots` is rounded up to whole blocks; `pool` is the conditioning
+    /// every stream reads from (`[frames, ℓ·2r]`).
+    pub fn new(dev: Arc<GpuDevice>, w: &Weights, plan: MultiPlan, slots: usize, pool: &Conditioning) -> Result<Self, GpuError> {
+        let sizes = w.sizes.clone();
+        if pool.width() != sizes.conditioning_width() {
+            return Err(GpuError::Shape { what: "conditioning width (ℓ·2r)", expected: sizes.conditioning_width(), got: pool.width() });
+        }
+        let slots = slots.max(1).div_ceil(plan.streams_per_block) * plan.streams_per_block;
+        let layout = MultiLayout::new(w, plan.mma, plan.bf16);
+        let (module, func) = dev.load(&plan.source(&sizes), "wavenet_multi", plan.smem_bytes)?;
+        let mats = [
+            DevMat::new(&dev, "dilated weights", &layout.dil)?,
+            DevMat::new(&dev, "residual weights", &layout.res)?,
+            DevMat::new(&dev, "skip weights", &layout.skip)?,
+            DevMat::new(&dev, "relu weights", &layout.relu)?,
+            DevMat::new(&dev, "output weights", &layout.out)?,
+        ];
+        let vectors = Vectors::new(&dev, w)?;
+        let (_, rows) = sizes.history_offsets();
+        let s = &dev.stream;
+        let hist = s.alloc_zeros::<f32>(slots * rows * sizes.residual).map_err(driver("cuMemAlloc(histories)"))?;
+        let pool_d = dev.upload("conditioning pool", pool.data())?;
+        let pos = s.alloc_zeros::<i32>(slots).map_err(driver("cuMemAlloc(positions)"))?;
+        let len = s.alloc_zeros::<i32>(slots).map_err(driver("cuMemAlloc(lengths)"))?;
+        let y = dev.upload("last samples", &vec![128i32; 2 * slots])?;
+        let rng = s.alloc_zeros::<u64>(4 * slots).map_err(driver("cuMemAlloc(random states)"))?;
+        let cond_off = s.alloc_zeros::<i64>(slots).map_err(driver("cuMemAlloc(conditioning offsets)"))?;
+        Ok(Self {
+            dev,
+            func,
+            _module: module,
+            plan,
+            sizes,
+            slots,
+            pool_frames: pool.frames(),
+            mats,
+            vectors,
+            pool: pool_d,
+            hist,
+            pos,
+            len,
+            y,
+            rng,
+            cond_off,
+        })
+    }
+
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    pub fn plan(&self) -> MultiPlan {
+        self.plan
+    }
+
+    /// Streams join: each named slot restarts from silence with zero
+    /// histories, its conditioning from `cond_frame` of the pool, and
+    /// `dv_synth::Rng::new(seed)`. Other slots keep their state.
+    pub fn start(&mut self, starts: &[StreamStart]) -> Result<(), GpuError> {
+        let s = self.dev.stream.clone();
+        let mut pos = s.clone_dtoh(&self.pos).map_err(driver("cuMemcpyDtoH(positions)"))?;
+        let mut len = s.clone_dtoh(&self.len).map_err(driver("cuMemcpyDtoH(lengths)"))?;
+        let mut y = s.clone_dtoh(&self.y).map_err(driver("cuMemcpyDtoH(last samples)"))?;
+        let mut rng = s.clone_dtoh(&self.rng).map_err(driver("cuMemcpyDtoH(random states)"))?;
+        let mut off = s.clone_dtoh(&self.cond_off).map_err(driver("cuMemcpyDtoH(conditioning offsets)"))?;
+        let (_, rows) = self.sizes.history_offsets();
+        let per_slot = rows * self.sizes.residual;
+        for st in starts {
+            if st.slot >= self.slots {
+                return Err(GpuError::Shape { what: "stream slot", expected: self.slots, got: st.slot });
+            }
+            let frames_needed = st.samples.div_ceil(self.sizes.hop);
+            if st.cond_frame + frames_needed > self.pool_frames || st.samples > i32::MAX as usize {
+                return Err(GpuError::Shape {
+                    what: "conditioning frames of a stream (past the pool's end)",
+                    expected: self.pool_frames,
+                    got: st.cond_frame + frames_needed,
+                });
+            }
+            pos[st.slot] = 0;
+            len[st.slot] = st.samples as i32;
+            y[2 * st.slot] = 128;
+            y[2 * st.slot + 1] = 128;
+            rng[4 * st.slot..4 * st.slot + 4].copy_from_slice(&rng_state(st.seed));
+            off[st.slot] = (st.cond_frame * self.sizes.conditioning_width()) as i64;
+            s.memset_zeros(&mut self.hist.slice_mut(st.slot * per_slot..(st.slot + 1) * per_slot))
+                .map_err(driver("cuMemsetD8(history)"))?;
+        }
+        s.memcpy_htod(&pos, &mut self.pos).map_err(driver("cuMemcpyHtoD(positions)"))?;
+        s.memcpy_htod(&len, &mut self.len).map_err(driver("cuMemcpyHtoD(lengths)"))?;
+        s.memcpy_htod(&y, &mut self.y).map_err(driver("cuMemcpyHtoD(last samples)"))?;
+        s.memcpy_htod(&rng, &mut self.rng).map_err(driver("cuMemcpyHtoD(random states)"))?;
+        s.memcpy_htod(&off, &mut self.cond_off).map_err(driver("cuMemcpyHtoD(conditioning offsets)"))?;
+        Ok(())
+    }
+
+    /// Advances every live slot by up to `steps` samples in one launch.
+    /// `forced` (`[slots, steps]`) teacher-forces, `want_probs` returns
+    /// every step's distribution (both for parity checks).
+    pub fn advance(
+        &mut self,
+        steps: usize,
+        sampling: GpuSampling,
+        forced: Option<&[u8]>,
+        want_probs: bool,
+    ) -> Result<MultiRun, GpuError> {
+        if steps == 0 || self.slots.saturating_mul(steps) > i32::MAX as usize {
+            return Err(GpuError::Shape { what: "steps per launch", expected: 1, got: steps });
+        }
+        if let Some(f) = forced {
+            if f.len() != self.slots * steps {
+                return Err(GpuError::Shape { what: "forced samples [slots, steps]", expected: self.slots * steps, got: f.len() });
+            }
+        }
+        let dev = self.dev.clone();
+        let s = &dev.stream;
+        let mut out = dev.upload("samples", &vec![-1i32; self.slots * steps])?;
+        let forced_d = forced.map(|f| dev.upload("forced samples", f)).transpose()?;
+        let mut probs =
+            if want_probs { Some(dev.upload("probabilities", &vec![f32::NAN; self.slots * steps * A])?) } else { None };
+        let null = 0u64;
+        let steps_i = steps as i32;
+        let cfg = LaunchConfig {
+            grid_dim: ((self.slots / self.plan.streams_per_block) as u32, 1, 1),
+            block_dim: (self.plan.threads as u32, 1, 1),
+            shared_mem_bytes: self.plan.smem_bytes as u32,
+        };
+        let mut b = s.launch_builder(&self.func);
+        for m in &self.mats {
+            m.push(&mut b);
+        }
+        self.vectors.push(&mut b);
+        b.arg(&self.pool).arg(&mut self.hist).arg(&mut self.pos).arg(&self.len).arg(&mut self.y);
+        b.arg(&mut self.rng).arg(&self.cond_off).arg(&steps_i).arg(&sampling.mode).arg(&sampling.inv_tau);
+        b.arg(&mut out);
+        match &forced_d {
+            Some(f) => b.arg(f),
+            None => b.arg(&null),
+        };
+        match probs.as_mut() {
+            Some(p) => b.arg(p),
+            None => b.arg(&null),
+        };
+        b.record_kernel_launch(CUevent_flags::CU_EVENT_DEFAULT);
+        // SAFETY: the arguments match `wavenet_multi`'s parameters in order
+        // and type; the slot arrays hold `slots` entries (a whole number of
+        // blocks), the histories `slots × HIST_ROWS × r`, and every stream's
+        // conditioning was checked against the pool in `start`.
+        let events = unsafe { b.launch(cfg) }.map_err(driver("cuLaunchKernel(wavenet_multi)"))?;
+        s.synchronize().map_err(driver("cuStreamSynchronize(wavenet_multi)"))?;
+        let kernel_ms = match events {
+            Some((start, end)) => start.elapsed_ms(&end).map_err(driver("cuEventElapsedTime"))?,
+            None => f32::NAN,
+        };
+        let samples = s.clone_dtoh(&out).map_err(driver("cuMemcpyDtoH(samples)"))?;
+        let probs = match probs {
+            Some(p) => Some(s.clone_dtoh(&p).map_err(driver("cuMemcpyDtoH(probabilities)"))?),
+            None => None,
+        };
+        Ok(MultiRun { samples, probs, kernel_ms })
+    }
+
+    /// Samples each slot still has to generate.
+    pub fn remaining(&self) -> Result<Vec<usize>, GpuError> {
+        let s = &self.dev.stream;
+        let pos = s.clone_dtoh(&self.pos).map_err(driver("cuMemcpyDtoH(positions)"))?;
+        let len = s.clone_dtoh(&self.len).map_err(driver("cuMemcpyDtoH(lengths)"))?;
+        Ok(pos.iter().zip(&len).map(|(&p, &l)| (l - p).max(0) as usize).collect())
+    }
+}

@@ -1,0 +1,58 @@
+//! WaveNet sampling on CUDA GPUs (Deep Voice §5.2, App. D; issue 9), over
+//! the same voice packages as the CPU sampler (`dv_synth`), whose scalar
+//! reference is the oracle of both kernels ([`parity`]).
+//!
+//! # Two kernels
+//!
+//! 1. [`SingleStream`] (`kernels/wavenet_single.cu`): one utterance in one
+//!    launch, lowest latency. A thread-block cluster of C blocks (one per
+//!    multiprocessor, C ≤ 16 on Hopper) splits every layer's gate units;
+//!    each layer's residual sum crosses blocks through distributed shared
+//!    memory behind one cluster barrier, ℓ + 2 barriers per sample. The
+//!    W_cur/W_prev/W_res slices stay in shared memory for the whole launch
+//!    when they fit ([`SinglePlan::smem_weights`]); every W_prev product
+//!    is taken off the layer chain (x_i(t − d_i) is known before the sample
+//!    starts). Needs compute capability 9.0.
+//! 2. [`MultiStream`] (`kernels/wavenet_multi.cu`): many independent
+//!    streams, highest throughput. Each block owns a group of stream slots
+//!    and advances them one sample per step with no inter-block
+//!    synchronization; each step's products are `[streams, K] × [K, N]`
+//!    matrix products (tensor cores, bfloat16 operands with float32
+//!    accumulation, or float32 FMAs). Slot state stays on the device between
+//!    launches, so streams join ([`MultiStream::start`]) and leave (reaching
+//!    their length) between launches.
+//!
+//! # Units and invariants
+//!
+//! Audio is 8-bit mu-law at the voice's rate (16384 Hz), sample n reads
+//! conditioning row n / hop (hop = 64), y(t) = 128 and every history is 0
+//! before t = 0, exactly as FORMAT.md and the CPU sampler. Direct, mode and
+//! temperature sampling use the CPU's xoshiro256++ stream
+//! ([`sampling::rng_state`]), one uniform per sample. Weight matrices are
+//! float32 or bfloat16 ([`model::Stored`]); biases, embeddings, activations
+//! and sums are float32.
+//!
+//! # Without a GPU
+//!
+//! The driver and NVRTC are loaded with `dlopen` when first used, so this
+//! crate builds everywhere; the layouts, plans, sources and sampling state
+//! are plain host code tested in CI, and NVRTC compiles both kernels there
+//! whenever its library can be loaded (it needs no GPU).
+
+mod bench;
+mod cuda;
+mod error;
+pub mod model;
+pub mod parity;
+pub mod sampling;
+mod source;
+
+pub use bench::{floor, time_multi, time_single, Floor, MultiTiming, SingleTiming, SAMPLE_RATE};
+pub use cuda::{
+    compile_ptx, driver_available, nvrtc_available, GpuDevice, MultiRun, MultiStream, SingleRun, SingleStream,
+    StreamStart,
+};
+pub use error::GpuError;
+pub use model::{Sizes, Weights};
+pub use sampling::GpuSampling;
+pub use source::{MultiPlan, SinglePlan};

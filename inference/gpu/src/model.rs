@@ -1,0 +1,326 @@
+//! The WaveNet's weights as the kernels read them: taken from a voice
+//! package by name (FORMAT.md "WaveNet"), then laid out for each kernel.
+//!
+//! * Kernel 1 ([`SingleLayout`]) splits every matrix by thread block: block
+//!   c of a cluster of C gets gate units `[c·U, (c+1)·U)` (U = r / C) and
+//!   output rows `[c·A/C, (c+1)·A/C)`, each block's slice contiguous.
+//! * Kernel 2 ([`MultiLayout`]) keeps whole matrices: row-major `[out, in]`
+//!   for the tensor cores, or transposed `[in, out]` for the float32 path
+//!   (consecutive threads read consecutive outputs).
+//!
+//! Matrices may be stored as bfloat16 (round to nearest even); biases,
+//! embeddings and the conditioning stay float32.
+
+use dv_voice::Voice;
+
+use crate::error::GpuError;
+
+/// Output classes (8-bit mu-law).
+pub const A: usize = 256;
+
+/// Sizes of one WaveNet and its dilations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sizes {
+    /// ℓ
+    pub layers: usize,
+    /// r
+    pub residual: usize,
+    /// s
+    pub skip: usize,
+    /// Samples per conditioning frame.
+    pub hop: usize,
+    pub dilations: Vec<usize>,
+}
+
+impl Sizes {
+    /// Where each layer's ring starts, in rows of r, and the rows in all.
+    pub fn history_offsets(&self) -> (Vec<usize>, usize) {
+        let mut offsets = Vec::with_capacity(self.layers);
+        let mut total = 0;
+        for &d in &self.dilations {
+            offsets.push(total);
+            total += d;
+        }
+        (offsets, total)
+    }
+
+    /// Conditioning values per frame: ℓ · 2r.
+    pub fn conditioning_width(&self) -> usize {
+        self.layers * 2 * self.residual
+    }
+
+    /// `"{ℓ}x{r}x{s}"`.
+    pub fn name(&self) -> String {
+        format!("{}x{}x{}", self.layers, self.residual, self.skip)
+    }
+
+    /// Multiply-adds of one sample (the arithmetic floor's numerator).
+    pub fn macs_per_sample(&self) -> usize {
+        let (l, r, s) = (self.layers, self.residual, self.skip);
+        l * (2 * r * 2 * r + s * r) + (l - 1) * r * r + A * s + A * A
+    }
+
+    /// Bytes of the weight matrices at `bytes_per_weight`.
+    pub fn weight_bytes(&self, bytes_per_weight: usize) -> usize {
+        let (l, r, s) = (self.layers, self.residual, self.skip);
+        bytes_per_weight * (l * (4 * r * r + s * r) + (l - 1) * r * r + A * s + A * A)
+    }
+}
+
+/// The WaveNet's tensors in FORMAT.md's layout (row-major `[out, in]`).
+#[derive(Debug, Clone)]
+pub struct Weights {
+    pub sizes: Sizes,
+    pub embed_cur: Vec<f32>,  // [A, r]
+    pub embed_prev: Vec<f32>, // [A, r]
+    pub embed_bias: Vec<f32>, // [r]
+    pub w_prev: Vec<Vec<f32>>, // ℓ × [2r, r]
+    pub w_cur: Vec<Vec<f32>>,  // ℓ × [2r, r]
+    pub gate_b: Vec<f32>,      // [ℓ, 2r]
+    pub w_res: Vec<Vec<f32>>,  // (ℓ−1) × [r, r]
+    pub res_b: Vec<f32>,       // [ℓ−1, r]
+    pub skip_w: Vec<f32>,      // [s, ℓ·r]
+    pub skip_b: Vec<f32>,      // [s]
+    pub relu_w: Vec<f32>,      // [A, s]
+    pub relu_b: Vec<f32>,      // [A]
+    pub out_w: Vec<f32>,       // [A, A]
+    pub out_b: Vec<f32>,       // [A]
+}
+
+impl Weights {
+    /// Reads the WaveNet of `voice` (every tensor checked by name and shape
+    /// when the voice was loaded).
+    pub fn from_voice(voice: &Voice) -> Result<Self, GpuError> {
+        let cfg = voice.config();
+        let w = cfg.wavenet;
+        if cfg.quantization_channels != A {
+            return Err(GpuError::Unsupported { what: format!("{} output classes (only {A})", cfg.quantization_channels) });
+        }
+        let t = |name: &str| -> Result<Vec<f32>, GpuError> { Ok(voice.tensor(name)?.data().to_vec()) };
+        let l = w.layers;
+        let mut w_prev = Vec::with_capacity(l);
+        let mut w_cur = Vec::with_capacity(l);
+        let mut gate_b = Vec::with_capacity(l * 2 * w.residual_channels);
+        let mut w_res = Vec::with_capacity(l);
+        let mut res_b = Vec::new();
+        for i in 0..l {
+            w_prev.push(t(&format!("wavenet.layers.{i}.w_prev"))?);
+            w_cur.push(t(&format!("wavenet.layers.{i}.w_cur"))?);
+            gate_b.extend(t(&format!("wavenet.layers.{i}.bias"))?);
+            if i + 1 < l {
+                w_res.push(t(&format!("wavenet.layers.{i}.w_res"))?);
+                res_b.extend(t(&format!("wavenet.layers.{i}.b_res"))?);
+            }
+        }
+        Ok(Self {
+            sizes: Sizes {
+                layers: l,
+                residual: w.residual_channels,
+                skip: w.skip_channels,
+                hop: cfg.hop(),
+                dilations: (0..l).map(|i| w.dilation(i)).collect(),
+            },
+            embed_cur: t("wavenet.embed_cur")?,
+            embed_prev: t("wavenet.embed_prev")?,
+            embed_bias: t("wavenet.embed_bias")?,
+            w_prev,
+            w_cur,
+            gate_b,
+            w_res,
+            res_b,
+            skip_w: t("wavenet.skip.weight")?,
+            skip_b: t("wavenet.skip.bias")?,
+            relu_w: t("wavenet.relu.weight")?,
+            relu_b: t("wavenet.relu.bias")?,
+            out_w: t("wavenet.out.weight")?,
+            out_b: t("wavenet.out.bias")?,
+        })
+    }
+}
+
+/// float32 → bfloat16 bits, rounding to nearest even (NaN stays NaN).
+pub fn bf16_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    if x.is_nan() {
+        return ((b >> 16) as u16) | 0x40;
+    }
+    let round = 0x7fff + ((b >> 16) & 1);
+    (b.wrapping_add(round) >> 16) as u16
+}
+
+/// bfloat16 bits → float32 (exact).
+pub fn bf16_value(h: u16) -> f32 {
+    f32::from_bits((h as u32) << 16)
+}
+
+/// A matrix set in float32 or bfloat16 storage.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stored {
+    F32(Vec<f32>),
+    Bf16(Vec<u16>),
+}
+
+impl Stored {
+    pub fn new(values: Vec<f32>, bf16: bool) -> Self {
+        if bf16 {
+            Stored::Bf16(values.iter().map(|&v| bf16_bits(v)).collect())
+        } else {
+            Stored::F32(values)
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Stored::F32(v) => v.len(),
+            Stored::Bf16(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Element `k` as float32 (for checks).
+    pub fn get(&self, k: usize) -> f32 {
+        match self {
+            Stored::F32(v) => v[k],
+            Stored::Bf16(v) => bf16_value(v[k]),
+        }
+    }
+}
+
+/// Kernel 1's per-block slices (see `kernels/wavenet_single.cu`).
+#[derive(Debug, Clone)]
+pub struct SingleLayout {
+    /// `[C][ℓ][2U][r]`: rows q < U are tanh units c·U + q, the rest their sigmoids.
+    pub wc: Stored,
+    /// `[C][ℓ][2U][r]`, rows as `wc`.
+    pub wp: Stored,
+    /// `[C][ℓ−1][U][r]`: `wr[c][i][j][o] = W_res_i[o, c·U + j]`.
+    pub wr: Stored,
+    /// `[C][ℓ·U][s]`: `wsk[c][i·U + j][o] = W_skip[o, i·r + c·U + j]`.
+    pub wsk: Stored,
+    /// `[C][A/C][s]`: relu-layer rows of block c.
+    pub wz: Stored,
+    /// `[C][A/C][A]`: output-layer rows of block c.
+    pub wo: Stored,
+}
+
+/// The row of the gate matrix behind block c's slice row q.
+pub fn gate_row(r: usize, u: usize, c: usize, q: usize) -> usize {
+    if q < u {
+        c * u + q
+    } else {
+        r + c * u + (q - u)
+    }
+}
+
+impl SingleLayout {
+    /// Slices `w` over a cluster of `cluster` blocks (which must divide r and A).
+    pub fn new(w: &Weights, cluster: usize, bf16: bool) -> Result<Self, GpuError> {
+        let Sizes { layers: l, residual: r, skip: s, .. } = w.sizes;
+        if cluster == 0 || r % cluster != 0 || A % cluster != 0 {
+            return Err(GpuError::Unsupported { what: format!("a cluster of {cluster} blocks for r = {r}") });
+        }
+        let (u, ac) = (r / cluster, A / cluster);
+        let mut wc = Vec::with_capacity(2 * l * r * r);
+        let mut wp = Vec::with_capacity(2 * l * r * r);
+        let mut wr = Vec::with_capacity(l * r * r);
+        let mut wsk = Vec::with_capacity(s * l * r);
+        let mut wz = Vec::with_capacity(A * s);
+        let mut wo = Vec::with_capacity(A * A);
+        for c in 0..cluster {
+            for i in 0..l {
+                for q in 0..2 * u {
+                    let o = gate_row(r, u, c, q);
+                    wc.extend_from_slice(&w.w_cur[i][o * r..(o + 1) * r]);
+                    wp.extend_from_slice(&w.w_prev[i][o * r..(o + 1) * r]);
+                }
+            }
+            for res in &w.w_res {
+                for j in 0..u {
+                    wr.extend((0..r).map(|o| res[o * r + c * u + j]));
+                }
+            }
+            for i in 0..l {
+                for j in 0..u {
+                    let col = i * r + c * u + j;
+                    wsk.extend((0..s).map(|o| w.skip_w[o * l * r + col]));
+                }
+            }
+            wz.extend_from_slice(&w.relu_w[c * ac * s..(c + 1) * ac * s]);
+            wo.extend_from_slice(&w.out_w[c * ac * A..(c + 1) * ac * A]);
+        }
+        Ok(Self {
+            wc: Stored::new(wc, bf16),
+            wp: Stored::new(wp, bf16),
+            wr: Stored::new(wr, bf16),
+            wsk: Stored::new(wsk, bf16),
+            wz: Stored::new(wz, bf16),
+            wo: Stored::new(wo, bf16),
+        })
+    }
+}
+
+/// Kernel 2's whole matrices (see `kernels/wavenet_multi.cu`).
+#[derive(Debug, Clone)]
+pub struct MultiLayout {
+    /// ℓ × `[2r, 2r]` = `[W_prev | W_cur]` (transposed when not `row_major`).
+    pub dil: Stored,
+    /// (ℓ−1) × `[r, r]`.
+    pub res: Stored,
+    /// ℓ × `[s, r]`: layer i's columns of the skip matrix.
+    pub skip: Stored,
+    /// `[A, s]`.
+    pub relu: Stored,
+    /// `[A, A]`.
+    pub out: Stored,
+}
+
+/// `m` (`[rows, cols]` row-major) as is, or transposed to `[cols, rows]`.
+fn oriented(m: &[f32], rows: usize, cols: usize, row_major: bool, dst: &mut Vec<f32>) {
+    if row_major {
+        dst.extend_from_slice(&m[..rows * cols]);
+    } else {
+        for k in 0..cols {
+            dst.extend((0..rows).map(|o| m[o * cols + k]));
+        }
+    }
+}
+
+impl MultiLayout {
+    /// `row_major` for the tensor-core path, transposed for the float32 one.
+    pub fn new(w: &Weights, row_major: bool, bf16: bool) -> Self {
+        let Sizes { layers: l, residual: r, skip: s, .. } = w.sizes;
+        let mut dil = Vec::with_capacity(4 * l * r * r);
+        let mut res = Vec::with_capacity(l * r * r);
+        let mut skip = Vec::with_capacity(l * s * r);
+        for i in 0..l {
+            let mut joined = Vec::with_capacity(4 * r * r); // [2r, 2r]
+            for o in 0..2 * r {
+                joined.extend_from_slice(&w.w_prev[i][o * r..(o + 1) * r]);
+                joined.extend_from_slice(&w.w_cur[i][o * r..(o + 1) * r]);
+            }
+            oriented(&joined, 2 * r, 2 * r, row_major, &mut dil);
+            let mut cols = Vec::with_capacity(s * r); // [s, r]
+            for o in 0..s {
+                cols.extend_from_slice(&w.skip_w[o * l * r + i * r..o * l * r + (i + 1) * r]);
+            }
+            oriented(&cols, s, r, row_major, &mut skip);
+        }
+        for m in &w.w_res {
+            oriented(m, r, r, row_major, &mut res);
+        }
+        let mut relu = Vec::with_capacity(A * s);
+        oriented(&w.relu_w, A, s, row_major, &mut relu);
+        let mut out = Vec::with_capacity(A * A);
+        oriented(&w.out_w, A, A, row_major, &mut out);
+        Self {
+            dil: Stored::new(dil, bf16),
+            res: Stored::new(res, bf16),
+            skip: Stored::new(skip, bf16),
+            relu: Stored::new(relu, bf16),
+            out: Stored::new(out, bf16),
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! Parity of both kernels with the CPU scalar reference sampler
+//! (`dv_synth`, `Kernel::Scalar`), the oracle of issue 9:
+//!
+//! * teacher-forced distributions: the GPU is fed the reference's own
+//!   samples and must give the same per-step distributions (max |Δp|);
+//! * free-running mode sampling: the GPU's sample stream must equal the
+//!   reference's (exactly, for float32 weights).
+
+use dv_synth::{Conditioning, Kernel, Rng, Sampler, SamplerOptions, Sampling};
+use dv_voice::Voice;
+
+use crate::cuda::{MultiStream, SingleStream, StreamStart};
+use crate::error::GpuError;
+use crate::model::A;
+use crate::sampling::GpuSampling;
+
+/// How far a kernel is from the reference.
+#[derive(Debug, Clone, Default)]
+pub struct Parity {
+    /// Steps compared (over all checked streams).
+    pub steps: usize,
+    /// Largest |p_gpu − p_ref| over all steps and classes.
+    pub max_prob_diff: f64,
+    /// Free-running mode samples that differ from the reference's.
+    pub mode_mismatches: usize,
+}
+
+impl Parity {
+    fn merge(&mut self, o: &Parity) {
+        self.steps += o.steps;
+        self.max_prob_diff = self.max_prob_diff.max(o.max_prob_diff);
+        self.mode_mismatches += o.mode_mismatches;
+    }
+}
+
+/// The reference's mode-sampled stream of `cond` from `first_frame` and
+/// its per-step distributions.
+fn reference(voice: &Voice, cond: &Conditioning, n: usize) -> Result<(Vec<u8>, Vec<f32>), GpuError> {
+    let sampler = Sampler::new(voice, Kernel::Scalar, SamplerOptions::default())?;
+    let mut scratch = sampler.make_scratch();
+    let mut out = vec![0u8; n];
+    let mut probs = Vec::with_capacity(n * A);
+    sampler.generate_inspect(&mut scratch, cond, Sampling::Mode, &mut Rng::new(0), &mut out, |_, _, p| {
+        probs.extend_from_slice(p)
+    })?;
+    Ok((out, probs))
+}
+
+fn max_diff(a: &[f32], b: &[f32]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| (*x as f64 - *y as f64).abs()).fold(0.0, f64::max)
+}
+
+/// Kernel 1 against the reference over the first `n` samples of `cond`.
+pub fn single_parity(gpu: &SingleStream, voice: &Voice, cond: &Conditioning, n: usize) -> Result<Parity, GpuError> {
+    let (ref_samples, ref_probs) = reference(voice, cond, n)?;
+    let mode = GpuSampling::new(Sampling::Mode)?;
+    let forced = gpu.run(cond, n, mode, 0, Some(&ref_samples), true)?;
+    let probs = forced.probs.expect("asked for");
+    let free = gpu.run(cond, n, mode, 0, None, false)?;
+    Ok(Parity {
+        steps: n,
+        max_prob_diff: max_diff(&probs, &ref_probs),
+        mode_mismatches: free.samples.iter().zip(&ref_samples).filter(|(a, b)| a != b).count(),
+    })
+}
+
+/// The rows `[first, first + frames)` of `cond` as a conditioning of its own.
+fn rows(cond: &Conditioning, first: usize, frames: usize) -> Conditioning {
+    let w = cond.width();
+    Conditioning::new(frames, w, cond.data()[first * w..(first + frames) * w].to_vec()).expect("rows of a valid conditioning")
+}
+
+/// Kernel 2 against the reference: every slot of `gpu` runs, each from its
+/// own place in the pool `cond`; the streams in `checked` are compared
+/// (one of them shorter than the run, so it leaves midway), over two
+/// launches of `steps / 2` (state carried between launches), with one more
+/// stream joining for the second launch only.
+pub fn multi_parity(
+    gpu: &mut MultiStream,
+    voice: &Voice,
+    pool: &Conditioning,
+    steps: usize,
+    checked: &[usize],
+) -> Result<Parity, GpuError> {
+    let hop = voice.config().hop();
+    let slots = gpu.slots();
+    let frames_per = steps.div_ceil(hop);
+    if pool.frames() < frames_per + slots {
+        return Err(GpuError::Shape { what: "conditioning pool frames", expected: frames_per + slots, got: pool.frames() });
+    }
+    let half = steps / 2;
+    // Slot k starts at pool row k; the last checked slot stops early and
+    // slot `joiner` joins at the second launch.
+    let short = checked.last().copied();
+    let joiner = (0..slots).rev().find(|s| !checked.contains(s));
+    let len = |slot: usize| if Some(slot) == short { half + half / 2 } else { steps };
+    let starts: Vec<StreamStart> = (0..slots)
+        .filter(|&s| Some(s) != joiner)
+        .map(|s| StreamStart { slot: s, cond_frame: s, samples: len(s), seed: s as u64 })
+        .collect();
+    gpu.start(&starts)?;
+    let mode = GpuSampling::new(Sampling::Mode)?;
+    // Free-running mode sampling, two launches.
+    let a = gpu.advance(half, mode, None, false)?;
+    if let Some(j) = joiner {
+        gpu.start(&[StreamStart { slot: j, cond_frame: j, samples: steps - half, seed: 7 }])?;
+    }
+    let b = gpu.advance(steps - half, mode, None, false)?;
+    let free = |slot: usize| -> Vec<i32> {
+        let mut v = a.samples[slot * half..(slot + 1) * half].to_vec();
+        v.extend_from_slice(&b.samples[slot * (steps - half)..(slot + 1) * (steps - half)]);
+        v
+    };
+    let mut total = Parity::default();
+    for &slot in checked {
+        let n = len(slot);
+        let (ref_samples, ref_probs) = reference(voice, &rows(pool, slot, frames_per), n)?;
+        let got = free(slot);
+        let unwritten = got[..n].iter().filter(|&&c| c < 0).count();
+        let extra = got[n..].iter().filter(|&&c| c >= 0).count();
+        if unwritten > 0 || extra > 0 {
+            return Err(GpuError::Unwritten {
+                what: "wavenet_multi samples (unwritten while live, or written after the stream ended)",
+                count: unwritten + extra,
+            });
+        }
+        let mism = got[..n].iter().zip(&ref_samples).filter(|(g, r)| **g != **r as i32).count();
+        total.merge(&Parity { steps: n, max_prob_diff: 0.0, mode_mismatches: mism });
+        // Teacher-forced distributions: a fresh start, the reference's samples fed back.
+        let mut forced = vec![0u8; slots * steps];
+        forced[slot * steps..slot * steps + n].copy_from_slice(&ref_samples);
+        gpu.start(&[StreamStart { slot, cond_frame: slot, samples: n, seed: 0 }])?;
+        let tf = gpu.advance(steps, mode, Some(&forced), true)?;
+        let p = tf.probs.expect("asked for");
+        total.max_prob_diff = total.max_prob_diff.max(max_diff(&p[slot * steps * A..(slot * steps + n) * A], &ref_probs));
+    }
+    if let Some(j) = joiner {
+        // The joining stream: compare its samples with its own reference.
+        let n = steps - half;
+        let (ref_samples, _) = reference(voice, &rows(pool, j, n.div_ceil(hop)), n)?;
+        let got = &b.samples[j * n..(j + 1) * n];
+        let mism = got.iter().zip(&ref_samples).filter(|(g, r)| **g != **r as i32).count();
+        total.merge(&Parity { steps: n, max_prob_diff: 0.0, mode_mismatches: mism });
+    }
+    Ok(total)
+}

@@ -1,0 +1,151 @@
+//! Launch plans and the NVRTC sources they specialize: every size is a
+//! compile-time constant of the kernel (a voice is compiled for once, when
+//! it is loaded), so loops unroll and register arrays stay in registers.
+
+use crate::error::GpuError;
+use crate::model::{Sizes, A};
+
+const COMMON: &str = include_str!("../kernels/common.cuh");
+const SINGLE: &str = include_str!("../kernels/wavenet_single.cu");
+const MULTI: &str = include_str!("../kernels/wavenet_multi.cu");
+
+/// The largest power of two at most `n` (1 for 0).
+fn floor_pow2(n: usize) -> usize {
+    if n <= 1 {
+        1
+    } else {
+        1 << (usize::BITS - 1 - n.leading_zeros())
+    }
+}
+
+/// How kernel 1 runs one voice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SinglePlan {
+    /// Thread blocks in the cluster, one per multiprocessor (1–16, dividing r).
+    pub cluster: usize,
+    /// Threads per block.
+    pub threads: usize,
+    /// Threads per gate row, per W_prev row, per output-layer row.
+    pub tpr: usize,
+    pub tpp: usize,
+    pub tpz: usize,
+    /// W_cur, W_prev and W_res slices held in shared memory for the launch.
+    pub smem_weights: bool,
+    pub bf16: bool,
+    /// Dynamic shared memory per block, bytes.
+    pub smem_bytes: usize,
+}
+
+impl SinglePlan {
+    /// A plan for `sizes` on a cluster of `cluster` blocks of `threads`
+    /// threads, with weights in shared memory when they fit `smem_limit`
+    /// bytes per block.
+    pub fn new(sizes: &Sizes, cluster: usize, threads: usize, bf16: bool, smem_limit: usize) -> Result<Self, GpuError> {
+        let (l, r, s) = (sizes.layers, sizes.residual, sizes.skip);
+        let bad = |why: String| Err(GpuError::Unsupported { what: format!("kernel 1 for {}: {why}", sizes.name()) });
+        if !cluster.is_power_of_two() || cluster > 16 || r % cluster != 0 || A % cluster != 0 {
+            return bad(format!("a cluster of {cluster} (a power of two up to 16 dividing r = {r})"));
+        }
+        if threads % 32 != 0 || threads == 0 || threads > 1024 {
+            return bad(format!("{threads} threads per block (a multiple of 32 up to 1024)"));
+        }
+        if !r.is_power_of_two() || l < 2 {
+            return bad("r must be a power of two and ℓ at least 2".into());
+        }
+        let u = r / cluster;
+        let ac = A / cluster;
+        if 2 * u > threads {
+            return bad(format!("{} gate rows per block exceed {threads} threads", 2 * u));
+        }
+        let tpr = floor_pow2(threads / (2 * u)).min(16);
+        let tpp = (32 / (2 * u).min(32)).max(8).min(32);
+        let tpz = floor_pow2(threads / ac).min(32);
+        debug_assert!((2 * u * tpr) % 32 == 0 && (2 * u * tpp) % 32 == 0 && (ac * tpz) % 32 == 0);
+        let wbytes = if bf16 { 2 } else { 4 };
+        let weights = wbytes * (2 * l * 2 * u * r + (l - 1) * u * r);
+        let buffers = 4 * (r + l * 2 * u + l * u + 2 * r + 2 * s + 2 * ac + 3 * A) + 16 + 16;
+        let smem_weights = weights + buffers <= smem_limit;
+        let smem_bytes = if smem_weights { weights + buffers } else { buffers };
+        if smem_bytes > smem_limit {
+            return bad(format!("{smem_bytes} bytes of shared memory per block (the device allows {smem_limit})"));
+        }
+        Ok(Self { cluster, threads, tpr, tpp, tpz, smem_weights, bf16, smem_bytes })
+    }
+
+    /// The kernel source for `sizes` under this plan.
+    pub fn source(&self, sizes: &Sizes) -> String {
+        let defines = format!(
+            "#define C {}\n#define NT {}\n#define TPR {}\n#define TPP {}\n#define TPZ {}\n#define SMEM_W {}\n",
+            self.cluster, self.threads, self.tpr, self.tpp, self.tpz, self.smem_weights as u8
+        );
+        format!("{}{defines}{COMMON}\n{SINGLE}", common_defines(sizes, self.bf16))
+    }
+}
+
+/// How kernel 2 runs one voice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MultiPlan {
+    /// Stream slots per block (a multiple of 16).
+    pub streams_per_block: usize,
+    pub threads: usize,
+    /// Tensor cores (bfloat16 operands); float32 FMAs otherwise.
+    pub mma: bool,
+    pub bf16: bool,
+    pub smem_bytes: usize,
+}
+
+impl MultiPlan {
+    pub fn new(
+        sizes: &Sizes,
+        streams_per_block: usize,
+        threads: usize,
+        mma: bool,
+        bf16: bool,
+        smem_limit: usize,
+    ) -> Result<Self, GpuError> {
+        let (r, s) = (sizes.residual, sizes.skip);
+        let bad = |why: String| Err(GpuError::Unsupported { what: format!("kernel 2 for {}: {why}", sizes.name()) });
+        if streams_per_block == 0 || streams_per_block % 16 != 0 || !streams_per_block.is_power_of_two() {
+            return bad(format!("{streams_per_block} streams per block (a power of two, at least 16)"));
+        }
+        if threads % 32 != 0 || threads == 0 || threads > 1024 || !threads.is_power_of_two() {
+            return bad(format!("{threads} threads per block (a power of two from 32 to 1024)"));
+        }
+        if mma && !bf16 {
+            return bad("the tensor-core path takes bfloat16 weights".into());
+        }
+        if !r.is_power_of_two() || !s.is_power_of_two() || r < 16 || s < 16 {
+            return bad("r and s must be powers of two, at least 16".into());
+        }
+        let bs = streams_per_block;
+        let maxw = (2 * r).max(A).max(s);
+        let floats = bs * (r + 8) + 2 * bs * (maxw + 8) + bs * (r + 8) + bs * (s + 8) + threads / 32 * A;
+        let smem_bytes = 4 * floats + 4 * 4 * bs;
+        if smem_bytes > smem_limit {
+            return bad(format!("{smem_bytes} bytes of shared memory per block (the device allows {smem_limit})"));
+        }
+        Ok(Self { streams_per_block, threads, mma, bf16, smem_bytes })
+    }
+
+    pub fn source(&self, sizes: &Sizes) -> String {
+        let defines =
+            format!("#define BS {}\n#define NT {}\n#define MMA {}\n", self.streams_per_block, self.threads, self.mma as u8);
+        format!("{}{defines}{COMMON}\n{MULTI}", common_defines(sizes, self.bf16))
+    }
+}
+
+fn common_defines(sizes: &Sizes, bf16: bool) -> String {
+    let (offsets, rows) = sizes.history_offsets();
+    let list = |v: &[usize]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
+    format!(
+        "#define R {}\n#define S {}\n#define A {A}\n#define NL {}\n#define HOP {}\n#define DILS {{{}}}\n\
+         #define HOFFS {{{}}}\n#define HIST_ROWS {rows}\n#define WBF16 {}\n",
+        sizes.residual,
+        sizes.skip,
+        sizes.layers,
+        sizes.hop,
+        list(&sizes.dilations),
+        list(&offsets),
+        bf16 as u8
+    )
+}

@@ -1,0 +1,52 @@
+//! NVRTC compiles both kernels for every Table 2 size and variant (no GPU
+//! needed); without NVRTC the error says how to provide it.
+use dv_gpu::{compile_ptx, nvrtc_available, GpuError, MultiPlan, SinglePlan, Weights};
+use dv_synth::random::random_voice;
+
+#[test]
+fn nvrtc_compiles_both_kernels_for_every_preset() {
+    if !nvrtc_available() {
+        let e = compile_ptx("extern \"C\" __global__ void k() {}", "k", "compute_90").unwrap_err();
+        assert!(matches!(e, GpuError::CudaUnavailable { .. }) && e.to_string().contains("LD_LIBRARY_PATH"), "{e}");
+        eprintln!("NVRTC not loadable here: kernel compilation not checked");
+        return;
+    }
+    let smem = 227 * 1024;
+    for (name, cfg) in dv_voice::PRESETS {
+        let voice = random_voice(cfg, 1).unwrap();
+        let w = Weights::from_voice(&voice).unwrap();
+        for (cluster, bf16) in [(16, false), (8, true), (4, false)] {
+            let plan = SinglePlan::new(&w.sizes, cluster, 256, bf16, smem).unwrap();
+            let ptx = compile_ptx(&plan.source(&w.sizes), "wavenet_single", "compute_90")
+                .unwrap_or_else(|e| panic!("{name} C={cluster}: {e}"))
+                .to_src();
+            assert!(ptx.contains(".entry wavenet_single"), "{name}");
+            assert!(ptx.contains("barrier.cluster.arrive"), "{name}: no cluster barrier");
+            assert!(ptx.contains("mapa.shared::cluster"), "{name}: no distributed shared memory");
+            assert!(ptx.contains(&format!(".reqnctapercluster {cluster}")) || ptx.contains(".explicitcluster"), "{name}");
+        }
+        for (mma, bf16) in [(true, true), (false, false)] {
+            let plan = MultiPlan::new(&w.sizes, 32, 256, mma, bf16, smem).unwrap();
+            let ptx = compile_ptx(&plan.source(&w.sizes), "wavenet_multi", "compute_90")
+                .unwrap_or_else(|e| panic!("{name} mma={mma}: {e}"))
+                .to_src();
+            assert!(ptx.contains(".entry wavenet_multi"), "{name}");
+            assert_eq!(ptx.contains("mma.sync.aligned.m16n8k16"), mma, "{name} mma={mma}");
+        }
+    }
+}
+
+#[test]
+fn a_broken_source_is_a_compile_error_with_the_log() {
+    if !nvrtc_available() {
+        return;
+    }
+    let e = compile_ptx("extern \"C\" __global__ void k() { undefined_name; }", "broken.cu", "compute_90").unwrap_err();
+    match e {
+        GpuError::Compile { kernel, log } => {
+            assert_eq!(kernel, "broken.cu");
+            assert!(log.contains("undefined_name"), "{log}");
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -1,0 +1,136 @@
+//! The per-block slices of kernel 1 and the whole matrices of kernel 2 hold
+//! exactly the voice's weights, each where the kernel indexes it.
+use dv_gpu::model::{bf16_bits, bf16_value, gate_row, MultiLayout, SingleLayout, Stored, A};
+use dv_gpu::{Weights, SinglePlan, MultiPlan};
+use dv_synth::random::random_voice;
+use dv_voice::WavenetConfig;
+
+fn weights(name: &str) -> Weights {
+    let voice = random_voice(WavenetConfig::preset(name).unwrap(), 11).unwrap();
+    Weights::from_voice(&voice).unwrap()
+}
+
+#[test]
+fn single_slices_put_every_weight_where_the_kernel_reads_it() {
+    let w = weights("20x32x128");
+    let (l, r, s) = (w.sizes.layers, w.sizes.residual, w.sizes.skip);
+    for cluster in [1, 2, 4, 8, 16] {
+        let lay = SingleLayout::new(&w, cluster, false).unwrap();
+        let (u, ac) = (r / cluster, A / cluster);
+        for c in 0..cluster {
+            for i in [0, l - 1] {
+                for q in 0..2 * u {
+                    let o = gate_row(r, u, c, q);
+                    for j in [0, r - 1] {
+                        let k = ((c * l + i) * 2 * u + q) * r + j;
+                        assert_eq!(lay.wc.get(k), w.w_cur[i][o * r + j]);
+                        assert_eq!(lay.wp.get(k), w.w_prev[i][o * r + j]);
+                    }
+                }
+            }
+            for i in [0, l - 2] {
+                for j in 0..u {
+                    for o in [0, r - 1] {
+                        assert_eq!(lay.wr.get(((c * (l - 1) + i) * u + j) * r + o), w.w_res[i][o * r + c * u + j]);
+                    }
+                }
+            }
+            for i in [0, l - 1] {
+                for j in 0..u {
+                    for o in [0, s - 1] {
+                        let k = (c * l * u + i * u + j) * s + o;
+                        assert_eq!(lay.wsk.get(k), w.skip_w[o * l * r + i * r + c * u + j]);
+                    }
+                }
+            }
+            for q in [0, ac - 1] {
+                assert_eq!(lay.wz.get((c * ac + q) * s + 7), w.relu_w[(c * ac + q) * s + 7]);
+                assert_eq!(lay.wo.get((c * ac + q) * A + 9), w.out_w[(c * ac + q) * A + 9]);
+            }
+        }
+        // Every gate row belongs to exactly one block.
+        let mut seen = vec![0; 2 * r];
+        for c in 0..cluster {
+            for q in 0..2 * u {
+                seen[gate_row(r, u, c, q)] += 1;
+            }
+        }
+        assert!(seen.iter().all(|&n| n == 1), "cluster {cluster}: {seen:?}");
+        assert_eq!(lay.wc.len(), l * 2 * r * r);
+        assert_eq!(lay.wr.len(), (l - 1) * r * r);
+    }
+    assert!(SingleLayout::new(&w, 3, false).is_err());
+    assert!(SingleLayout::new(&w, 64, false).is_err());
+}
+
+#[test]
+fn multi_matrices_are_row_major_or_transposed() {
+    let w = weights("20x32x128");
+    let (l, r, s) = (w.sizes.layers, w.sizes.residual, w.sizes.skip);
+    let rm = MultiLayout::new(&w, true, false);
+    let tr = MultiLayout::new(&w, false, false);
+    let i = l - 1;
+    for (o, k) in [(0, 0), (2 * r - 1, 0), (3, r), (5, 2 * r - 1)] {
+        let want = if k < r { w.w_prev[i][o * r + k] } else { w.w_cur[i][o * r + k - r] };
+        assert_eq!(rm.dil.get(i * 4 * r * r + o * 2 * r + k), want);
+        assert_eq!(tr.dil.get(i * 4 * r * r + k * 2 * r + o), want);
+    }
+    for (o, k) in [(0, 0), (s - 1, r - 1), (7, 3)] {
+        let want = w.skip_w[o * l * r + i * r + k];
+        assert_eq!(rm.skip.get(i * s * r + o * r + k), want);
+        assert_eq!(tr.skip.get(i * s * r + k * s + o), want);
+    }
+    assert_eq!(rm.res.get((l - 2) * r * r + 3 * r + 5), w.w_res[l - 2][3 * r + 5]);
+    assert_eq!(tr.res.get((l - 2) * r * r + 5 * r + 3), w.w_res[l - 2][3 * r + 5]);
+    assert_eq!(rm.out.get(10 * A + 20), w.out_w[10 * A + 20]);
+    assert_eq!(tr.out.get(20 * A + 10), w.out_w[10 * A + 20]);
+    assert_eq!(tr.relu.get(3 * A + 200), w.relu_w[200 * s + 3]);
+}
+
+#[test]
+fn bf16_rounds_to_nearest_even() {
+    assert_eq!(bf16_bits(1.0), 0x3f80);
+    // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties go to the even mantissa (1).
+    assert_eq!(bf16_value(bf16_bits(1.0 + 1.0 / 256.0)), 1.0);
+    // Just above halfway rounds up.
+    assert_eq!(bf16_value(bf16_bits(1.0 + 1.0 / 256.0 + 1.0 / 65536.0)), 1.0 + 1.0 / 128.0);
+    assert_eq!(bf16_value(bf16_bits(-3.5)), -3.5);
+    assert!(bf16_value(bf16_bits(f32::NAN)).is_nan());
+    for x in [0.1f32, -7.77, 1e-20, 3e30] {
+        assert!(((bf16_value(bf16_bits(x)) - x) / x).abs() <= 1.0 / 256.0, "{x}");
+    }
+    match Stored::new(vec![0.5, 2.0], true) {
+        Stored::Bf16(v) => assert_eq!(v, vec![0x3f00, 0x4000]),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn plans_keep_the_kernels_warp_invariants_and_refuse_what_they_cannot_run() {
+    for (name, cfg) in dv_voice::PRESETS {
+        let voice = random_voice(cfg, 1).unwrap();
+        let w = Weights::from_voice(&voice).unwrap();
+        let r = w.sizes.residual;
+        for cluster in [1, 2, 4, 8, 16] {
+            for threads in [256, 512] {
+                let Ok(p) = SinglePlan::new(&w.sizes, cluster, threads, false, 227 * 1024) else { continue };
+                let (u, ac) = (r / cluster, A / cluster);
+                assert!(p.tpr.is_power_of_two() && p.tpr <= 16, "{name}");
+                assert_eq!((2 * u * p.tpr) % 32, 0, "{name} C={cluster}");
+                assert!(2 * u * p.tpr <= threads);
+                assert_eq!((2 * u * p.tpp) % 32, 0);
+                assert_eq!((ac * p.tpz) % 32, 0);
+                assert!(p.smem_bytes <= 227 * 1024);
+            }
+        }
+        // (40, 64, 256) in float32 fits shared memory only split 16 ways.
+        let big = SinglePlan::new(&w.sizes, 16, 256, false, 227 * 1024).unwrap();
+        if name == "40x64x256" {
+            assert!(big.smem_weights);
+            assert!(!SinglePlan::new(&w.sizes, 4, 256, false, 227 * 1024).unwrap().smem_weights);
+        }
+        assert!(MultiPlan::new(&w.sizes, 32, 256, true, true, 227 * 1024).is_ok(), "{name}");
+        assert!(MultiPlan::new(&w.sizes, 32, 256, true, false, 227 * 1024).is_err(), "mma needs bf16");
+        assert!(MultiPlan::new(&w.sizes, 24, 256, false, false, 227 * 1024).is_err());
+    }
+}

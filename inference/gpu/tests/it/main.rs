@@ -1,0 +1,5 @@
+//! Host-side tests of dv-gpu: these run on machines without a GPU (CI).
+//! Kernel parity on a device is `dv bench gpu-single` / `gpu-streams`.
+mod compile;
+mod layout;
+mod sampling;
