@@ -42,8 +42,31 @@ __device__ __forceinline__ float ld_cluster(u32 local_addr, u32 rank) {
     u32 remote;
     float v;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local_addr), "r"(rank));
-    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote));
     return v;
+}
+// The sum over the cluster of one float at `local_addr` in every CTA: all C
+// loads are issued before the first add (one round trip, not C).
+__device__ __forceinline__ float sum_cluster(u32 local_addr) {
+    float v[C];
+#pragma unroll
+    for (int c = 0; c < C; c++) v[c] = ld_cluster(local_addr, c);
+    float acc = 0.0f;
+#pragma unroll
+    for (int c = 0; c < C; c++) acc += v[c];
+    return acc;
+}
+// Cluster barrier. `release` threads publish their earlier shared-memory
+// writes to the other CTAs; the rest arrive relaxed, so that their pending
+// global stores (history rings, output samples) are not waited for here:
+// those are read back only inside this CTA, after a __syncthreads.
+__device__ __forceinline__ void cluster_sync(bool release) {
+    if (release) {
+        asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+    } else {
+        asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+    }
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 
 // Sum over `width` consecutive lanes (a power of two <= 32).
@@ -110,6 +133,7 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
     cursor = (unsigned char*)(((size_t)cursor + 15) & ~(size_t)15);
     float* xs = (float*)cursor; cursor += sizeof(float) * R;
     float* pre = (float*)cursor; cursor += sizeof(float) * NL * 2 * U;
+    float* olds = (float*)cursor; cursor += sizeof(float) * NL * R;
     float* hs = (float*)cursor; cursor += sizeof(float) * NL * U;
     float* xbuf = (float*)cursor; cursor += sizeof(float) * 2 * R;
     float* sbuf = (float*)cursor; cursor += sizeof(float) * S;
@@ -125,6 +149,17 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
 #pragma unroll
     for (int k = 0; k < 4; k++) rs[k] = rng_state[k];
     int y1 = 128, y2 = 128;
+    // This thread's relu- and output-layer weights, in registers for the
+    // whole launch (the plan keeps (S + A) / TPZ small).
+    float wz_reg[S / TPZ], wo_reg[A / TPZ];
+    {
+        const int q = tid / TPZ, k = tid % TPZ;
+        const bool mine = tid < AC * TPZ;
+#pragma unroll
+        for (int m = 0; m < S / TPZ; m++) wz_reg[m] = mine ? wf(wz[(size_t)q * S + k + m * TPZ]) : 0.0f;
+#pragma unroll
+        for (int m = 0; m < A / TPZ; m++) wo_reg[m] = mine ? wf(wo[(size_t)q * A + k + m * TPZ]) : 0.0f;
+    }
     __syncthreads();
     // Every CTA's shared memory must exist before any remote access.
     cluster_sync_all();
@@ -134,11 +169,26 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
         // 1. Embedding.
         for (int j = tid; j < R; j += NT) xs[j] = emb_c[y1 * R + j] + emb_p[y2 * R + j] + emb_b[j];
         // 2. W_prev · x_i(t - d_i) + bias + L_i for this CTA's 2U rows of every layer.
+        //    First x_i(t - d_i) of every layer into shared memory, every load
+        //    in flight at once (one L2 round trip per sample).
+        {
+            constexpr int K = (NL * R + NT - 1) / NT;
+            float v[K];
+#pragma unroll
+            for (int k = 0; k < K; k++) {
+                const int e = tid + k * NT, i = e / R;
+                v[k] = e < NL * R ? my_hist[(size_t)(c_hoff[i] + t % c_dil[i]) * R + e % R] : 0.0f;
+            }
+#pragma unroll
+            for (int k = 0; k < K; k++)
+                if (tid + k * NT < NL * R) olds[tid + k * NT] = v[k];
+        }
+        __syncthreads();
         for (int g = tid; g < NL * 2 * U * TPP; g += NT) {
             const int row = g / TPP, k = g % TPP;  // row = i * 2U + q
             const int i = row / (2 * U), q = row % (2 * U);
             const int o = q < U ? u0 + q : R + u0 + (q - U);
-            const float* old = my_hist + (size_t)(c_hoff[i] + t % c_dil[i]) * R;
+            const float* old = olds + i * R;
             const wt* w = wp + (size_t)row * R;
             float acc = 0.0f;
 #pragma unroll 4
@@ -148,11 +198,26 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
         }
         __syncthreads();
 
-        // 3. The layer chain.
+        // 3. The layer chain; thread o < S also accumulates skip output o over
+        //    this CTA's units, its weights loaded a layer ahead.
+        float skip_acc = 0.0f;
+        float wsk_next[U];
+#pragma unroll
+        for (int j = 0; j < U; j++) wsk_next[j] = tid < S ? wf(wsk[(size_t)j * S + tid]) : 0.0f;
         for (int i = 0; i < NL; i++) {
+            float wsk_cur[U];
+#pragma unroll
+            for (int j = 0; j < U; j++) {
+                wsk_cur[j] = wsk_next[j];
+                wsk_next[j] = (tid < S && i + 1 < NL) ? wf(wsk[(size_t)((i + 1) * U + j) * S + tid]) : 0.0f;
+            }
             // x_i(t) joins layer i's history (its slot was read in phase 2).
-            float* slot = my_hist + (size_t)(c_hoff[i] + t % c_dil[i]) * R;
-            for (int j = tid; j < R; j += NT) slot[j] = xs[j];
+            // Written by the ring-writer threads (the last R of the block),
+            // which hold no partial sums and so arrive relaxed below.
+            if (tid >= NT - R) {
+                const int j = tid - (NT - R);
+                my_hist[(size_t)(c_hoff[i] + t % c_dil[i]) * R + j] = xs[j];
+            }
             // Gate: unit-major pairs of rows, TPR threads per row; the tanh
             // row (half 0) and its sigmoid row (half 1) sit in one warp.
             if (tid < 2 * U * TPR) {
@@ -168,6 +233,10 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
                 if (half == 0 && k == 0) hs[i * U + unit] = tanhf(v) * sigmoidf_exact(other);
             }
             __syncthreads();
+            if (tid < S) {
+#pragma unroll
+                for (int j = 0; j < U; j++) skip_acc += wsk_cur[j] * hs[i * U + j];
+            }
             if (i == NL - 1) break;
             // This CTA's share of W_res · h: R outputs from U units.
             float* xb = xbuf + (i & 1) * R;
@@ -178,41 +247,26 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
                 for (int j = 0; j < U; j++) acc += wf(w[j * R]) * hs[i * U + j];
                 xb[o] = acc;
             }
-            cluster_sync_all();
+            cluster_sync(tid < R);
             const u32 xb_addr = smem_u32(xb);
-            for (int o = tid; o < R; o += NT) {
-                float acc = 0.0f;
-                for (int c = 0; c < C; c++) acc += ld_cluster(xb_addr + 4 * o, c);
-                xs[o] += acc + res_b[i * R + o];
-            }
+            for (int o = tid; o < R; o += NT) xs[o] += sum_cluster(xb_addr + 4 * o) + res_b[i * R + o];
             __syncthreads();
         }
 
         // 4. Skip: this CTA's units of every layer, summed over CTAs, relu.
-        for (int o = tid; o < S; o += NT) {
-            const wt* w = wsk + o;
-            float acc = 0.0f;
-#pragma unroll 8
-            for (int k = 0; k < NL * U; k++) acc += wf(w[(size_t)k * S]) * hs[k];
-            sbuf[o] = acc;
-        }
+        if (tid < S) sbuf[tid] = skip_acc;
         cluster_sync_all();
         {
             const u32 addr = smem_u32(sbuf);
-            for (int o = tid; o < S; o += NT) {
-                float acc = 0.0f;
-                for (int c = 0; c < C; c++) acc += ld_cluster(addr + 4 * o, c);
-                zs[o] = fmaxf(acc + skip_b[o], 0.0f);
-            }
+            for (int o = tid; o < S; o += NT) zs[o] = fmaxf(sum_cluster(addr + 4 * o) + skip_b[o], 0.0f);
         }
         __syncthreads();
         // 5. Relu layer: AC rows of S, TPZ threads per row.
-        for (int g = tid; g < AC * TPZ; g += NT) {
-            const int q = g / TPZ, k = g % TPZ;
-            const wt* w = wz + (size_t)q * S;
+        if (tid < AC * TPZ) {
+            const int q = tid / TPZ, k = tid % TPZ;
             float acc = 0.0f;
-#pragma unroll 4
-            for (int j = k; j < S; j += TPZ) acc += wf(w[j]) * zs[j];
+#pragma unroll
+            for (int m = 0; m < S / TPZ; m++) acc += wz_reg[m] * zs[k + m * TPZ];
             acc = group_sum<TPZ>(acc);
             if (k == 0) zbuf[q] = fmaxf(acc + relu_b[rank * AC + q], 0.0f);
         }
@@ -223,12 +277,11 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
         }
         __syncthreads();
         // 6. Output layer: AC rows of A.
-        for (int g = tid; g < AC * TPZ; g += NT) {
-            const int q = g / TPZ, k = g % TPZ;
-            const wt* w = wo + (size_t)q * A;
+        if (tid < AC * TPZ) {
+            const int q = tid / TPZ, k = tid % TPZ;
             float acc = 0.0f;
-#pragma unroll 4
-            for (int j = k; j < A; j += TPZ) acc += wf(w[j]) * za[j];
+#pragma unroll
+            for (int m = 0; m < A / TPZ; m++) acc += wo_reg[m] * za[k + m * TPZ];
             acc = group_sum<TPZ>(acc);
             if (k == 0) lbuf[q] = acc + out_b[rank * AC + q];
         }
@@ -245,7 +298,7 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
             const int y = warp_sample(logits, probs, mode, inv_tau, u);
             if (lane == 0) {
                 ybuf[0] = forced ? (int)forced[t] : y;
-                if (rank == 0) out[t] = y;
+                ybuf[1] = y;
             }
             if (probs_out && rank == 0) {
                 for (int k = lane; k < A; k += 32) probs_out[(size_t)t * A + k] = probs[k];
@@ -254,6 +307,7 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
         __syncthreads();
         y2 = y1;
         y1 = ybuf[0];
+        if (rank == 0 && tid == NT - 1) out[t] = ybuf[1];
     }
     if (rank == 0 && tid == 0) {
         for (int k = 0; k < 4; k++) rng_state[k] = rs[k];

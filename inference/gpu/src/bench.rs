@@ -72,11 +72,14 @@ pub fn time_multi(
     sampling: GpuSampling,
     repeats: usize,
 ) -> Result<MultiTiming, GpuError> {
-    let frames = steps.div_ceil(hop);
-    let distinct = pool_frames.saturating_sub(frames).max(1);
+    let frames = (steps * (repeats.max(1) + 1)).div_ceil(hop);
+    if frames > pool_frames {
+        return Err(GpuError::Shape { what: "conditioning pool frames", expected: frames, got: pool_frames });
+    }
+    let distinct = (pool_frames - frames).max(1);
     let slots = gpu.slots();
     let starts: Vec<StreamStart> = (0..slots)
-        .map(|s| StreamStart { slot: s, cond_frame: (s * 7) % distinct, samples: steps * (repeats + 1), seed: s as u64 })
+        .map(|s| StreamStart { slot: s, cond_frame: (s * 7) % distinct, samples: steps * (repeats.max(1) + 1), seed: s as u64 })
         .collect();
     gpu.start(&starts)?;
     gpu.advance(steps, sampling, None, false)?; // warm-up (and a first check below)

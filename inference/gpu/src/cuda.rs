@@ -109,6 +109,12 @@ impl GpuDevice {
 
     fn load(&self, src: &str, kernel: &'static str, smem: usize) -> Result<(Arc<CudaModule>, CudaFunction), GpuError> {
         let ptx = compile_ptx(src, kernel, &self.arch())?;
+        if let Some(dir) = std::env::var_os("DV_GPU_DUMP_PTX") {
+            // For `ptxas -v` resource reports: one file per specialization.
+            let h = src.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+            let path = std::path::Path::new(&dir).join(format!("{kernel}-{h:016x}.ptx"));
+            let _ = std::fs::write(path, ptx.to_src());
+        }
         let module = self.ctx.load_module(ptx).map_err(driver("cuModuleLoadData"))?;
         let func = module.load_function(kernel).map_err(driver("cuModuleGetFunction"))?;
         func.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)

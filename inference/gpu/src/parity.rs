@@ -11,7 +11,7 @@ use dv_voice::Voice;
 
 use crate::cuda::{MultiStream, SingleStream, StreamStart};
 use crate::error::GpuError;
-use crate::model::A;
+use crate::model::{bf16_bits, bf16_value, A};
 use crate::sampling::GpuSampling;
 
 /// How far a kernel is from the reference.
@@ -44,6 +44,26 @@ fn reference(voice: &Voice, cond: &Conditioning, n: usize) -> Result<(Vec<u8>, V
         probs.extend_from_slice(p)
     })?;
     Ok((out, probs))
+}
+
+/// `voice` with the WaveNet's weight matrices rounded to bfloat16 (what
+/// the kernels store with `bf16`; biases and embeddings stay float32): the
+/// reference that isolates a kernel's arithmetic from the rounding of its
+/// weights.
+pub fn bf16_rounded(voice: &Voice) -> Result<Voice, GpuError> {
+    let mut weights = voice.weights().clone();
+    for (name, t) in weights.iter_mut() {
+        let matrix = name.ends_with(".w_prev")
+            || name.ends_with(".w_cur")
+            || name.ends_with(".w_res")
+            || ["wavenet.skip.weight", "wavenet.relu.weight", "wavenet.out.weight"].contains(&name.as_str());
+        if name.starts_with("wavenet.") && matrix {
+            for v in t.data_mut() {
+                *v = bf16_value(bf16_bits(*v));
+            }
+        }
+    }
+    Ok(Voice::new(voice.config().clone(), weights)?)
 }
 
 fn max_diff(a: &[f32], b: &[f32]) -> f64 {

@@ -54,16 +54,19 @@ impl SinglePlan {
         }
         let u = r / cluster;
         let ac = A / cluster;
-        if 2 * u > threads {
-            return bad(format!("{} gate rows per block exceed {threads} threads", 2 * u));
+        if 2 * u > threads || 2 * r > threads || s > threads {
+            return bad(format!("{threads} threads per block (at least 2r = {}, s = {s} and {} gate rows)", 2 * r, 2 * u));
         }
         let tpr = floor_pow2(threads / (2 * u)).min(16);
         let tpp = (32 / (2 * u).min(32)).max(8).min(32);
         let tpz = floor_pow2(threads / ac).min(32);
+        if (s + A) / tpz > 64 {
+            return bad(format!("{} output-layer weights per thread in registers (at most 64)", (s + A) / tpz));
+        }
         debug_assert!((2 * u * tpr) % 32 == 0 && (2 * u * tpp) % 32 == 0 && (ac * tpz) % 32 == 0);
         let wbytes = if bf16 { 2 } else { 4 };
         let weights = wbytes * (2 * l * 2 * u * r + (l - 1) * u * r);
-        let buffers = 4 * (r + l * 2 * u + l * u + 2 * r + 2 * s + 2 * ac + 3 * A) + 16 + 16;
+        let buffers = 4 * (r + l * 2 * u + l * r + l * u + 2 * r + 2 * s + 2 * ac + 3 * A) + 16 + 16;
         let smem_weights = weights + buffers <= smem_limit;
         let smem_bytes = if smem_weights { weights + buffers } else { buffers };
         if smem_bytes > smem_limit {

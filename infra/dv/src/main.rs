@@ -2,6 +2,7 @@
 //! types; see `dv --help`.
 
 mod align;
+mod bench;
 mod corpus;
 mod doctor;
 mod evaluate;
@@ -50,6 +51,9 @@ enum Command {
     Export(export::ExportArgs),
     /// Speak with a voice package on the CPU (no libtorch): conditioning network + WaveNet sampler → 16-bit WAV.
     Synth(synth::SynthArgs),
+    /// GPU samplers: parity with the CPU reference, then timings (kernel 1 per utterance, kernel 2 many streams).
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
     /// Draw training curves (loss, validation loss, any logged metric) from a JSONL file to PNG.
     Plot(plot::PlotArgs),
 }
@@ -105,5 +109,6 @@ fn main() -> anyhow::Result<()> {
         Command::Evaluate(a) => evaluate::run(a),
         Command::G2p(a) => g2p::run(a),
         Command::Synth(a) => synth::run(a),
+        Command::Bench(c) => bench::run(c),
     }
 }

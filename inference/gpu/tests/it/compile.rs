@@ -15,8 +15,8 @@ fn nvrtc_compiles_both_kernels_for_every_preset() {
     for (name, cfg) in dv_voice::PRESETS {
         let voice = random_voice(cfg, 1).unwrap();
         let w = Weights::from_voice(&voice).unwrap();
-        for (cluster, bf16) in [(16, false), (8, true), (4, false)] {
-            let plan = SinglePlan::new(&w.sizes, cluster, 256, bf16, smem).unwrap();
+        for (cluster, threads, bf16) in [(16, 256, false), (8, 256, true), (4, 512, false)] {
+            let plan = SinglePlan::new(&w.sizes, cluster, threads, bf16, smem).unwrap();
             let ptx = compile_ptx(&plan.source(&w.sizes), "wavenet_single", "compute_90")
                 .unwrap_or_else(|e| panic!("{name} C={cluster}: {e}"))
                 .to_src();

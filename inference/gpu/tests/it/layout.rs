@@ -127,7 +127,9 @@ fn plans_keep_the_kernels_warp_invariants_and_refuse_what_they_cannot_run() {
         let big = SinglePlan::new(&w.sizes, 16, 256, false, 227 * 1024).unwrap();
         if name == "40x64x256" {
             assert!(big.smem_weights);
-            assert!(!SinglePlan::new(&w.sizes, 4, 256, false, 227 * 1024).unwrap().smem_weights);
+            assert!(!SinglePlan::new(&w.sizes, 4, 512, false, 227 * 1024).unwrap().smem_weights);
+            // 256 threads would hold 128 output-layer weights each in registers.
+            assert!(SinglePlan::new(&w.sizes, 4, 256, false, 227 * 1024).is_err());
         }
         assert!(MultiPlan::new(&w.sizes, 32, 256, true, true, 227 * 1024).is_ok(), "{name}");
         assert!(MultiPlan::new(&w.sizes, 32, 256, true, false, 227 * 1024).is_err(), "mma needs bf16");

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Issue 9 on the GPU machine: both dv-gpu kernels, parity with the CPU reference, then timings.
+# Run from the repo root on the device with the xz-compressed stripped dv (and optionally a
+# voice package) in .carry/:
+#   benchmarks/gpu/run.sh .carry/dv.xz $OUT [VOICE_DIR]
+# SINGLE / STREAMS hold extra arguments for `dv bench gpu-single` / `gpu-streams`
+# (SKIP_SINGLE=1 / SKIP_STREAMS=1 leave one out). Logs and JSON lines land in $OUT.
+set -uo pipefail
+dvxz=$1 out=$2 voice=${3:-}
+mkdir -p "$out/bin" "$out/lib" "$out/ptx"
+xz -dc "$dvxz" > "$out/bin/dv" && chmod +x "$out/bin/dv"
+dv=$out/bin/dv
+site=$(python3 -c 'import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))')
+nccl=$site/nvidia/nccl/lib
+ln -sf "$nccl/libnccl.so.2" "$out/lib/libnccl.so"
+export LD_LIBRARY_PATH="$out/lib:$site/torch/lib:$site/nvidia/cu13/lib:$nccl:${LD_LIBRARY_PATH:-}"
+export DV_GPU_DUMP_PTX=$out/ptx
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpus.csv"
+vargs=()
+[ -n "$voice" ] && vargs=(--voice "$voice")
+if [ "${SKIP_SINGLE:-0}" != 1 ]; then
+    echo "== dv bench gpu-single ${SINGLE:-}"
+    timeout "${SINGLE_TIMEOUT:-200}" "$dv" bench gpu-single "${vargs[@]}" --json "$out/single.jsonl" ${SINGLE:-} \
+        > "$out/single.txt" 2> "$out/single.err"
+    echo "rc=$?"; tail -3 "$out/single.err"
+fi
+if [ "${SKIP_STREAMS:-0}" != 1 ]; then
+    echo "== dv bench gpu-streams ${STREAMS:-}"
+    timeout "${STREAMS_TIMEOUT:-250}" "$dv" bench gpu-streams --json "$out/streams.jsonl" ${STREAMS:-} \
+        > "$out/streams.txt" 2> "$out/streams.err"
+    echo "rc=$?"; tail -3 "$out/streams.err"
+fi
+# Registers, spills and shared memory of every specialization compiled above.
+for f in "$out"/ptx/*.ptx; do
+    [ -e "$f" ] || continue
+    echo "$(basename "$f"): $(ptxas -arch=sm_90 -v "$f" -o /dev/null 2>&1 | grep -E 'registers|spill' | tr '\n' ' ')"
+done > "$out/ptxas.txt"
+rm -rf "$out/bin" "$out/lib"
+tar -C "$out" -czf "$out/all.tgz" --exclude=all.tgz . 2>/dev/null
+cat "$out/single.txt" "$out/streams.txt" 2>/dev/null | tail -c 9000

@@ -1,0 +1,309 @@
+//! `dv bench`: the GPU samplers of dv-gpu, checked and timed on the device
+//! (issue 9). Every configuration is first compared with the CPU scalar
+//! reference (per-step distributions teacher-forced, and mode-sampled
+//! streams free-running) and only then timed with device events; a
+//! configuration that fails parity is reported and not timed.
+//!
+//! * `gpu-single`: kernel 1 (one utterance per launch): real-time factor for
+//!   every Table 2 size (random weights, seeded) and any `--voice`, for each
+//!   cluster size and precision asked for.
+//! * `gpu-streams`: kernel 2 (many streams): samples per second per stream
+//!   and in all at each number of streams, and the largest number of streams
+//!   that each stay faster than real time.
+//!
+//! Results are printed as a table and appended to `--json` as JSON lines.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use dv_gpu::parity::{multi_parity, single_parity};
+use dv_gpu::{GpuDevice, GpuSampling, MultiPlan, MultiStream, SinglePlan, SingleStream, Weights};
+use dv_synth::random::{random_conditioning, random_voice};
+use dv_synth::Sampling;
+use dv_voice::{Voice, WavenetConfig};
+use serde_json::json;
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// Kernel 1 (one utterance, one launch): parity, then real-time factor.
+    GpuSingle(SingleArgs),
+    /// Kernel 2 (many streams): parity, then throughput at each stream count.
+    GpuStreams(StreamsArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct Common {
+    /// Table 2 sizes with random weights (comma-separated, or "all").
+    #[arg(long, default_value = "all")]
+    presets: String,
+    /// Also run these voice packages (trained weights).
+    #[arg(long)]
+    voice: Vec<PathBuf>,
+    /// Samples compared with the CPU reference per configuration.
+    #[arg(long, default_value_t = 512)]
+    parity_steps: usize,
+    /// Precisions: f32, bf16 or both.
+    #[arg(long, default_value = "both")]
+    precision: String,
+    /// Append results here as JSON lines.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+}
+
+#[derive(Args, Debug)]
+pub struct SingleArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Cluster sizes to try.
+    #[arg(long, value_delimiter = ',', default_value = "8,16")]
+    clusters: Vec<usize>,
+    #[arg(long, value_delimiter = ',', default_value = "256")]
+    threads: Vec<usize>,
+    /// Seconds of audio per timed launch.
+    #[arg(long, default_value_t = 1.0)]
+    seconds: f64,
+    #[arg(long, default_value_t = 3)]
+    repeats: usize,
+}
+
+#[derive(Args, Debug)]
+pub struct StreamsArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Stream counts to time.
+    #[arg(long, value_delimiter = ',', default_value = "1024,2048,4096,8192")]
+    streams: Vec<usize>,
+    /// Stream slots per block.
+    #[arg(long, value_delimiter = ',', default_value = "32")]
+    per_block: Vec<usize>,
+    #[arg(long, default_value_t = 256)]
+    threads: usize,
+    /// Samples per stream per timed launch.
+    #[arg(long, default_value_t = 2048)]
+    steps: usize,
+    #[arg(long, default_value_t = 3)]
+    repeats: usize,
+    /// Peak FLOP/s and device-memory bytes/s for the floors (measured ceilings).
+    #[arg(long, default_value_t = 790e12)]
+    peak_flops: f64,
+    #[arg(long, default_value_t = 4.3e12)]
+    peak_bytes: f64,
+}
+
+fn voices(c: &Common) -> anyhow::Result<Vec<(String, Voice)>> {
+    let mut out = Vec::new();
+    let names: Vec<String> = if c.presets == "all" {
+        dv_voice::PRESETS.iter().map(|(n, _)| n.to_string()).collect()
+    } else if c.presets.is_empty() || c.presets == "none" {
+        vec![]
+    } else {
+        c.presets.split(',').map(str::to_string).collect()
+    };
+    for n in names {
+        let cfg = WavenetConfig::preset(&n).with_context(|| format!("--presets: no Table 2 size {n}"))?;
+        out.push((format!("{n} (random)"), random_voice(cfg, 7)?));
+    }
+    for p in &c.voice {
+        out.push((p.display().to_string(), Voice::read(p)?));
+    }
+    Ok(out)
+}
+
+fn precisions(c: &Common) -> anyhow::Result<Vec<bool>> {
+    Ok(match c.precision.as_str() {
+        "f32" => vec![false],
+        "bf16" => vec![true],
+        "both" => vec![false, true],
+        p => anyhow::bail!("--precision {p}: f32, bf16 or both"),
+    })
+}
+
+struct JsonOut(Option<std::fs::File>);
+
+impl JsonOut {
+    fn new(p: &Option<PathBuf>) -> anyhow::Result<Self> {
+        Ok(Self(match p {
+            Some(p) => Some(
+                std::fs::OpenOptions::new().create(true).append(true).open(p).with_context(|| format!("{}", p.display()))?,
+            ),
+            None => None,
+        }))
+    }
+
+    fn put(&mut self, v: serde_json::Value) -> anyhow::Result<()> {
+        if let Some(f) = &mut self.0 {
+            writeln!(f, "{v}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The bound each precision's distributions must meet (issue 9).
+fn tolerance(bf16: bool) -> f64 {
+    if bf16 {
+        1e-3
+    } else {
+        1e-5
+    }
+}
+
+pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
+    match cmd {
+        BenchCommand::GpuSingle(a) => single(a),
+        BenchCommand::GpuStreams(a) => streams(a),
+    }
+}
+
+fn single(a: SingleArgs) -> anyhow::Result<()> {
+    let dev = Arc::new(GpuDevice::new(a.common.device)?);
+    println!("{} (compute {:?}, {} SMs, {} B shared/block)", dev.name(), dev.compute_capability(), dev.multiprocessors(), dev.shared_memory_limit());
+    let mut json = JsonOut::new(&a.common.json)?;
+    let mut failed = 0;
+    let n = (a.seconds * dv_gpu::SAMPLE_RATE) as usize;
+    println!("| voice | precision | cluster | threads | W in smem | parity max|Δp| | mode mismatches | ms / {:.2} s | µs / sample | real-time factor |", a.seconds);
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for (name, voice) in voices(&a.common)? {
+        let w = Weights::from_voice(&voice)?;
+        let frames = n.div_ceil(w.sizes.hop).max(a.common.parity_steps.div_ceil(w.sizes.hop));
+        let cond = random_conditioning(voice.config(), frames, 3);
+        for &bf16 in &precisions(&a.common)? {
+            for &cluster in &a.clusters {
+                for &threads in &a.threads {
+                    let plan = match SinglePlan::new(&w.sizes, cluster, threads, bf16, dev.shared_memory_limit()) {
+                        Ok(p) => p,
+                        Err(e) => {
+                            println!("| {name} | {} | {cluster} | {threads} | – | not run: {e} |||||", prec(bf16));
+                            continue;
+                        }
+                    };
+                    let gpu = match SingleStream::new(dev.clone(), &w, plan) {
+                        Ok(g) => g,
+                        Err(e) => {
+                            println!("| {name} | {} | {cluster} | {threads} | – | failed: {e} |||||", prec(bf16));
+                            failed += 1;
+                            continue;
+                        }
+                    };
+                    // bf16: the reference runs the same rounded weights (the
+                    // rounding itself is a property of the model, not the kernel).
+                    let reference = if bf16 { dv_gpu::parity::bf16_rounded(&voice)? } else { voice.clone() };
+                    let par = single_parity(&gpu, &reference, &cond, a.common.parity_steps)?;
+                    let ok = par.max_prob_diff <= tolerance(bf16) && (bf16 || par.mode_mismatches == 0);
+                    let timing = if ok {
+                        Some(dv_gpu::time_single(&gpu, &cond, n, GpuSampling::new(Sampling::Direct)?, a.repeats)?)
+                    } else {
+                        failed += 1;
+                        None
+                    };
+                    let (ms, us, rtf) = timing.as_ref().map_or((f64::NAN, f64::NAN, f64::NAN), |t| (t.median_ms, t.us_per_sample, t.real_time_factor));
+                    println!(
+                        "| {name} | {} | {cluster} | {threads} | {} | {:.2e}{} | {}/{} | {ms:.1} | {us:.2} | {rtf:.2}x |",
+                        prec(bf16),
+                        plan.smem_weights,
+                        par.max_prob_diff,
+                        if ok { "" } else { " FAIL" },
+                        par.mode_mismatches,
+                        par.steps,
+                    );
+                    json.put(json!({
+                        "bench": "gpu-single", "device": dev.name(), "voice": name, "sizes": w.sizes.name(),
+                        "bf16": bf16, "cluster": cluster, "threads": threads, "smem_weights": plan.smem_weights,
+                        "parity_steps": par.steps, "max_prob_diff": par.max_prob_diff, "mode_mismatches": par.mode_mismatches,
+                        "parity_ok": ok, "samples": n, "median_ms": ms, "us_per_sample": us, "real_time_factor": rtf,
+                    }))?;
+                }
+            }
+        }
+    }
+    anyhow::ensure!(failed == 0, "{failed} configuration(s) failed parity or could not be built");
+    Ok(())
+}
+
+fn prec(bf16: bool) -> &'static str {
+    if bf16 {
+        "bf16"
+    } else {
+        "f32"
+    }
+}
+
+fn streams(a: StreamsArgs) -> anyhow::Result<()> {
+    let dev = Arc::new(GpuDevice::new(a.common.device)?);
+    println!("{} (compute {:?}, {} SMs)", dev.name(), dev.compute_capability(), dev.multiprocessors());
+    let mut json = JsonOut::new(&a.common.json)?;
+    let mut failed = 0;
+    for (name, voice) in voices(&a.common)? {
+        let w = Weights::from_voice(&voice)?;
+        let fl = dv_gpu::floor(&w.sizes, a.peak_flops, a.peak_bytes);
+        println!(
+            "\n{name}: floors {:.0} real-time streams by arithmetic ({:.2} MFLOP/sample at {:.0} TFLOP/s), {:.0} by device memory ({} B/sample at {:.1} TB/s)",
+            fl.streams_by_flops, fl.flop_per_sample / 1e6, a.peak_flops / 1e12, fl.streams_by_bytes, fl.dram_bytes_per_sample, a.peak_bytes / 1e12
+        );
+        let hop = w.sizes.hop;
+        for &bf16 in &precisions(&a.common)? {
+            for &per_block in &a.per_block {
+                let mma = bf16;
+                let plan = match MultiPlan::new(&w.sizes, per_block, a.threads, mma, bf16, dev.shared_memory_limit()) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        println!("{} per block {per_block}: not run: {e}", prec(bf16));
+                        continue;
+                    }
+                };
+                // Parity: two blocks of slots, every slot live, four checked.
+                let pstreams = 2 * per_block;
+                let pool = random_conditioning(voice.config(), a.common.parity_steps.div_ceil(hop) + pstreams + 1, 5);
+                let mut gpu = MultiStream::new(dev.clone(), &w, plan, pstreams, &pool)?;
+                let reference = if bf16 { dv_gpu::parity::bf16_rounded(&voice)? } else { voice.clone() };
+                let par = multi_parity(&mut gpu, &reference, &pool, a.common.parity_steps, &[0, 1, per_block + 3, pstreams - 2])?;
+                let ok = par.max_prob_diff <= tolerance(bf16) && (bf16 || par.mode_mismatches == 0);
+                println!(
+                    "{} ({}), {per_block} streams/block, {} threads: parity max|Δp| {:.2e}, mode mismatches {}/{}{}",
+                    prec(bf16),
+                    if mma { "tensor cores" } else { "fp32 FMA" },
+                    a.threads,
+                    par.max_prob_diff,
+                    par.mode_mismatches,
+                    par.steps,
+                    if ok { "" } else { "  FAIL: not timed" }
+                );
+                json.put(json!({
+                    "bench": "gpu-streams-parity", "device": dev.name(), "voice": name, "sizes": w.sizes.name(), "bf16": bf16,
+                    "mma": mma, "per_block": per_block, "threads": a.threads, "parity_steps": par.steps,
+                    "max_prob_diff": par.max_prob_diff, "mode_mismatches": par.mode_mismatches, "parity_ok": ok,
+                }))?;
+                if !ok {
+                    failed += 1;
+                    continue;
+                }
+                drop(gpu);
+                let pool = random_conditioning(voice.config(), (a.repeats + 1) * a.steps.div_ceil(hop) + 64, 9);
+                println!("| streams | ms / {} steps | samples/s per stream | real-time factor | samples/s in all |", a.steps);
+                println!("|---|---|---|---|---|");
+                let mut best = 0;
+                for &n in &a.streams {
+                    let mut gpu = MultiStream::new(dev.clone(), &w, plan, n, &pool)?;
+                    let t = dv_gpu::time_multi(&mut gpu, pool.frames(), hop, a.steps, GpuSampling::new(Sampling::Direct)?, a.repeats)?;
+                    println!("| {} | {:.1} | {:.0} | {:.2}x | {:.3e} |", t.streams, t.median_ms, t.per_stream_rate, t.real_time_factor, t.total_rate);
+                    if t.real_time_factor >= 1.0 {
+                        best = best.max(t.streams);
+                    }
+                    json.put(json!({
+                        "bench": "gpu-streams", "device": dev.name(), "voice": name, "sizes": w.sizes.name(), "bf16": bf16,
+                        "mma": mma, "per_block": per_block, "threads": a.threads, "streams": t.streams, "steps": t.steps,
+                        "median_ms": t.median_ms, "per_stream_rate": t.per_stream_rate, "real_time_factor": t.real_time_factor,
+                        "total_rate": t.total_rate, "floor_streams_flops": fl.streams_by_flops, "floor_streams_bytes": fl.streams_by_bytes,
+                    }))?;
+                }
+                println!("largest real-time stream count tried: {best}");
+            }
+        }
+    }
+    anyhow::ensure!(failed == 0, "{failed} configuration(s) failed parity");
+    Ok(())
+}
