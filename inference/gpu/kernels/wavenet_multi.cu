@@ -3,9 +3,18 @@
 // block owns BS stream slots and advances them one sample per step for
 // `steps` steps; blocks never wait for one another. Within a block every
 // per-step product is a [BS, K] x [K, N] matrix product over the block's
-// streams, so a weight read from L2 serves BS streams; with MMA = 1 the
-// products run on the tensor cores (mma.sync m16n8k16, bfloat16 operands,
-// float32 accumulation), with MMA = 0 as float32 FMAs.
+// streams, so a weight read from L2 serves BS streams.
+//
+// Weights stream through shared memory in panels (PANEL_BYTES each, two
+// buffers): cp.async copies the next panel while the current one is
+// multiplied, so the weight traffic is bandwidth-bound, not latency-bound.
+// The per-stream inputs of the next layer (its history row x_i(t - d_i) and
+// conditioning L_i) are loaded into registers one layer ahead for the same
+// reason.
+//
+// MMA = 1: tensor cores (mma.sync m16n8k16, bfloat16 weights). Activations
+// are split into two bfloat16 terms (hi + lo) and multiplied twice, so they
+// keep ~16 bits of mantissa; accumulation is float32. MMA = 0: float32 FMAs.
 //
 // A slot's state lives in global memory between launches (its layer
 // histories, last two samples, position, length, random state and where its
@@ -14,14 +23,77 @@
 // when its position reaches its length (it is then computed but neither
 // advanced nor written).
 //
-// Extra defines: BS (slots per block, a multiple of 16), NT (threads),
-// MMA (1: tensor cores; needs WBF16 = 1).
+// Extra defines: BS (slots per block, a multiple of 16), NT (threads, with
+// BS * R a multiple of NT), MMA, PANEL_BYTES.
 
 #define NW (NT / 32)
-#define PAD 8
+#define APAD 8                     // activation row pad (floats)
+#define AST(width) ((width) + APAD)  // activation row stride
+#if MMA
+#define WPAD 8                     // weight panel row pad (elements): conflict-free B fragments
+#else
+#define WPAD 4                     // float4 rows, conflict-free per quarter warp
+#endif
+#define MAXW2 ((2 * R > A) ? 2 * R : A)
+#define MAXW ((MAXW2 > S) ? MAXW2 : S)
+#define EK (BS * R / NT)           // [BS, R] elements per thread
 
-// Row stride (floats) of a shared [BS, width] matrix.
-#define STRIDE(width) ((width) + PAD)
+__device__ __forceinline__ u32 smem_u32(const void* p) {
+    u32 a;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+
+struct Wts {
+    const wt* dil;   // per layer [2R][2R]: rows [W_prev | W_cur]
+    const wt* res;   // per layer [R][R], NL - 1 layers
+    const wt* skip;  // per layer [S][R]
+    const wt* relu;  // [A][S]
+    const wt* out;   // [A][A]
+};
+struct Mat {
+    const wt* w;
+    int n, k;
+};
+// The matrices of one step in order: per layer dil, res (not the last), skip; then relu, out.
+__device__ __forceinline__ Mat mat(const Wts& W, int id) {
+    if (id < 3 * NL) {
+        const int i = id / 3, kind = id % 3;
+        if (kind == 0) return Mat{W.dil + (size_t)i * 4 * R * R, 2 * R, 2 * R};
+        if (kind == 1) return Mat{W.res + (size_t)i * R * R, R, R};
+        return Mat{W.skip + (size_t)i * S * R, S, R};
+    }
+    if (id == 3 * NL) return Mat{W.relu, A, S};
+    return Mat{W.out, A, A};
+}
+__device__ __forceinline__ int next_mat(int id) {
+    id += 1;
+    if (id == 3 * (NL - 1) + 1) id += 1;  // the last layer has no residual matrix
+    return id > 3 * NL + 1 ? 0 : id;
+}
+// Rows per panel: the largest power of two whose padded rows fit PANEL_BYTES.
+__device__ __forceinline__ int panel_rows(int n, int k) {
+    const int fit = PANEL_BYTES / ((k + WPAD) * (int)sizeof(wt));
+    int p = 1;
+    while (p * 2 <= fit) p *= 2;
+    return p < n ? p : n;
+}
+
+struct Pipe {
+    int id, n0, buf;  // the panel to consume next and its buffer
+};
+
+__device__ __forceinline__ void stage(const Mat m, int n0, unsigned char* dst) {
+    const int rows = panel_rows(m.n, m.k);
+    const int cpr = m.k * (int)sizeof(wt) / 16;  // 16-byte chunks per row
+    const int rowb = (m.k + WPAD) * (int)sizeof(wt);
+    for (int c = threadIdx.x; c < rows * cpr; c += NT) {
+        const int r = c / cpr, q = c % cpr;
+        const unsigned char* src = (const unsigned char*)(m.w + (size_t)(n0 + r) * m.k) + q * 16;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(dst + r * rowb + q * 16)), "l"(src));
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
 
 #if MMA
 __device__ __forceinline__ u32 pack_bf16(float lo, float hi) {
@@ -29,44 +101,56 @@ __device__ __forceinline__ u32 pack_bf16(float lo, float hi) {
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
     return d;
 }
-// out[b][n] (+)= sum_k W[n][k] in[b][k] for the block's BS rows.
-// W: [N][K] bfloat16 row-major. One warp per 8 output columns at a time;
-// each weight fragment serves all BS/16 row tiles.
-template <int N, int K>
-__device__ void block_mm(const wt* __restrict__ W, const float* in, float* out, bool accumulate) {
+// x ≈ hi + lo with both bfloat16: the pair keeps ~16 bits of x's mantissa.
+__device__ __forceinline__ void split2(float2 x, u32& hi, u32& lo) {
+    hi = pack_bf16(x.x, x.y);
+    lo = pack_bf16(x.x - __uint_as_float(hi << 16), x.y - __uint_as_float(hi & 0xffff0000u));
+}
+__device__ __forceinline__ void mma16816(float* c, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+#endif
+
+// out[b][n0 + n] (+)= sum_k P[n][k] in(b, k) for the panel's rows; in(b, k)
+// is inA[b][k] for k < split, else inB[b][k - split] (strides sa, sb).
+__device__ __forceinline__ void panel_mm(const unsigned char* P, int rows, int K, const float* inA, int sa,
+                                         const float* inB, int sb, int split, float* out, int so, int n0,
+                                         bool accumulate) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+#if MMA
     const int g = lane >> 2, tq = lane & 3;
-    const u32* W32 = (const u32*)W;
-    for (int nt = warp; nt < N / 8; nt += NW) {
+    const int rowb = (K + WPAD) * 2;
+    for (int nt = warp; nt < rows / 8; nt += NW) {
         float acc[BS / 16][4];
 #pragma unroll
         for (int m = 0; m < BS / 16; m++)
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[m][e] = 0.0f;
-        const int n = nt * 8 + g;
-#pragma unroll 2
+        const unsigned char* prow = P + (nt * 8 + g) * rowb;
         for (int k0 = 0; k0 < K; k0 += 16) {
-            const u32 b0 = __ldg(W32 + ((size_t)n * K + k0 + 2 * tq) / 2);
-            const u32 b1 = __ldg(W32 + ((size_t)n * K + k0 + 8 + 2 * tq) / 2);
+            const u32 b0 = *(const u32*)(prow + (k0 + 2 * tq) * 2);
+            const u32 b1 = *(const u32*)(prow + (k0 + 8 + 2 * tq) * 2);
+            const float* in = k0 < split ? inA + k0 : inB + (k0 - split);
+            const int st = k0 < split ? sa : sb;
 #pragma unroll
             for (int m = 0; m < BS / 16; m++) {
-                const float* r0 = in + (m * 16 + g) * STRIDE(K) + k0 + 2 * tq;
-                const float* r1 = r0 + 8 * STRIDE(K);
-                const float2 x00 = *(const float2*)r0, x10 = *(const float2*)r1;
-                const float2 x01 = *(const float2*)(r0 + 8), x11 = *(const float2*)(r1 + 8);
-                const u32 a0 = pack_bf16(x00.x, x00.y), a1 = pack_bf16(x10.x, x10.y);
-                const u32 a2 = pack_bf16(x01.x, x01.y), a3 = pack_bf16(x11.x, x11.y);
-                asm volatile(
-                    "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                    "{%0,%1,%2,%3};"
-                    : "+f"(acc[m][0]), "+f"(acc[m][1]), "+f"(acc[m][2]), "+f"(acc[m][3])
-                    : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+                const float* r0 = in + (m * 16 + g) * st + 2 * tq;
+                const float* r1 = r0 + 8 * st;
+                u32 h0, l0, h1, l1, h2, l2, h3, l3;
+                split2(*(const float2*)r0, h0, l0);
+                split2(*(const float2*)r1, h1, l1);
+                split2(*(const float2*)(r0 + 8), h2, l2);
+                split2(*(const float2*)(r1 + 8), h3, l3);
+                mma16816(acc[m], h0, h1, h2, h3, b0, b1);
+                mma16816(acc[m], l0, l1, l2, l3, b0, b1);
             }
         }
 #pragma unroll
         for (int m = 0; m < BS / 16; m++) {
-            float* o0 = out + (m * 16 + g) * STRIDE(N) + nt * 8 + 2 * tq;
-            float* o1 = o0 + 8 * STRIDE(N);
+            float* o0 = out + (m * 16 + g) * so + n0 + nt * 8 + 2 * tq;
+            float* o1 = o0 + 8 * so;
             if (accumulate) {
                 o0[0] += acc[m][0]; o0[1] += acc[m][1]; o1[0] += acc[m][2]; o1[1] += acc[m][3];
             } else {
@@ -74,45 +158,64 @@ __device__ void block_mm(const wt* __restrict__ W, const float* in, float* out, 
             }
         }
     }
-}
 #else
-// As above with float32 FMAs. W: [K][N] (transposed, so that consecutive
-// threads read consecutive columns); thread (o, group) owns column o for
-// BS / G of the rows.
-template <int N, int K>
-__device__ void block_mm(const wt* __restrict__ W, const float* in, float* out, bool accumulate) {
-    constexpr int G0 = (NT / N) > 0 ? (NT / N) : 1;
-    constexpr int G = G0 < BS ? G0 : BS;  // row groups (powers of two: G divides BS)
-    constexpr int RB = BS / G;            // rows per thread
-    for (int item = threadIdx.x; item < N * G; item += NT) {
-        const int o = item % N, grp = item / N;
-        float acc[RB];
+    (void)warp; (void)lane;
+    const int rowf = K + WPAD;
+    const float* Pf = (const float*)P;
+    // G row groups of BS / G streams each (G a power of two dividing BS, at most 16).
+    int G = NT / rows;
+    G = G < 1 ? 1 : (G > 16 ? 16 : G);
+    while (BS % G) G >>= 1;
+    const int RB = BS / G;
+    for (int item = threadIdx.x; item < rows * G; item += NT) {
+        const int o = item % rows, grp = item / rows;
+        float acc[BS];
 #pragma unroll
-        for (int r = 0; r < RB; r++) acc[r] = 0.0f;
-#pragma unroll 2
-        for (int k = 0; k < K; k++) {
-            const float w = wf(W[(size_t)k * N + o]);
+        for (int r = 0; r < BS; r++) acc[r] = 0.0f;
+        for (int k = 0; k < K; k += 4) {
+            const float4 w = *(const float4*)(Pf + o * rowf + k);
+            const float* in = k < split ? inA + k : inB + (k - split);
+            const int st = k < split ? sa : sb;
 #pragma unroll
-            for (int r = 0; r < RB; r++) acc[r] += w * in[(grp * RB + r) * STRIDE(K) + k];
+            for (int r = 0; r < BS; r++) {
+                if (r < RB) {
+                    const float* x = in + (grp * RB + r) * st;
+                    acc[r] += w.x * x[0] + w.y * x[1] + w.z * x[2] + w.w * x[3];
+                }
+            }
         }
 #pragma unroll
-        for (int r = 0; r < RB; r++) {
-            float* dst = out + (grp * RB + r) * STRIDE(N) + o;
-            *dst = accumulate ? *dst + acc[r] : acc[r];
+        for (int r = 0; r < BS; r++) {
+            if (r < RB) {
+                float* dst = out + (grp * RB + r) * so + n0 + o;
+                *dst = accumulate ? *dst + acc[r] : acc[r];
+            }
         }
     }
-}
 #endif
+}
 
-#define MAXW2 ((2 * R > A) ? 2 * R : A)
-#define MAXW ((MAXW2 > S) ? MAXW2 : S)
+// Multiplies matrix `id` (all its panels), keeping one panel in flight.
+__device__ void run_matrix(const Wts& W, Pipe& p, unsigned char* panels, int id, const float* inA, int sa,
+                           const float* inB, int sb, int split, float* out, int so, bool accumulate) {
+    const Mat m = mat(W, id);
+    const int rows = panel_rows(m.n, m.k);
+    for (int n0 = 0; n0 < m.n; n0 += rows) {
+        // Prefetch the panel after this one (the next matrix's first, or the next step's).
+        int nid = id, nn0 = n0 + rows;
+        if (nn0 >= m.n) { nid = next_mat(id); nn0 = 0; }
+        stage(mat(W, nid), nn0, panels + (p.buf ^ 1) * PANEL_BYTES);
+        asm volatile("cp.async.wait_group 1;" ::: "memory");
+        __syncthreads();
+        panel_mm(panels + p.buf * PANEL_BYTES, rows, m.k, inA, sa, inB, sb, split, out, so, n0, accumulate);
+        __syncthreads();
+        p.buf ^= 1;
+    }
+}
 
 extern "C" __global__ void __launch_bounds__(NT, 1)
-wavenet_multi(const wt* __restrict__ w_dil,   // per layer [2R][2R]: [W_prev | W_cur] (MMA) or its transpose
-              const wt* __restrict__ w_res,   // per layer [R][R] (or transposed), NL-1 layers
-              const wt* __restrict__ w_skip,  // per layer [S][R] (or transposed)
-              const wt* __restrict__ w_relu,  // [A][S] (or transposed)
-              const wt* __restrict__ w_out,   // [A][A] (or transposed)
+wavenet_multi(const wt* __restrict__ w_dil, const wt* __restrict__ w_res, const wt* __restrict__ w_skip,
+              const wt* __restrict__ w_relu, const wt* __restrict__ w_out,
               const float* __restrict__ gate_b, const float* __restrict__ res_b, const float* __restrict__ skip_b,
               const float* __restrict__ relu_b, const float* __restrict__ out_b,
               const float* __restrict__ emb_c, const float* __restrict__ emb_p, const float* __restrict__ emb_b,
@@ -125,18 +228,21 @@ wavenet_multi(const wt* __restrict__ w_dil,   // per layer [2R][2R]: [W_prev | W
               const unsigned char* __restrict__ forced,     // [slots][steps] or null
               float* __restrict__ probs_out)                // [slots][steps][A] or null
 {
-    extern __shared__ __align__(16) float sm[];
-    float* X = sm;                          // [BS][R]
-    float* ACT = X + BS * STRIDE(R);        // [BS][MAXW]
-    float* HP = ACT + BS * STRIDE(MAXW);    // [BS][MAXW]
-    float* H = HP + BS * STRIDE(MAXW);      // [BS][R]
-    float* SK = H + BS * STRIDE(R);         // [BS][S]
-    float* PW = SK + BS * STRIDE(S);        // [NW][A] per-warp probabilities
-    int* pos = (int*)(PW + NW * A);         // [BS]
-    int* live = pos + BS;                   // [BS]
-    int* y1 = live + BS;                    // [BS]
-    int* y2 = y1 + BS;                      // [BS]
+    extern __shared__ __align__(16) unsigned char smem[];
+    unsigned char* panels = smem;  // 2 x PANEL_BYTES
+    float* X = (float*)(smem + 2 * PANEL_BYTES);  // [BS][R] residual stream
+    float* OLD = X + BS * AST(R);                 // [BS][R] x_i(t - d_i)
+    float* H = OLD + BS * AST(R);                 // [BS][R] gate output
+    float* HP = H + BS * AST(R);                  // [BS][MAXW]
+    float* ACT = HP + BS * AST(MAXW);             // [BS][MAXW]
+    float* SK = ACT + BS * AST(MAXW);             // [BS][S]
+    float* PW = SK + BS * AST(S);                 // [NW][A]
+    int* pos = (int*)(PW + NW * A);               // [BS]
+    int* live = pos + BS;
+    int* y1 = live + BS;
+    int* y2 = y1 + BS;
 
+    const Wts W{w_dil, w_res, w_skip, w_relu, w_out};
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int slot0 = blockIdx.x * BS;
     if (tid < BS) {
@@ -146,66 +252,74 @@ wavenet_multi(const wt* __restrict__ w_dil,   // per layer [2R][2R]: [W_prev | W
         y1[tid] = st_y[2 * s];
         y2[tid] = st_y[2 * s + 1];
     }
+    Pipe pipe{0, 0, 0};
+    stage(mat(W, 0), 0, panels);
     __syncthreads();
 
     for (int step = 0; step < steps; step++) {
         for (int e = tid; e < BS * R; e += NT) {
             const int b = e / R, j = e % R;
-            X[b * STRIDE(R) + j] = emb_c[y1[b] * R + j] + emb_p[y2[b] * R + j] + emb_b[j];
+            X[b * AST(R) + j] = emb_c[y1[b] * R + j] + emb_p[y2[b] * R + j] + emb_b[j];
         }
-        for (int e = tid; e < BS * S; e += NT) SK[(e / S) * STRIDE(S) + e % S] = 0.0f;
+        for (int e = tid; e < BS * S; e += NT) SK[(e / S) * AST(S) + e % S] = 0.0f;
+        // Layer 0's history rows and conditioning, then each layer's next ahead.
+        float old_n[EK], lh_n[EK], lg_n[EK];
+#pragma unroll
+        for (int k = 0; k < EK; k++) {
+            const int e = tid + k * NT, b = e / R, j = e % R;
+            old_n[k] = hist[((size_t)(slot0 + b) * HIST_ROWS + c_hoff[0] + pos[b] % c_dil[0]) * R + j];
+            const float* crow = cond_pool + st_cond[slot0 + b] + (size_t)(pos[b] / HOP) * NL * 2 * R;
+            lh_n[k] = live[b] ? crow[j] : 0.0f;
+            lg_n[k] = live[b] ? crow[R + j] : 0.0f;
+        }
         __syncthreads();
         for (int i = 0; i < NL; i++) {
-            const int d = c_dil[i];
-            // ACT = [x_i(t - d) | x_i(t)]; x_i(t) replaces x_i(t - d) in the ring.
-            for (int e = tid; e < BS * R; e += NT) {
-                const int b = e / R, j = e % R;
-                float* ring = hist + ((size_t)(slot0 + b) * HIST_ROWS + c_hoff[i] + pos[b] % d) * R + j;
-                const float xv = X[b * STRIDE(R) + j];
-                ACT[b * STRIDE(2 * R) + j] = *ring;
-                ACT[b * STRIDE(2 * R) + R + j] = xv;
-                if (live[b]) *ring = xv;
-            }
-            __syncthreads();
-            block_mm<2 * R, 2 * R>(w_dil + (size_t)i * 4 * R * R, ACT, HP, false);
-            __syncthreads();
-            for (int e = tid; e < BS * R; e += NT) {
-                const int b = e / R, j = e % R;
-                const float* crow = cond_pool + st_cond[slot0 + b] + (size_t)(pos[b] / HOP) * NL * 2 * R + i * 2 * R;
-                const float lh = live[b] ? crow[j] : 0.0f, lg = live[b] ? crow[R + j] : 0.0f;
-                const float vh = HP[b * STRIDE(2 * R) + j] + gate_b[i * 2 * R + j] + lh;
-                const float vg = HP[b * STRIDE(2 * R) + R + j] + gate_b[i * 2 * R + R + j] + lg;
-                H[b * STRIDE(R) + j] = tanhf(vh) * sigmoidf_exact(vg);
-            }
-            __syncthreads();
-            if (i + 1 < NL) {
-                block_mm<R, R>(w_res + (size_t)i * R * R, H, HP, false);
-            }
-            block_mm<S, R>(w_skip + (size_t)i * S * R, H, SK, true);
-            __syncthreads();
-            if (i + 1 < NL) {
-                for (int e = tid; e < BS * R; e += NT) {
-                    const int b = e / R, j = e % R;
-                    X[b * STRIDE(R) + j] += HP[b * STRIDE(R) + j] + res_b[i * R + j];
+            float lh[EK], lg[EK];
+#pragma unroll
+            for (int k = 0; k < EK; k++) {
+                const int e = tid + k * NT, b = e / R, j = e % R;
+                OLD[b * AST(R) + j] = old_n[k];
+                lh[k] = lh_n[k];
+                lg[k] = lg_n[k];
+                const float xv = X[b * AST(R) + j];
+                if (live[b]) hist[((size_t)(slot0 + b) * HIST_ROWS + c_hoff[i] + pos[b] % c_dil[i]) * R + j] = xv;
+                if (i + 1 < NL) {
+                    old_n[k] = hist[((size_t)(slot0 + b) * HIST_ROWS + c_hoff[i + 1] + pos[b] % c_dil[i + 1]) * R + j];
+                    const float* crow = cond_pool + st_cond[slot0 + b] + (size_t)(pos[b] / HOP) * NL * 2 * R + (i + 1) * 2 * R;
+                    lh_n[k] = live[b] ? crow[j] : 0.0f;
+                    lg_n[k] = live[b] ? crow[R + j] : 0.0f;
                 }
-                __syncthreads();
             }
+            // HP = [W_prev | W_cur] [x_i(t - d); x_i(t)]
+            run_matrix(W, pipe, panels, 3 * i, OLD, AST(R), X, AST(R), R, HP, AST(2 * R), false);
+#pragma unroll
+            for (int k = 0; k < EK; k++) {
+                const int e = tid + k * NT, b = e / R, j = e % R;
+                const float vh = HP[b * AST(2 * R) + j] + gate_b[i * 2 * R + j] + lh[k];
+                const float vg = HP[b * AST(2 * R) + R + j] + gate_b[i * 2 * R + R + j] + lg[k];
+                H[b * AST(R) + j] = tanhf(vh) * sigmoidf_exact(vg);
+            }
+            if (i + 1 < NL) {
+                run_matrix(W, pipe, panels, 3 * i + 1, H, AST(R), H, AST(R), R, HP, AST(R), false);
+#pragma unroll
+                for (int k = 0; k < EK; k++) {
+                    const int e = tid + k * NT, b = e / R, j = e % R;
+                    X[b * AST(R) + j] += HP[b * AST(R) + j] + res_b[i * R + j];
+                }
+            }
+            run_matrix(W, pipe, panels, 3 * i + 2, H, AST(R), H, AST(R), R, SK, AST(S), true);
         }
         for (int e = tid; e < BS * S; e += NT) {
             const int b = e / S, j = e % S;
-            ACT[b * STRIDE(S) + j] = fmaxf(SK[b * STRIDE(S) + j] + skip_b[j], 0.0f);
+            ACT[b * AST(S) + j] = fmaxf(SK[b * AST(S) + j] + skip_b[j], 0.0f);
         }
-        __syncthreads();
-        block_mm<A, S>(w_relu, ACT, HP, false);
-        __syncthreads();
+        run_matrix(W, pipe, panels, 3 * NL, ACT, AST(S), ACT, AST(S), S, HP, AST(A), false);
         for (int e = tid; e < BS * A; e += NT) {
             const int b = e / A, j = e % A;
-            HP[b * STRIDE(A) + j] = fmaxf(HP[b * STRIDE(A) + j] + relu_b[j], 0.0f);
+            HP[b * AST(A) + j] = fmaxf(HP[b * AST(A) + j] + relu_b[j], 0.0f);
         }
-        __syncthreads();
-        block_mm<A, A>(w_out, HP, ACT, false);
-        __syncthreads();
-        for (int e = tid; e < BS * A; e += NT) ACT[(e / A) * STRIDE(A) + e % A] += out_b[e % A];
+        run_matrix(W, pipe, panels, 3 * NL + 1, HP, AST(A), HP, AST(A), A, ACT, AST(A), false);
+        for (int e = tid; e < BS * A; e += NT) ACT[(e / A) * AST(A) + e % A] += out_b[e % A];
         __syncthreads();
         // One warp per stream: softmax, sample, advance.
         for (int b = warp; b < BS; b += NW) {
@@ -215,7 +329,7 @@ wavenet_multi(const wt* __restrict__ w_dil,   // per layer [2R][2R]: [W_prev | W
             for (int k = 0; k < 4; k++) rs[k] = st_rng[4 * s + k];
             float u = 0.0f;
             if (mode != SAMPLE_MODE) u = rng_uniform(rs);
-            const int y = warp_sample(ACT + b * STRIDE(A), PW + warp * A, mode, inv_tau, u);
+            const int y = warp_sample(ACT + b * AST(A), PW + warp * A, mode, inv_tau, u);
             if (live[b]) {
                 if (probs_out) {
                     for (int k = lane; k < A; k += 32) probs_out[((size_t)s * steps + step) * A + k] = PW[warp * A + k];
@@ -235,6 +349,7 @@ wavenet_multi(const wt* __restrict__ w_dil,   // per layer [2R][2R]: [W_prev | W
         }
         __syncthreads();
     }
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
     if (tid < BS) {
         const int s = slot0 + tid;
         st_pos[s] = pos[tid];

@@ -19,11 +19,12 @@
 //
 // Extra defines: C (CTAs per cluster), NT (threads per CTA), U = R / C,
 // AC = A / C, TPR / TPP / TPZ (threads per gate / W_prev / output row, powers
-// of two, <= 32), SMEM_W (1: W_cur, W_prev, W_res slices live in shared
+// of two, <= 32; 2U * TPR = 32), SKIP0 (first skip thread, 32: NT = 32 + S), SMEM_W (1: W_cur, W_prev, W_res slices live in shared
 // memory for the whole launch; 0: read from global memory, L2-resident).
 
 #define U (R / C)
 #define AC (A / C)
+#define SKIP0 32
 
 __device__ __forceinline__ u32 cluster_rank() {
     u32 r;
@@ -198,63 +199,74 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
         }
         __syncthreads();
 
-        // 3. The layer chain; thread o < S also accumulates skip output o over
-        //    this CTA's units, its weights loaded a layer ahead.
+        // 3. The layer chain. Warp 0 alone computes the gate of this CTA's
+        //    U units (TPR = 32 / 2U threads per row) and its share of
+        //    W_res · h, so it needs no block barrier before the cluster
+        //    barrier, and it is the only warp that arrives with release
+        //    semantics. Skip threads (SKIP0 + o, o < S) accumulate skip
+        //    output o over this CTA's units, their weights loaded a layer
+        //    ahead; ring writers (the last R threads) store x_i(t). Both
+        //    arrive relaxed, so their global traffic is never waited for.
+        const int so = tid - SKIP0;
+        const bool skipper = so >= 0 && so < S;
         float skip_acc = 0.0f;
         float wsk_next[U];
 #pragma unroll
-        for (int j = 0; j < U; j++) wsk_next[j] = tid < S ? wf(wsk[(size_t)j * S + tid]) : 0.0f;
+        for (int j = 0; j < U; j++) wsk_next[j] = skipper ? wf(wsk[(size_t)j * S + so]) : 0.0f;
         for (int i = 0; i < NL; i++) {
             float wsk_cur[U];
 #pragma unroll
             for (int j = 0; j < U; j++) {
                 wsk_cur[j] = wsk_next[j];
-                wsk_next[j] = (tid < S && i + 1 < NL) ? wf(wsk[(size_t)((i + 1) * U + j) * S + tid]) : 0.0f;
+                wsk_next[j] = (skipper && i + 1 < NL) ? wf(wsk[(size_t)((i + 1) * U + j) * S + so]) : 0.0f;
             }
-            // x_i(t) joins layer i's history (its slot was read in phase 2).
-            // Written by the ring-writer threads (the last R of the block),
-            // which hold no partial sums and so arrive relaxed below.
             if (tid >= NT - R) {
                 const int j = tid - (NT - R);
                 my_hist[(size_t)(c_hoff[i] + t % c_dil[i]) * R + j] = xs[j];
             }
-            // Gate: unit-major pairs of rows, TPR threads per row; the tanh
-            // row (half 0) and its sigmoid row (half 1) sit in one warp.
-            if (tid < 2 * U * TPR) {
-                const int unit = tid / (2 * TPR), half = (tid / TPR) & 1, k = tid % TPR;
+            if (tid < 32) {
+                const int unit = lane / (2 * TPR), half = (lane / TPR) & 1, k = lane % TPR;
                 const int q = half ? U + unit : unit;
                 const wt* w = wc + (size_t)(i * 2 * U + q) * R;
-                float acc = 0.0f;
-#pragma unroll 4
-                for (int j = k; j < R; j += TPR) acc += wf(w[j]) * xs[j];
-                acc = group_sum<TPR>(acc);
-                const float v = acc + pre[i * 2 * U + q];
+                float acc0 = 0.0f, acc1 = 0.0f;
+#pragma unroll
+                for (int j = k; j < R; j += 2 * TPR) {
+                    acc0 += wf(w[j]) * xs[j];
+                    acc1 += wf(w[j + TPR]) * xs[j + TPR];
+                }
+                const float v = group_sum<TPR>(acc0 + acc1) + pre[i * 2 * U + q];
                 const float other = __shfl_xor_sync(0xffffffffu, v, TPR);
-                if (half == 0 && k == 0) hs[i * U + unit] = tanhf(v) * sigmoidf_exact(other);
+                // Both halves of the pair compute the same h.
+                const float h = half ? tanhf(other) * sigmoidf_exact(v) : tanhf(v) * sigmoidf_exact(other);
+                if (lane % (2 * TPR) == 0) hs[i * U + unit] = h;
+                if (i + 1 < NL) {
+                    float* xb = xbuf + (i & 1) * R;
+#pragma unroll
+                    for (int o = lane; o < R; o += 32) {
+                        float p = 0.0f;
+#pragma unroll
+                        for (int j = 0; j < U; j++) p += wf(wr[(size_t)(i * U + j) * R + o]) * __shfl_sync(0xffffffffu, h, j * 2 * TPR);
+                        xb[o] = p;
+                    }
+                }
             }
-            __syncthreads();
-            if (tid < S) {
+            if (i + 1 < NL) {
+                cluster_sync(tid < 32);
+            } else {
+                __syncthreads();
+            }
+            if (skipper) {
 #pragma unroll
                 for (int j = 0; j < U; j++) skip_acc += wsk_cur[j] * hs[i * U + j];
             }
-            if (i == NL - 1) break;
-            // This CTA's share of W_res · h: R outputs from U units.
-            float* xb = xbuf + (i & 1) * R;
-            for (int o = tid; o < R; o += NT) {
-                const wt* w = wr + (size_t)i * U * R + o;
-                float acc = 0.0f;
-#pragma unroll 4
-                for (int j = 0; j < U; j++) acc += wf(w[j * R]) * hs[i * U + j];
-                xb[o] = acc;
-            }
-            cluster_sync(tid < R);
-            const u32 xb_addr = smem_u32(xb);
+            if (i + 1 == NL) break;
+            const u32 xb_addr = smem_u32(xbuf + (i & 1) * R);
             for (int o = tid; o < R; o += NT) xs[o] += sum_cluster(xb_addr + 4 * o) + res_b[i * R + o];
             __syncthreads();
         }
 
         // 4. Skip: this CTA's units of every layer, summed over CTAs, relu.
-        if (tid < S) sbuf[tid] = skip_acc;
+        if (skipper) sbuf[so] = skip_acc;
         cluster_sync_all();
         {
             const u32 addr = smem_u32(sbuf);

@@ -376,7 +376,7 @@ impl MultiStream {
             return Err(GpuError::Shape { what: "conditioning width (ℓ·2r)", expected: sizes.conditioning_width(), got: pool.width() });
         }
         let slots = slots.max(1).div_ceil(plan.streams_per_block) * plan.streams_per_block;
-        let layout = MultiLayout::new(w, plan.mma, plan.bf16);
+        let layout = MultiLayout::new(w, true, plan.bf16);
         let (module, func) = dev.load(&plan.source(&sizes), "wavenet_multi", plan.smem_bytes)?;
         let mats = [
             DevMat::new(&dev, "dilated weights", &layout.dil)?,

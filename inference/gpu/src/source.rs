@@ -37,33 +37,34 @@ pub struct SinglePlan {
 }
 
 impl SinglePlan {
-    /// A plan for `sizes` on a cluster of `cluster` blocks of `threads`
-    /// threads, with weights in shared memory when they fit `smem_limit`
-    /// bytes per block.
-    pub fn new(sizes: &Sizes, cluster: usize, threads: usize, bf16: bool, smem_limit: usize) -> Result<Self, GpuError> {
+    /// A plan for `sizes` on a cluster of `cluster` blocks (32 + s threads
+    /// each: one gate warp, then one thread per skip output), with weights
+    /// in shared memory when they fit `smem_limit` bytes per block.
+    pub fn new(sizes: &Sizes, cluster: usize, bf16: bool, smem_limit: usize) -> Result<Self, GpuError> {
         let (l, r, s) = (sizes.layers, sizes.residual, sizes.skip);
         let bad = |why: String| Err(GpuError::Unsupported { what: format!("kernel 1 for {}: {why}", sizes.name()) });
         if !cluster.is_power_of_two() || cluster > 16 || r % cluster != 0 || A % cluster != 0 {
             return bad(format!("a cluster of {cluster} (a power of two up to 16 dividing r = {r})"));
         }
-        if threads % 32 != 0 || threads == 0 || threads > 1024 {
-            return bad(format!("{threads} threads per block (a multiple of 32 up to 1024)"));
+        if !r.is_power_of_two() || l < 2 || s % 32 != 0 || s < r || r < 32 {
+            return bad("r must be a power of two of at least 32, s a multiple of 32 at least r, ℓ at least 2".into());
         }
-        if !r.is_power_of_two() || l < 2 {
-            return bad("r must be a power of two and ℓ at least 2".into());
+        let threads = 32 + s;
+        if threads > 1024 {
+            return bad(format!("{threads} threads per block"));
         }
         let u = r / cluster;
         let ac = A / cluster;
-        if 2 * u > threads || 2 * r > threads || s > threads {
-            return bad(format!("{threads} threads per block (at least 2r = {}, s = {s} and {} gate rows)", 2 * r, 2 * u));
+        if 2 * u > 32 {
+            return bad(format!("{} gate rows per block (one warp takes at most 32)", 2 * u));
         }
-        let tpr = floor_pow2(threads / (2 * u)).min(16);
+        let tpr = 32 / (2 * u);
         let tpp = (32 / (2 * u).min(32)).max(8).min(32);
         let tpz = floor_pow2(threads / ac).min(32);
-        if (s + A) / tpz > 64 {
-            return bad(format!("{} output-layer weights per thread in registers (at most 64)", (s + A) / tpz));
+        if (s + A) / tpz > 128 {
+            return bad(format!("{} output-layer weights per thread in registers (at most 128)", (s + A) / tpz));
         }
-        debug_assert!((2 * u * tpr) % 32 == 0 && (2 * u * tpp) % 32 == 0 && (ac * tpz) % 32 == 0);
+        debug_assert!((2 * u * tpp) % 32 == 0 && (ac * tpz) % 32 == 0 && r % (2 * tpr) == 0);
         let wbytes = if bf16 { 2 } else { 4 };
         let weights = wbytes * (2 * l * 2 * u * r + (l - 1) * u * r);
         let buffers = 4 * (r + l * 2 * u + l * r + l * u + 2 * r + 2 * s + 2 * ac + 3 * A) + 16 + 16;
@@ -91,48 +92,58 @@ pub struct MultiPlan {
     /// Stream slots per block (a multiple of 16).
     pub streams_per_block: usize,
     pub threads: usize,
-    /// Tensor cores (bfloat16 operands); float32 FMAs otherwise.
+    /// Tensor cores with bfloat16 weights; float32 weights and FMAs otherwise.
     pub mma: bool,
     pub bf16: bool,
+    /// Bytes of each of the two weight-panel buffers.
+    pub panel_bytes: usize,
     pub smem_bytes: usize,
 }
 
 impl MultiPlan {
+    /// `bf16` picks the tensor-core path (bfloat16 weights, split-bfloat16
+    /// activations); float32 runs on FMAs.
     pub fn new(
         sizes: &Sizes,
         streams_per_block: usize,
         threads: usize,
-        mma: bool,
         bf16: bool,
+        panel_bytes: usize,
         smem_limit: usize,
     ) -> Result<Self, GpuError> {
         let (r, s) = (sizes.residual, sizes.skip);
         let bad = |why: String| Err(GpuError::Unsupported { what: format!("kernel 2 for {}: {why}", sizes.name()) });
-        if streams_per_block == 0 || streams_per_block % 16 != 0 || !streams_per_block.is_power_of_two() {
-            return bad(format!("{streams_per_block} streams per block (a power of two, at least 16)"));
+        let bs = streams_per_block;
+        if bs == 0 || bs % 16 != 0 {
+            return bad(format!("{bs} streams per block (a multiple of 16)"));
         }
-        if threads % 32 != 0 || threads == 0 || threads > 1024 || !threads.is_power_of_two() {
-            return bad(format!("{threads} threads per block (a power of two from 32 to 1024)"));
-        }
-        if mma && !bf16 {
-            return bad("the tensor-core path takes bfloat16 weights".into());
+        if threads % 32 != 0 || threads == 0 || threads > 1024 || (bs * r) % threads != 0 {
+            return bad(format!("{threads} threads per block (a multiple of 32 dividing streams × r = {})", bs * r));
         }
         if !r.is_power_of_two() || !s.is_power_of_two() || r < 16 || s < 16 {
             return bad("r and s must be powers of two, at least 16".into());
         }
-        let bs = streams_per_block;
+        let wbytes = if bf16 { 2 } else { 4 };
+        let wpad = if bf16 { 8 } else { 4 };
+        // The widest panel row (K = 256 at most) must leave room for 8 rows.
+        let widest = (2 * r).max(s).max(A);
+        if panel_bytes % 16 != 0 || panel_bytes < 8 * (widest + wpad) * wbytes {
+            return bad(format!("{panel_bytes}-byte weight panels (a multiple of 16 holding 8 rows of {widest})"));
+        }
         let maxw = (2 * r).max(A).max(s);
-        let floats = bs * (r + 8) + 2 * bs * (maxw + 8) + bs * (r + 8) + bs * (s + 8) + threads / 32 * A;
-        let smem_bytes = 4 * floats + 4 * 4 * bs;
+        let floats = 3 * bs * (r + 8) + 2 * bs * (maxw + 8) + bs * (s + 8) + threads / 32 * A;
+        let smem_bytes = 2 * panel_bytes + 4 * floats + 4 * 4 * bs;
         if smem_bytes > smem_limit {
             return bad(format!("{smem_bytes} bytes of shared memory per block (the device allows {smem_limit})"));
         }
-        Ok(Self { streams_per_block, threads, mma, bf16, smem_bytes })
+        Ok(Self { streams_per_block, threads, mma: bf16, bf16, panel_bytes, smem_bytes })
     }
 
     pub fn source(&self, sizes: &Sizes) -> String {
-        let defines =
-            format!("#define BS {}\n#define NT {}\n#define MMA {}\n", self.streams_per_block, self.threads, self.mma as u8);
+        let defines = format!(
+            "#define BS {}\n#define NT {}\n#define MMA {}\n#define PANEL_BYTES {}\n",
+            self.streams_per_block, self.threads, self.mma as u8, self.panel_bytes
+        );
         format!("{}{defines}{COMMON}\n{MULTI}", common_defines(sizes, self.bf16))
     }
 }

@@ -62,8 +62,6 @@ pub struct SingleArgs {
     /// Cluster sizes to try.
     #[arg(long, value_delimiter = ',', default_value = "8,16")]
     clusters: Vec<usize>,
-    #[arg(long, value_delimiter = ',', default_value = "256")]
-    threads: Vec<usize>,
     /// Seconds of audio per timed launch.
     #[arg(long, default_value_t = 1.0)]
     seconds: f64,
@@ -83,6 +81,9 @@ pub struct StreamsArgs {
     per_block: Vec<usize>,
     #[arg(long, default_value_t = 256)]
     threads: usize,
+    /// Bytes of each of the two shared-memory weight-panel buffers.
+    #[arg(long, default_value_t = 16384)]
+    panel_bytes: usize,
     /// Samples per stream per timed launch.
     #[arg(long, default_value_t = 2048)]
     steps: usize,
@@ -173,14 +174,15 @@ fn single(a: SingleArgs) -> anyhow::Result<()> {
         let cond = random_conditioning(voice.config(), frames, 3);
         for &bf16 in &precisions(&a.common)? {
             for &cluster in &a.clusters {
-                for &threads in &a.threads {
-                    let plan = match SinglePlan::new(&w.sizes, cluster, threads, bf16, dev.shared_memory_limit()) {
+                {
+                    let plan = match SinglePlan::new(&w.sizes, cluster, bf16, dev.shared_memory_limit()) {
                         Ok(p) => p,
                         Err(e) => {
-                            println!("| {name} | {} | {cluster} | {threads} | – | not run: {e} |||||", prec(bf16));
+                            println!("| {name} | {} | {cluster} | – | – | not run: {e} |||||", prec(bf16));
                             continue;
                         }
                     };
+                    let threads = plan.threads;
                     let gpu = match SingleStream::new(dev.clone(), &w, plan) {
                         Ok(g) => g,
                         Err(e) => {
@@ -248,7 +250,7 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
         for &bf16 in &precisions(&a.common)? {
             for &per_block in &a.per_block {
                 let mma = bf16;
-                let plan = match MultiPlan::new(&w.sizes, per_block, a.threads, mma, bf16, dev.shared_memory_limit()) {
+                let plan = match MultiPlan::new(&w.sizes, per_block, a.threads, bf16, a.panel_bytes, dev.shared_memory_limit()) {
                     Ok(p) => p,
                     Err(e) => {
                         println!("{} per block {per_block}: not run: {e}", prec(bf16));

@@ -89,7 +89,7 @@ pub(crate) fn cuda_sampler(voice: &Voice, bf16: bool, cluster: Option<usize>) ->
     let w = dv_gpu::Weights::from_voice(voice)?;
     let r = w.sizes.residual;
     let cluster = cluster.unwrap_or_else(|| [16, 8, 4, 2, 1].into_iter().find(|c| r % c == 0).unwrap_or(1));
-    let plan = dv_gpu::SinglePlan::new(&w.sizes, cluster, 256, bf16, dev.shared_memory_limit())?;
+    let plan = dv_gpu::SinglePlan::new(&w.sizes, cluster, bf16, dev.shared_memory_limit())?;
     Ok(dv_gpu::SingleStream::new(dev, &w, plan)?)
 }
 
