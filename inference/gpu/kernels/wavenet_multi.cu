@@ -5,8 +5,8 @@
 // per-step product is a [BS, K] x [K, N] matrix product over the block's
 // streams, so a weight read from L2 serves BS streams.
 //
-// Weights stream through shared memory in panels (PANEL_BYTES each, two
-// buffers): cp.async copies the next panel while the current one is
+// Weights stream through shared memory in panels (PANEL_BYTES each, NSTAGE
+// buffers): cp.async keeps NSTAGE - 1 panels in flight while one is
 // multiplied, so the weight traffic is bandwidth-bound, not latency-bound.
 // The per-stream inputs of the next layer (its history row x_i(t - d_i) and
 // conditioning L_i) are loaded into registers one layer ahead for the same
@@ -24,7 +24,7 @@
 // advanced nor written).
 //
 // Extra defines: BS (slots per block, a multiple of 16), NT (threads, with
-// BS * R a multiple of NT), MMA, PANEL_BYTES.
+// BS * R a multiple of NT), MMA, PANEL_BYTES, NSTAGE.
 
 #define NW (NT / 32)
 #define APAD 8                     // activation row pad (floats)
@@ -71,20 +71,24 @@ __device__ __forceinline__ int next_mat(int id) {
     if (id == 3 * (NL - 1) + 1) id += 1;  // the last layer has no residual matrix
     return id > 3 * NL + 1 ? 0 : id;
 }
-// Rows per panel: the largest power of two whose padded rows fit PANEL_BYTES.
+// Rows per panel: as many (a multiple of 8) as fit PANEL_BYTES, at most n;
+// the last panel of a matrix may be shorter.
 __device__ __forceinline__ int panel_rows(int n, int k) {
-    const int fit = PANEL_BYTES / ((k + WPAD) * (int)sizeof(wt));
-    int p = 1;
-    while (p * 2 <= fit) p *= 2;
-    return p < n ? p : n;
+    const int fit = PANEL_BYTES / ((k + WPAD) * (int)sizeof(wt)) / 8 * 8;
+    return fit < n ? fit : n;
 }
 
+// The panel cursor: panels are consumed in a fixed order (every matrix of a
+// step, then the next step's), and issued NSTAGE - 1 panels ahead.
 struct Pipe {
-    int id, n0, buf;  // the panel to consume next and its buffer
+    int id, n0;  // the next panel to issue
+    int issued;  // panels issued so far (the buffer of panel p is p % NSTAGE)
+    int used;    // panels consumed so far
 };
 
 __device__ __forceinline__ void stage(const Mat m, int n0, unsigned char* dst) {
-    const int rows = panel_rows(m.n, m.k);
+    const int pr = panel_rows(m.n, m.k);
+    const int rows = m.n - n0 < pr ? m.n - n0 : pr;
     const int cpr = m.k * (int)sizeof(wt) / 16;  // 16-byte chunks per row
     const int rowb = (m.k + WPAD) * (int)sizeof(wt);
     for (int c = threadIdx.x; c < rows * cpr; c += NT) {
@@ -92,7 +96,19 @@ __device__ __forceinline__ void stage(const Mat m, int n0, unsigned char* dst) {
         const unsigned char* src = (const unsigned char*)(m.w + (size_t)(n0 + r) * m.k) + q * 16;
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(dst + r * rowb + q * 16)), "l"(src));
     }
+}
+
+// Issues the cursor's panel into its buffer and advances the cursor.
+__device__ __forceinline__ void issue(const Wts& W, Pipe& p, unsigned char* panels) {
+    const Mat m = mat(W, p.id);
+    stage(m, p.n0, panels + (p.issued % NSTAGE) * PANEL_BYTES);
     asm volatile("cp.async.commit_group;" ::: "memory");
+    p.issued += 1;
+    p.n0 += panel_rows(m.n, m.k);
+    if (p.n0 >= m.n) {
+        p.n0 = 0;
+        p.id = next_mat(p.id);
+    }
 }
 
 #if MMA
@@ -195,21 +211,22 @@ __device__ __forceinline__ void panel_mm(const unsigned char* P, int rows, int K
 #endif
 }
 
-// Multiplies matrix `id` (all its panels), keeping one panel in flight.
+// Multiplies matrix `id` (all its panels, which are the next ones in the
+// cursor's order), keeping NSTAGE - 1 panels in flight.
 __device__ void run_matrix(const Wts& W, Pipe& p, unsigned char* panels, int id, const float* inA, int sa,
                            const float* inB, int sb, int split, float* out, int so, bool accumulate) {
     const Mat m = mat(W, id);
-    const int rows = panel_rows(m.n, m.k);
-    for (int n0 = 0; n0 < m.n; n0 += rows) {
-        // Prefetch the panel after this one (the next matrix's first, or the next step's).
-        int nid = id, nn0 = n0 + rows;
-        if (nn0 >= m.n) { nid = next_mat(id); nn0 = 0; }
-        stage(mat(W, nid), nn0, panels + (p.buf ^ 1) * PANEL_BYTES);
-        asm volatile("cp.async.wait_group 1;" ::: "memory");
+    const int pr = panel_rows(m.n, m.k);
+    for (int n0 = 0; n0 < m.n; n0 += pr) {
+        // The buffer refilled here was consumed by the previous panel, whose
+        // trailing barrier every warp has passed.
+        issue(W, p, panels);
+        asm volatile("cp.async.wait_group %0;" ::"n"(NSTAGE - 1) : "memory");
         __syncthreads();
-        panel_mm(panels + p.buf * PANEL_BYTES, rows, m.k, inA, sa, inB, sb, split, out, so, n0, accumulate);
+        const int rows = m.n - n0 < pr ? m.n - n0 : pr;
+        panel_mm(panels + (p.used % NSTAGE) * PANEL_BYTES, rows, m.k, inA, sa, inB, sb, split, out, so, n0, accumulate);
         __syncthreads();
-        p.buf ^= 1;
+        p.used += 1;
     }
 }
 
@@ -229,8 +246,8 @@ wavenet_multi(const wt* __restrict__ w_dil, const wt* __restrict__ w_res, const 
               float* __restrict__ probs_out)                // [slots][steps][A] or null
 {
     extern __shared__ __align__(16) unsigned char smem[];
-    unsigned char* panels = smem;  // 2 x PANEL_BYTES
-    float* X = (float*)(smem + 2 * PANEL_BYTES);  // [BS][R] residual stream
+    unsigned char* panels = smem;  // NSTAGE x PANEL_BYTES
+    float* X = (float*)(smem + NSTAGE * PANEL_BYTES);  // [BS][R] residual stream
     float* OLD = X + BS * AST(R);                 // [BS][R] x_i(t - d_i)
     float* H = OLD + BS * AST(R);                 // [BS][R] gate output
     float* HP = H + BS * AST(R);                  // [BS][MAXW]
@@ -252,8 +269,8 @@ wavenet_multi(const wt* __restrict__ w_dil, const wt* __restrict__ w_res, const 
         y1[tid] = st_y[2 * s];
         y2[tid] = st_y[2 * s + 1];
     }
-    Pipe pipe{0, 0, 0};
-    stage(mat(W, 0), 0, panels);
+    Pipe pipe{0, 0, 0, 0};
+    for (int k = 0; k < NSTAGE - 1; k++) issue(W, pipe, panels);
     __syncthreads();
 
     for (int step = 0; step < steps; step++) {

@@ -100,13 +100,20 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
                u64* __restrict__ rng_state,       // [4], read at start, written at end
                int* __restrict__ out,             // [n_samples], poisoned by the host
                const unsigned char* __restrict__ forced,  // [n_samples] or null
-               float* __restrict__ probs_out)     // [n_samples][A] or null
+               float* __restrict__ probs_out,     // [n_samples][A] or null
+               long long* __restrict__ prof)      // [8] cycles per phase (thread 0 of CTA 0) or null
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const int tid = threadIdx.x;
     const int lane = tid & 31;
     const u32 rank = cluster_rank();
     const int u0 = rank * U;
+    // Phase clock of thread 0 in CTA 0 (src/cuda.rs PROFILE_PHASES).
+    const bool profiling = prof != nullptr && rank == 0 && tid == 0;
+    long long pacc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    long long plast = clock64();
+#define MARK(k) \
+    if (profiling) { const long long now = clock64(); pacc[k] += now - plast; plast = now; }
 
     // Shared memory: chain weights (when resident), then float buffers.
     unsigned char* cursor = smem_raw;
@@ -199,6 +206,7 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
         }
         __syncthreads();
 
+        MARK(0);
         // 3. The layer chain. Warp 0 alone computes the gate of this CTA's
         //    U units (TPR = 32 / 2U threads per row) and its share of
         //    W_res · h, so it needs no block barrier before the cluster
@@ -250,11 +258,13 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
                     }
                 }
             }
+            MARK(1);
             if (i + 1 < NL) {
                 cluster_sync(tid < 32);
             } else {
                 __syncthreads();
             }
+            MARK(2);
             if (skipper) {
 #pragma unroll
                 for (int j = 0; j < U; j++) skip_acc += wsk_cur[j] * hs[i * U + j];
@@ -263,6 +273,7 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
             const u32 xb_addr = smem_u32(xbuf + (i & 1) * R);
             for (int o = tid; o < R; o += NT) xs[o] += sum_cluster(xb_addr + 4 * o) + res_b[i * R + o];
             __syncthreads();
+            MARK(3);
         }
 
         // 4. Skip: this CTA's units of every layer, summed over CTAs, relu.
@@ -273,6 +284,7 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
             for (int o = tid; o < S; o += NT) zs[o] = fmaxf(sum_cluster(addr + 4 * o) + skip_b[o], 0.0f);
         }
         __syncthreads();
+        MARK(4);
         // 5. Relu layer: AC rows of S, TPZ threads per row.
         if (tid < AC * TPZ) {
             const int q = tid / TPZ, k = tid % TPZ;
@@ -288,6 +300,7 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
             for (int o = tid; o < A; o += NT) za[o] = ld_cluster(addr + 4 * (o % AC), o / AC);
         }
         __syncthreads();
+        MARK(5);
         // 6. Output layer: AC rows of A.
         if (tid < AC * TPZ) {
             const int q = tid / TPZ, k = tid % TPZ;
@@ -303,6 +316,7 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
             for (int o = tid; o < A; o += NT) logits[o] = ld_cluster(addr + 4 * (o % AC), o / AC);
         }
         __syncthreads();
+        MARK(6);
         // 7. Sampling in warp 0 of every CTA.
         if (tid < 32) {
             float u = 0.0f;
@@ -320,6 +334,10 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
         y2 = y1;
         y1 = ybuf[0];
         if (rank == 0 && tid == NT - 1) out[t] = ybuf[1];
+        MARK(7);
+    }
+    if (profiling) {
+        for (int k = 0; k < 8; k++) prof[k] = pacc[k];
     }
     if (rank == 0 && tid == 0) {
         for (int k = 0; k < 4; k++) rng_state[k] = rs[k];

@@ -193,7 +193,22 @@ pub struct SingleRun {
     pub probs: Option<Vec<f32>>,
     /// Kernel time from device events, ms.
     pub kernel_ms: f32,
+    /// With profiling: cycles of thread 0 in block 0 per phase, summed over
+    /// the launch ([`PROFILE_PHASES`] names them).
+    pub phase_cycles: Option<[i64; 8]>,
 }
+
+/// The phases of kernel 1's per-sample clock (`MARK(k)` in the kernel).
+pub const PROFILE_PHASES: [&str; 8] = [
+    "embedding, histories, W_prev rows",
+    "chain: gate and residual share (warp 0)",
+    "chain: cluster barrier",
+    "chain: sum over the cluster, block barrier",
+    "skip: barrier and sum",
+    "relu layer, barrier, gather",
+    "output layer, barrier, gather",
+    "sampling",
+];
 
 /// Kernel 1 compiled for one voice: one utterance per launch.
 pub struct SingleStream {
@@ -253,6 +268,32 @@ impl SingleStream {
         forced: Option<&[u8]>,
         want_probs: bool,
     ) -> Result<SingleRun, GpuError> {
+        self.launch(cond, n, sampling, seed, forced, want_probs, false)
+    }
+
+    /// [`SingleStream::run`] with the per-phase clock of block 0 read back
+    /// (the clock reads cost a little time themselves).
+    pub fn run_profiled(
+        &self,
+        cond: &Conditioning,
+        n: usize,
+        sampling: GpuSampling,
+        seed: u64,
+    ) -> Result<SingleRun, GpuError> {
+        self.launch(cond, n, sampling, seed, None, false, true)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn launch(
+        &self,
+        cond: &Conditioning,
+        n: usize,
+        sampling: GpuSampling,
+        seed: u64,
+        forced: Option<&[u8]>,
+        want_probs: bool,
+        profile: bool,
+    ) -> Result<SingleRun, GpuError> {
         let sizes = &self.sizes;
         if cond.width() != sizes.conditioning_width() {
             return Err(GpuError::Shape { what: "conditioning width (ℓ·2r)", expected: sizes.conditioning_width(), got: cond.width() });
@@ -274,6 +315,7 @@ impl SingleStream {
         let mut out = dev.upload("samples", &vec![-1i32; n])?;
         let forced_d = forced.map(|f| dev.upload("forced samples", f)).transpose()?;
         let mut probs = if want_probs { Some(dev.upload("probabilities", &vec![f32::NAN; n * A])?) } else { None };
+        let mut prof = if profile { Some(dev.upload("phase clock", &[-1i64; 8])?) } else { None };
         let null = 0u64;
         let n_i = n as i32;
         let cfg = LaunchConfig {
@@ -292,6 +334,10 @@ impl SingleStream {
             None => b.arg(&null),
         };
         match probs.as_mut() {
+            Some(p) => b.arg(p),
+            None => b.arg(&null),
+        };
+        match prof.as_mut() {
             Some(p) => b.arg(p),
             None => b.arg(&null),
         };
@@ -322,7 +368,17 @@ impl SingleStream {
             }
             None => None,
         };
-        Ok(SingleRun { samples: codes.into_iter().map(|c| c as u8).collect(), probs, kernel_ms })
+        let phase_cycles = match prof {
+            Some(p) => {
+                let v = s.clone_dtoh(&p).map_err(driver("cuMemcpyDtoH(phase clock)"))?;
+                if v.iter().any(|&c| c < 0) {
+                    return Err(GpuError::Unwritten { what: "wavenet_single phase clock", count: 8 });
+                }
+                Some([v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]])
+            }
+            None => None,
+        };
+        Ok(SingleRun { samples: codes.into_iter().map(|c| c as u8).collect(), probs, kernel_ms, phase_cycles })
     }
 }
 

@@ -95,7 +95,8 @@ pub struct MultiPlan {
     /// Tensor cores with bfloat16 weights; float32 weights and FMAs otherwise.
     pub mma: bool,
     pub bf16: bool,
-    /// Bytes of each of the two weight-panel buffers.
+    /// Weight-panel buffers (NSTAGE − 1 panels in flight) and their bytes.
+    pub stages: usize,
     pub panel_bytes: usize,
     pub smem_bytes: usize,
 }
@@ -108,6 +109,7 @@ impl MultiPlan {
         streams_per_block: usize,
         threads: usize,
         bf16: bool,
+        stages: usize,
         panel_bytes: usize,
         smem_limit: usize,
     ) -> Result<Self, GpuError> {
@@ -132,17 +134,20 @@ impl MultiPlan {
         }
         let maxw = (2 * r).max(A).max(s);
         let floats = 3 * bs * (r + 8) + 2 * bs * (maxw + 8) + bs * (s + 8) + threads / 32 * A;
-        let smem_bytes = 2 * panel_bytes + 4 * floats + 4 * 4 * bs;
+        if !(2..=8).contains(&stages) {
+            return bad(format!("{stages} panel buffers (2 to 8)"));
+        }
+        let smem_bytes = stages * panel_bytes + 4 * floats + 4 * 4 * bs;
         if smem_bytes > smem_limit {
             return bad(format!("{smem_bytes} bytes of shared memory per block (the device allows {smem_limit})"));
         }
-        Ok(Self { streams_per_block, threads, mma: bf16, bf16, panel_bytes, smem_bytes })
+        Ok(Self { streams_per_block, threads, mma: bf16, bf16, stages, panel_bytes, smem_bytes })
     }
 
     pub fn source(&self, sizes: &Sizes) -> String {
         let defines = format!(
-            "#define BS {}\n#define NT {}\n#define MMA {}\n#define PANEL_BYTES {}\n",
-            self.streams_per_block, self.threads, self.mma as u8, self.panel_bytes
+            "#define BS {}\n#define NT {}\n#define MMA {}\n#define PANEL_BYTES {}\n#define NSTAGE {}\n",
+            self.streams_per_block, self.threads, self.mma as u8, self.panel_bytes, self.stages
         );
         format!("{}{defines}{COMMON}\n{MULTI}", common_defines(sizes, self.bf16))
     }

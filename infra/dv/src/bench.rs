@@ -67,6 +67,9 @@ pub struct SingleArgs {
     seconds: f64,
     #[arg(long, default_value_t = 3)]
     repeats: usize,
+    /// Also read the kernel's per-phase clock (one extra launch each).
+    #[arg(long)]
+    profile: bool,
 }
 
 #[derive(Args, Debug)]
@@ -81,8 +84,10 @@ pub struct StreamsArgs {
     per_block: Vec<usize>,
     #[arg(long, default_value_t = 256)]
     threads: usize,
-    /// Bytes of each of the two shared-memory weight-panel buffers.
-    #[arg(long, default_value_t = 16384)]
+    /// Shared-memory weight-panel buffers and the bytes of each.
+    #[arg(long, default_value_t = 4)]
+    stages: usize,
+    #[arg(long, default_value_t = 20480)]
     panel_bytes: usize,
     /// Samples per stream per timed launch.
     #[arg(long, default_value_t = 2048)]
@@ -202,6 +207,11 @@ fn single(a: SingleArgs) -> anyhow::Result<()> {
                         failed += 1;
                         None
                     };
+                    let phases = if ok && a.profile {
+                        gpu.run_profiled(&cond, n.min(8192), GpuSampling::new(Sampling::Direct)?, 9)?.phase_cycles
+                    } else {
+                        None
+                    };
                     let (ms, us, rtf) = timing.as_ref().map_or((f64::NAN, f64::NAN, f64::NAN), |t| (t.median_ms, t.us_per_sample, t.real_time_factor));
                     println!(
                         "| {name} | {} | {cluster} | {threads} | {} | {:.2e}{} | {}/{} | {ms:.1} | {us:.2} | {rtf:.2}x |",
@@ -212,7 +222,18 @@ fn single(a: SingleArgs) -> anyhow::Result<()> {
                         par.mode_mismatches,
                         par.steps,
                     );
+                    if let Some(c) = phases {
+                        let per = n.min(8192) as f64;
+                        let total: i64 = c.iter().sum();
+                        let parts: Vec<String> = c
+                            .iter()
+                            .zip(dv_gpu::PROFILE_PHASES)
+                            .map(|(&v, name)| format!("{name} {:.0} ({:.0}%)", v as f64 / per, 100.0 * v as f64 / total as f64))
+                            .collect();
+                        eprintln!("  cycles per sample, block 0 thread 0: {:.0} = {}", total as f64 / per, parts.join("; "));
+                    }
                     json.put(json!({
+                        "phase_cycles": phases.map(|c| c.to_vec()),
                         "bench": "gpu-single", "device": dev.name(), "voice": name, "sizes": w.sizes.name(),
                         "bf16": bf16, "cluster": cluster, "threads": threads, "smem_weights": plan.smem_weights,
                         "parity_steps": par.steps, "max_prob_diff": par.max_prob_diff, "mode_mismatches": par.mode_mismatches,
@@ -250,7 +271,7 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
         for &bf16 in &precisions(&a.common)? {
             for &per_block in &a.per_block {
                 let mma = bf16;
-                let plan = match MultiPlan::new(&w.sizes, per_block, a.threads, bf16, a.panel_bytes, dev.shared_memory_limit()) {
+                let plan = match MultiPlan::new(&w.sizes, per_block, a.threads, bf16, a.stages, a.panel_bytes, dev.shared_memory_limit()) {
                     Ok(p) => p,
                     Err(e) => {
                         println!("{} per block {per_block}: not run: {e}", prec(bf16));

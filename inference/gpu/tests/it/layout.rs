@@ -139,12 +139,12 @@ fn plans_keep_the_kernels_warp_invariants_and_refuse_what_they_cannot_run() {
             assert!(SinglePlan::new(&w.sizes, 8, true, 227 * 1024).unwrap().smem_weights);
         }
         for bf16 in [false, true] {
-            let p = MultiPlan::new(&w.sizes, 32, 256, bf16, 16384, 227 * 1024).unwrap();
+            let p = MultiPlan::new(&w.sizes, 32, 256, bf16, 4, 16384, 227 * 1024).unwrap();
             assert_eq!(p.mma, bf16, "{name}");
             assert!(p.smem_bytes <= 227 * 1024);
         }
-        assert!(MultiPlan::new(&w.sizes, 24, 256, false, 16384, 227 * 1024).is_err(), "not a multiple of 16");
-        assert!(MultiPlan::new(&w.sizes, 32, 96, false, 16384, 227 * 1024).is_err(), "96 does not divide 32·r");
-        assert!(MultiPlan::new(&w.sizes, 32, 256, false, 4096, 227 * 1024).is_err(), "panel too small for 8 rows");
+        assert!(MultiPlan::new(&w.sizes, 24, 256, false, 4, 16384, 227 * 1024).is_err(), "not a multiple of 16");
+        assert!(MultiPlan::new(&w.sizes, 32, 96, false, 4, 16384, 227 * 1024).is_err(), "96 does not divide 32·r");
+        assert!(MultiPlan::new(&w.sizes, 32, 256, false, 4, 4096, 227 * 1024).is_err(), "panel too small for 8 rows");
     }
 }
