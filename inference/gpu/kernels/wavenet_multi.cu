@@ -112,70 +112,88 @@ __device__ __forceinline__ void issue(const Wts& W, Pipe& p, unsigned char* pane
 }
 
 #if MMA
-__device__ __forceinline__ u32 pack_bf16(float lo, float hi) {
-    u32 d;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
-    return d;
-}
-// x ≈ hi + lo with both bfloat16: the pair keeps ~16 bits of x's mantissa.
-__device__ __forceinline__ void split2(float2 x, u32& hi, u32& lo) {
-    hi = pack_bf16(x.x, x.y);
-    lo = pack_bf16(x.x - __uint_as_float(hi << 16), x.y - __uint_as_float(hi & 0xffff0000u));
-}
 __device__ __forceinline__ void mma16816(float* c, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
-#endif
+#define MT (BS / 16)   // row tiles of 16 streams
+#define NG (NW / MT)   // warps sharing one row tile, each a strided set of 8-column tiles
+#define AKS (MAXW + 8) // row stride (bf16 elements) of the split activations
 
-// out[b][n0 + n] (+)= sum_k P[n][k] in(b, k) for the panel's rows; in(b, k)
-// is inA[b][k] for k < split, else inB[b][k - split] (strides sa, sb).
-__device__ __forceinline__ void panel_mm(const unsigned char* P, int rows, int K, const float* inA, int sa,
-                                         const float* inB, int sb, int split, float* out, int so, int n0,
-                                         bool accumulate) {
+// The matrix input as two bfloat16 terms, x ≈ hi + lo (hi = bf16(x),
+// lo = bf16(x - hi)), so that it keeps ~16 bits of mantissa through the
+// tensor cores; in(b, k) is inA[b][k] for k < split, else inB[b][k - split].
+__device__ __forceinline__ void split_input(const float* inA, int sa, const float* inB, int sb, int split, int K,
+                                            u16* AH, u16* AL) {
+    for (int e = threadIdx.x; e < BS * K / 2; e += NT) {
+        const int b = e / (K / 2), k = 2 * (e % (K / 2));
+        const float2 x = k < split ? *(const float2*)(inA + b * sa + k) : *(const float2*)(inB + b * sb + k - split);
+        u32 hi, lo;
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(hi) : "f"(x.y), "f"(x.x));
+        const float rx = x.x - __uint_as_float(hi << 16), ry = x.y - __uint_as_float(hi & 0xffff0000u);
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(lo) : "f"(ry), "f"(rx));
+        *(u32*)(AH + b * AKS + k) = hi;
+        *(u32*)(AL + b * AKS + k) = lo;
+    }
+}
+
+// out[b][n0 + n] (+)= sum_k P[n][k] (AH + AL)[b][k] for the panel's rows.
+// Warp w takes row tile w % MT and every NG-th 8-column tile from w / MT,
+// four at a time, so each A fragment serves up to four weight tiles.
+__device__ __forceinline__ void panel_mm_tc(const unsigned char* P, int rows, int K, const u16* AH, const u16* AL,
+                                            float* out, int so, int n0, bool accumulate) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-#if MMA
     const int g = lane >> 2, tq = lane & 3;
+    const int mt = warp % MT, ng = warp / MT;
     const int rowb = (K + WPAD) * 2;
-    for (int nt = warp; nt < rows / 8; nt += NW) {
-        float acc[BS / 16][4];
+    const int ntiles = rows / 8;
+    const u16* ah = AH + (mt * 16 + g) * AKS + 2 * tq;
+    const u16* al = AL + (mt * 16 + g) * AKS + 2 * tq;
+    for (int base = ng; base < ntiles; base += 4 * NG) {
+        float acc[4][4];
 #pragma unroll
-        for (int m = 0; m < BS / 16; m++)
+        for (int u = 0; u < 4; u++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) acc[m][e] = 0.0f;
-        const unsigned char* prow = P + (nt * 8 + g) * rowb;
+            for (int e = 0; e < 4; e++) acc[u][e] = 0.0f;
         for (int k0 = 0; k0 < K; k0 += 16) {
-            const u32 b0 = *(const u32*)(prow + (k0 + 2 * tq) * 2);
-            const u32 b1 = *(const u32*)(prow + (k0 + 8 + 2 * tq) * 2);
-            const float* in = k0 < split ? inA + k0 : inB + (k0 - split);
-            const int st = k0 < split ? sa : sb;
+            const u32 h0 = *(const u32*)(ah + k0), h1 = *(const u32*)(ah + 8 * AKS + k0);
+            const u32 h2 = *(const u32*)(ah + k0 + 8), h3 = *(const u32*)(ah + 8 * AKS + k0 + 8);
+            const u32 l0 = *(const u32*)(al + k0), l1 = *(const u32*)(al + 8 * AKS + k0);
+            const u32 l2 = *(const u32*)(al + k0 + 8), l3 = *(const u32*)(al + 8 * AKS + k0 + 8);
 #pragma unroll
-            for (int m = 0; m < BS / 16; m++) {
-                const float* r0 = in + (m * 16 + g) * st + 2 * tq;
-                const float* r1 = r0 + 8 * st;
-                u32 h0, l0, h1, l1, h2, l2, h3, l3;
-                split2(*(const float2*)r0, h0, l0);
-                split2(*(const float2*)r1, h1, l1);
-                split2(*(const float2*)(r0 + 8), h2, l2);
-                split2(*(const float2*)(r1 + 8), h3, l3);
-                mma16816(acc[m], h0, h1, h2, h3, b0, b1);
-                mma16816(acc[m], l0, l1, l2, l3, b0, b1);
+            for (int u = 0; u < 4; u++) {
+                const int nt = base + u * NG;
+                if (nt < ntiles) {
+                    const unsigned char* prow = P + (nt * 8 + g) * rowb;
+                    const u32 b0 = *(const u32*)(prow + (k0 + 2 * tq) * 2);
+                    const u32 b1 = *(const u32*)(prow + (k0 + 8 + 2 * tq) * 2);
+                    mma16816(acc[u], h0, h1, h2, h3, b0, b1);
+                    mma16816(acc[u], l0, l1, l2, l3, b0, b1);
+                }
             }
         }
 #pragma unroll
-        for (int m = 0; m < BS / 16; m++) {
-            float* o0 = out + (m * 16 + g) * so + n0 + nt * 8 + 2 * tq;
-            float* o1 = o0 + 8 * so;
-            if (accumulate) {
-                o0[0] += acc[m][0]; o0[1] += acc[m][1]; o1[0] += acc[m][2]; o1[1] += acc[m][3];
-            } else {
-                o0[0] = acc[m][0]; o0[1] = acc[m][1]; o1[0] = acc[m][2]; o1[1] = acc[m][3];
+        for (int u = 0; u < 4; u++) {
+            const int nt = base + u * NG;
+            if (nt < ntiles) {
+                float* o0 = out + (mt * 16 + g) * so + n0 + nt * 8 + 2 * tq;
+                float* o1 = o0 + 8 * so;
+                if (accumulate) {
+                    o0[0] += acc[u][0]; o0[1] += acc[u][1]; o1[0] += acc[u][2]; o1[1] += acc[u][3];
+                } else {
+                    o0[0] = acc[u][0]; o0[1] = acc[u][1]; o1[0] = acc[u][2]; o1[1] = acc[u][3];
+                }
             }
         }
     }
+}
 #else
-    (void)warp; (void)lane;
+// out[b][n0 + n] (+)= sum_k P[n][k] in(b, k) for the panel's rows with
+// float32 FMAs; in(b, k) is inA[b][k] for k < split, else inB[b][k - split].
+__device__ __forceinline__ void panel_mm_fma(const unsigned char* P, int rows, int K, const float* inA, int sa,
+                                             const float* inB, int sb, int split, float* out, int so, int n0,
+                                             bool accumulate) {
     const int rowf = K + WPAD;
     const float* Pf = (const float*)P;
     // G row groups of BS / G streams each (G a power of two dividing BS, at most 16).
@@ -208,15 +226,18 @@ __device__ __forceinline__ void panel_mm(const unsigned char* P, int rows, int K
             }
         }
     }
-#endif
 }
+#endif
 
 // Multiplies matrix `id` (all its panels, which are the next ones in the
 // cursor's order), keeping NSTAGE - 1 panels in flight.
-__device__ void run_matrix(const Wts& W, Pipe& p, unsigned char* panels, int id, const float* inA, int sa,
-                           const float* inB, int sb, int split, float* out, int so, bool accumulate) {
+__device__ void run_matrix(const Wts& W, Pipe& p, unsigned char* panels, u16* AH, u16* AL, int id, const float* inA,
+                           int sa, const float* inB, int sb, int split, float* out, int so, bool accumulate) {
     const Mat m = mat(W, id);
     const int pr = panel_rows(m.n, m.k);
+#if MMA
+    split_input(inA, sa, inB, sb, split, m.k, AH, AL);  // read after the first barrier below
+#endif
     for (int n0 = 0; n0 < m.n; n0 += pr) {
         // The buffer refilled here was consumed by the previous panel, whose
         // trailing barrier every warp has passed.
@@ -224,7 +245,11 @@ __device__ void run_matrix(const Wts& W, Pipe& p, unsigned char* panels, int id,
         asm volatile("cp.async.wait_group %0;" ::"n"(NSTAGE - 1) : "memory");
         __syncthreads();
         const int rows = m.n - n0 < pr ? m.n - n0 : pr;
-        panel_mm(panels + (p.used % NSTAGE) * PANEL_BYTES, rows, m.k, inA, sa, inB, sb, split, out, so, n0, accumulate);
+#if MMA
+        panel_mm_tc(panels + (p.used % NSTAGE) * PANEL_BYTES, rows, m.k, AH, AL, out, so, n0, accumulate);
+#else
+        panel_mm_fma(panels + (p.used % NSTAGE) * PANEL_BYTES, rows, m.k, inA, sa, inB, sb, split, out, so, n0, accumulate);
+#endif
         __syncthreads();
         p.used += 1;
     }
@@ -243,7 +268,8 @@ wavenet_multi(const wt* __restrict__ w_dil, const wt* __restrict__ w_res, const 
               int steps, int mode, float inv_tau,
               int* __restrict__ out,                        // [slots][steps], poisoned by the host
               const unsigned char* __restrict__ forced,     // [slots][steps] or null
-              float* __restrict__ probs_out)                // [slots][steps][A] or null
+              float* __restrict__ probs_out,                // [slots][steps][A] or null
+              long long* __restrict__ prof)                 // [8] cycles per phase (block 0, thread 0) or null
 {
     extern __shared__ __align__(16) unsigned char smem[];
     unsigned char* panels = smem;  // NSTAGE x PANEL_BYTES
@@ -254,7 +280,15 @@ wavenet_multi(const wt* __restrict__ w_dil, const wt* __restrict__ w_res, const 
     float* ACT = HP + BS * AST(MAXW);             // [BS][MAXW]
     float* SK = ACT + BS * AST(MAXW);             // [BS][S]
     float* PW = SK + BS * AST(S);                 // [NW][A]
+#if MMA
+    u16* AH = (u16*)(PW + NW * A);                // [BS][MAXW + 8] split activations
+    u16* AL = AH + BS * AKS;
+    int* pos = (int*)(AL + BS * AKS);             // [BS]
+#else
+    u16* AH = nullptr;
+    u16* AL = nullptr;
     int* pos = (int*)(PW + NW * A);               // [BS]
+#endif
     int* live = pos + BS;
     int* y1 = live + BS;
     int* y2 = y1 + BS;
@@ -262,6 +296,11 @@ wavenet_multi(const wt* __restrict__ w_dil, const wt* __restrict__ w_res, const 
     const Wts W{w_dil, w_res, w_skip, w_relu, w_out};
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int slot0 = blockIdx.x * BS;
+    const bool profiling = prof != nullptr && blockIdx.x == 0 && tid == 0;
+    long long pacc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    long long plast = clock64();
+#define MARK(k) \
+    if (profiling) { const long long now = clock64(); pacc[k] += now - plast; plast = now; }
     if (tid < BS) {
         const int s = slot0 + tid;
         pos[tid] = st_pos[s];
@@ -290,6 +329,7 @@ wavenet_multi(const wt* __restrict__ w_dil, const wt* __restrict__ w_res, const 
             lg_n[k] = live[b] ? crow[R + j] : 0.0f;
         }
         __syncthreads();
+        MARK(0);
         for (int i = 0; i < NL; i++) {
             float lh[EK], lg[EK];
 #pragma unroll
@@ -307,8 +347,10 @@ wavenet_multi(const wt* __restrict__ w_dil, const wt* __restrict__ w_res, const 
                     lg_n[k] = live[b] ? crow[R + j] : 0.0f;
                 }
             }
+            MARK(1);
             // HP = [W_prev | W_cur] [x_i(t - d); x_i(t)]
-            run_matrix(W, pipe, panels, 3 * i, OLD, AST(R), X, AST(R), R, HP, AST(2 * R), false);
+            run_matrix(W, pipe, panels, AH, AL, 3 * i, OLD, AST(R), X, AST(R), R, HP, AST(2 * R), false);
+            MARK(2);
 #pragma unroll
             for (int k = 0; k < EK; k++) {
                 const int e = tid + k * NT, b = e / R, j = e % R;
@@ -316,28 +358,32 @@ wavenet_multi(const wt* __restrict__ w_dil, const wt* __restrict__ w_res, const 
                 const float vg = HP[b * AST(2 * R) + R + j] + gate_b[i * 2 * R + R + j] + lg[k];
                 H[b * AST(R) + j] = tanhf(vh) * sigmoidf_exact(vg);
             }
+            MARK(3);
             if (i + 1 < NL) {
-                run_matrix(W, pipe, panels, 3 * i + 1, H, AST(R), H, AST(R), R, HP, AST(R), false);
+                run_matrix(W, pipe, panels, AH, AL, 3 * i + 1, H, AST(R), H, AST(R), R, HP, AST(R), false);
 #pragma unroll
                 for (int k = 0; k < EK; k++) {
                     const int e = tid + k * NT, b = e / R, j = e % R;
                     X[b * AST(R) + j] += HP[b * AST(R) + j] + res_b[i * R + j];
                 }
             }
-            run_matrix(W, pipe, panels, 3 * i + 2, H, AST(R), H, AST(R), R, SK, AST(S), true);
+            MARK(4);
+            run_matrix(W, pipe, panels, AH, AL, 3 * i + 2, H, AST(R), H, AST(R), R, SK, AST(S), true);
+            MARK(5);
         }
         for (int e = tid; e < BS * S; e += NT) {
             const int b = e / S, j = e % S;
             ACT[b * AST(S) + j] = fmaxf(SK[b * AST(S) + j] + skip_b[j], 0.0f);
         }
-        run_matrix(W, pipe, panels, 3 * NL, ACT, AST(S), ACT, AST(S), S, HP, AST(A), false);
+        run_matrix(W, pipe, panels, AH, AL, 3 * NL, ACT, AST(S), ACT, AST(S), S, HP, AST(A), false);
         for (int e = tid; e < BS * A; e += NT) {
             const int b = e / A, j = e % A;
             HP[b * AST(A) + j] = fmaxf(HP[b * AST(A) + j] + relu_b[j], 0.0f);
         }
-        run_matrix(W, pipe, panels, 3 * NL + 1, HP, AST(A), HP, AST(A), A, ACT, AST(A), false);
+        run_matrix(W, pipe, panels, AH, AL, 3 * NL + 1, HP, AST(A), HP, AST(A), A, ACT, AST(A), false);
         for (int e = tid; e < BS * A; e += NT) ACT[(e / A) * AST(A) + e % A] += out_b[e % A];
         __syncthreads();
+        MARK(6);
         // One warp per stream: softmax, sample, advance.
         for (int b = warp; b < BS; b += NW) {
             const int s = slot0 + b;
@@ -365,8 +411,12 @@ wavenet_multi(const wt* __restrict__ w_dil, const wt* __restrict__ w_res, const 
             __syncwarp();
         }
         __syncthreads();
+        MARK(7);
     }
     asm volatile("cp.async.wait_group 0;" ::: "memory");
+    if (profiling) {
+        for (int k = 0; k < 8; k++) prof[k] = pacc[k];
+    }
     if (tid < BS) {
         const int s = slot0 + tid;
         st_pos[s] = pos[tid];

@@ -25,6 +25,17 @@
 #define U (R / C)
 #define AC (A / C)
 #define SKIP0 32
+// Rows of W_cur / W_prev in shared memory are rotated by row so that the
+// lanes reading one column of several rows hit different banks:
+// element j of gate row q sits at column (j + q*TPR) mod R, of W_prev row
+// `row` at (j + row*TPP) mod R (R is a power of two).
+#if SMEM_W
+#define ROT_C(j, q) (((j) + (q) * TPR) & (R - 1))
+#define ROT_P(j, row) (((j) + (row) * TPP) & (R - 1))
+#else
+#define ROT_C(j, q) (j)
+#define ROT_P(j, row) (j)
+#endif
 
 __device__ __forceinline__ u32 cluster_rank() {
     u32 r;
@@ -125,7 +136,11 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
         const wt* src_c = g_wc + (size_t)rank * NL * 2 * U * R;
         const wt* src_p = g_wp + (size_t)rank * NL * 2 * U * R;
         const wt* src_r = g_wr + (size_t)rank * (NL - 1) * U * R;
-        for (int k = tid; k < NL * 2 * U * R; k += NT) { wc[k] = src_c[k]; wp[k] = src_p[k]; }
+        for (int k = tid; k < NL * 2 * U * R; k += NT) {
+            const int row = k / R, j = k % R, q = row % (2 * U);
+            wc[row * R + ROT_C(j, q)] = src_c[k];
+            wp[row * R + ROT_P(j, row)] = src_p[k];
+        }
         for (int k = tid; k < (NL - 1) * U * R; k += NT) wr[k] = src_r[k];
     }
 #else
@@ -143,7 +158,7 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
     float* pre = (float*)cursor; cursor += sizeof(float) * NL * 2 * U;
     float* olds = (float*)cursor; cursor += sizeof(float) * NL * R;
     float* hs = (float*)cursor; cursor += sizeof(float) * NL * U;
-    float* xbuf = (float*)cursor; cursor += sizeof(float) * 2 * R;
+    float* xin = (float*)cursor; cursor += sizeof(float) * 2 * C * R;  // [2][C][R] partials pushed by each CTA
     float* sbuf = (float*)cursor; cursor += sizeof(float) * S;
     float* zs = (float*)cursor; cursor += sizeof(float) * S;
     float* zbuf = (float*)cursor; cursor += sizeof(float) * AC;
@@ -153,6 +168,11 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
     float* probs = (float*)cursor; cursor += sizeof(float) * A;
     int* ybuf = (int*)cursor; cursor += sizeof(int) * 4;
 
+    // xin of every CTA in the cluster's shared window (for the pushes).
+    u32 xin_remote[C];
+#pragma unroll
+    for (int c = 0; c < C; c++)
+        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(xin_remote[c]) : "r"(smem_u32(xin)), "r"(c));
     u64 rs[4];
 #pragma unroll
     for (int k = 0; k < 4; k++) rs[k] = rng_state[k];
@@ -200,7 +220,7 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
             const wt* w = wp + (size_t)row * R;
             float acc = 0.0f;
 #pragma unroll 4
-            for (int j = k; j < R; j += TPP) acc += wf(w[j]) * old[j];
+            for (int j = k; j < R; j += TPP) acc += wf(w[ROT_P(j, row)]) * old[j];
             acc = group_sum<TPP>(acc);
             if (k == 0) pre[row] = acc + gate_b[i * 2 * R + o] + crow[i * 2 * R + o];
         }
@@ -239,8 +259,8 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
                 float acc0 = 0.0f, acc1 = 0.0f;
 #pragma unroll
                 for (int j = k; j < R; j += 2 * TPR) {
-                    acc0 += wf(w[j]) * xs[j];
-                    acc1 += wf(w[j + TPR]) * xs[j + TPR];
+                    acc0 += wf(w[ROT_C(j, q)]) * xs[j];
+                    acc1 += wf(w[ROT_C(j + TPR, q)]) * xs[j + TPR];
                 }
                 const float v = group_sum<TPR>(acc0 + acc1) + pre[i * 2 * U + q];
                 const float other = __shfl_xor_sync(0xffffffffu, v, TPR);
@@ -248,13 +268,16 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
                 const float h = half ? tanhf(other) * sigmoidf_exact(v) : tanhf(v) * sigmoidf_exact(other);
                 if (lane % (2 * TPR) == 0) hs[i * U + unit] = h;
                 if (i + 1 < NL) {
-                    float* xb = xbuf + (i & 1) * R;
+                    // Push this CTA's share into every CTA's xin[i & 1][rank].
+                    const u32 off = 4 * (((i & 1) * C + rank) * R);
 #pragma unroll
                     for (int o = lane; o < R; o += 32) {
                         float p = 0.0f;
 #pragma unroll
                         for (int j = 0; j < U; j++) p += wf(wr[(size_t)(i * U + j) * R + o]) * __shfl_sync(0xffffffffu, h, j * 2 * TPR);
-                        xb[o] = p;
+#pragma unroll
+                        for (int c = 0; c < C; c++)
+                            asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(xin_remote[c] + off + 4 * o), "f"(p) : "memory");
                     }
                 }
             }
@@ -270,8 +293,16 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
                 for (int j = 0; j < U; j++) skip_acc += wsk_cur[j] * hs[i * U + j];
             }
             if (i + 1 == NL) break;
-            const u32 xb_addr = smem_u32(xbuf + (i & 1) * R);
-            for (int o = tid; o < R; o += NT) xs[o] += sum_cluster(xb_addr + 4 * o) + res_b[i * R + o];
+            for (int o = tid; o < R; o += NT) {
+                const float* in = xin + (i & 1) * C * R + o;
+                float v[C];
+#pragma unroll
+                for (int c = 0; c < C; c++) v[c] = in[c * R];
+                float acc = 0.0f;
+#pragma unroll
+                for (int c = 0; c < C; c++) acc += v[c];
+                xs[o] += acc + res_b[i * R + o];
+            }
             __syncthreads();
             MARK(3);
         }

@@ -390,7 +390,22 @@ pub struct MultiRun {
     /// `[slots, steps, 256]` when asked for (NaN where idle).
     pub probs: Option<Vec<f32>>,
     pub kernel_ms: f32,
+    /// With profiling: cycles of thread 0 in block 0 per phase, summed over
+    /// the launch ([`PROFILE_PHASES_MULTI`] names them).
+    pub phase_cycles: Option<[i64; 8]>,
 }
+
+/// The phases of kernel 2's per-step clock (`MARK(k)` in the kernel).
+pub const PROFILE_PHASES_MULTI: [&str; 8] = [
+    "embedding, first prefetch",
+    "history rows, next prefetch",
+    "dilated product",
+    "gate",
+    "residual product",
+    "skip product",
+    "relu and output layers",
+    "sampling",
+];
 
 /// A stream joining kernel 2's slots.
 #[derive(Debug, Clone, Copy)]
@@ -530,6 +545,22 @@ impl MultiStream {
         forced: Option<&[u8]>,
         want_probs: bool,
     ) -> Result<MultiRun, GpuError> {
+        self.launch(steps, sampling, forced, want_probs, false)
+    }
+
+    /// [`MultiStream::advance`] with block 0's per-phase clock read back.
+    pub fn advance_profiled(&mut self, steps: usize, sampling: GpuSampling) -> Result<MultiRun, GpuError> {
+        self.launch(steps, sampling, None, false, true)
+    }
+
+    fn launch(
+        &mut self,
+        steps: usize,
+        sampling: GpuSampling,
+        forced: Option<&[u8]>,
+        want_probs: bool,
+        profile: bool,
+    ) -> Result<MultiRun, GpuError> {
         if steps == 0 || self.slots.saturating_mul(steps) > i32::MAX as usize {
             return Err(GpuError::Shape { what: "steps per launch", expected: 1, got: steps });
         }
@@ -544,6 +575,7 @@ impl MultiStream {
         let forced_d = forced.map(|f| dev.upload("forced samples", f)).transpose()?;
         let mut probs =
             if want_probs { Some(dev.upload("probabilities", &vec![f32::NAN; self.slots * steps * A])?) } else { None };
+        let mut prof = if profile { Some(dev.upload("phase clock", &[-1i64; 8])?) } else { None };
         let null = 0u64;
         let steps_i = steps as i32;
         let cfg = LaunchConfig {
@@ -567,6 +599,10 @@ impl MultiStream {
             Some(p) => b.arg(p),
             None => b.arg(&null),
         };
+        match prof.as_mut() {
+            Some(p) => b.arg(p),
+            None => b.arg(&null),
+        };
         b.record_kernel_launch(CUevent_flags::CU_EVENT_DEFAULT);
         // SAFETY: the arguments match `wavenet_multi`'s parameters in order
         // and type; the slot arrays hold `slots` entries (a whole number of
@@ -583,7 +619,17 @@ impl MultiStream {
             Some(p) => Some(s.clone_dtoh(&p).map_err(driver("cuMemcpyDtoH(probabilities)"))?),
             None => None,
         };
-        Ok(MultiRun { samples, probs, kernel_ms })
+        let phase_cycles = match prof {
+            Some(p) => {
+                let v = s.clone_dtoh(&p).map_err(driver("cuMemcpyDtoH(phase clock)"))?;
+                if v.iter().any(|&c| c < 0) {
+                    return Err(GpuError::Unwritten { what: "wavenet_multi phase clock", count: 8 });
+                }
+                Some([v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]])
+            }
+            None => None,
+        };
+        Ok(MultiRun { samples, probs, kernel_ms, phase_cycles })
     }
 
     /// Samples each slot still has to generate.

@@ -67,7 +67,7 @@ impl SinglePlan {
         debug_assert!((2 * u * tpp) % 32 == 0 && (ac * tpz) % 32 == 0 && r % (2 * tpr) == 0);
         let wbytes = if bf16 { 2 } else { 4 };
         let weights = wbytes * (2 * l * 2 * u * r + (l - 1) * u * r);
-        let buffers = 4 * (r + l * 2 * u + l * r + l * u + 2 * r + 2 * s + 2 * ac + 3 * A) + 16 + 16;
+        let buffers = 4 * (r + l * 2 * u + l * r + l * u + 2 * cluster * r + 2 * s + 2 * ac + 3 * A) + 16 + 16;
         let smem_weights = weights + buffers <= smem_limit;
         let smem_bytes = if smem_weights { weights + buffers } else { buffers };
         if smem_bytes > smem_limit {
@@ -137,7 +137,12 @@ impl MultiPlan {
         if !(2..=8).contains(&stages) {
             return bad(format!("{stages} panel buffers (2 to 8)"));
         }
-        let smem_bytes = stages * panel_bytes + 4 * floats + 4 * 4 * bs;
+        // The tensor-core path also holds its input split into two bfloat16 terms.
+        let split = if bf16 { 2 * 2 * bs * (maxw + 8) } else { 0 };
+        if bf16 && (threads / 32) % (bs / 16) != 0 {
+            return bad(format!("{} warps do not divide into {} row tiles", threads / 32, bs / 16));
+        }
+        let smem_bytes = stages * panel_bytes + 4 * floats + split + 4 * 4 * bs;
         if smem_bytes > smem_limit {
             return bad(format!("{smem_bytes} bytes of shared memory per block (the device allows {smem_limit})"));
         }

@@ -85,9 +85,9 @@ pub struct StreamsArgs {
     #[arg(long, default_value_t = 256)]
     threads: usize,
     /// Shared-memory weight-panel buffers and the bytes of each.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 3)]
     stages: usize,
-    #[arg(long, default_value_t = 20480)]
+    #[arg(long, default_value_t = 16384)]
     panel_bytes: usize,
     /// Samples per stream per timed launch.
     #[arg(long, default_value_t = 2048)]
@@ -324,6 +324,23 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                     }))?;
                 }
                 println!("largest real-time stream count tried: {best}");
+                if let Some(&n) = a.streams.last() {
+                    let mut gpu = MultiStream::new(dev.clone(), &w, plan, n, &pool)?;
+                    let starts: Vec<dv_gpu::StreamStart> = (0..gpu.slots())
+                        .map(|s| dv_gpu::StreamStart { slot: s, cond_frame: 0, samples: a.steps, seed: s as u64 })
+                        .collect();
+                    gpu.start(&starts)?;
+                    if let Some(c) = gpu.advance_profiled(a.steps, GpuSampling::new(Sampling::Direct)?)?.phase_cycles {
+                        let total: i64 = c.iter().sum();
+                        let parts: Vec<String> = c
+                            .iter()
+                            .zip(dv_gpu::PROFILE_PHASES_MULTI)
+                            .map(|(&v, name)| format!("{name} {:.0} ({:.0}%)", v as f64 / a.steps as f64, 100.0 * v as f64 / total as f64))
+                            .collect();
+                        println!("cycles per step, block 0 thread 0, {n} streams: {:.0} = {}", total as f64 / a.steps as f64, parts.join("; "));
+                        json.put(json!({"bench": "gpu-streams-profile", "sizes": w.sizes.name(), "bf16": bf16, "streams": n, "phase_cycles": c.to_vec()}))?;
+                    }
+                }
             }
         }
     }

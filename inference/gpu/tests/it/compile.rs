@@ -26,7 +26,7 @@ fn nvrtc_compiles_both_kernels_for_every_preset() {
             assert!(ptx.contains(&format!(".reqnctapercluster {cluster}")) || ptx.contains(".explicitcluster"), "{name}");
         }
         for mma in [true, false] {
-            let plan = MultiPlan::new(&w.sizes, 32, 256, mma, 4, 16384, smem).unwrap();
+            let plan = MultiPlan::new(&w.sizes, 32, 256, mma, 3, 16384, smem).unwrap();
             let ptx = compile_ptx(&plan.source(&w.sizes), "wavenet_multi", "compute_90")
                 .unwrap_or_else(|e| panic!("{name} mma={mma}: {e}"))
                 .to_src();

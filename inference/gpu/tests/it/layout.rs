@@ -139,7 +139,7 @@ fn plans_keep_the_kernels_warp_invariants_and_refuse_what_they_cannot_run() {
             assert!(SinglePlan::new(&w.sizes, 8, true, 227 * 1024).unwrap().smem_weights);
         }
         for bf16 in [false, true] {
-            let p = MultiPlan::new(&w.sizes, 32, 256, bf16, 4, 16384, 227 * 1024).unwrap();
+            let p = MultiPlan::new(&w.sizes, 32, 256, bf16, 3, 16384, 227 * 1024).unwrap();
             assert_eq!(p.mma, bf16, "{name}");
             assert!(p.smem_bytes <= 227 * 1024);
         }
