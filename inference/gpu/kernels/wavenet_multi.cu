@@ -292,6 +292,7 @@ wavenet_multi(const wt* __restrict__ w_dil, const wt* __restrict__ w_res, const 
     int* live = pos + BS;
     int* y1 = live + BS;
     int* y2 = y1 + BS;
+    long long* cbase = (long long*)(y2 + BS);  // [BS] this step's conditioning row (float offset)
 
     const Wts W{w_dil, w_res, w_skip, w_relu, w_out};
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -318,13 +319,15 @@ wavenet_multi(const wt* __restrict__ w_dil, const wt* __restrict__ w_res, const 
             X[b * AST(R) + j] = emb_c[y1[b] * R + j] + emb_p[y2[b] * R + j] + emb_b[j];
         }
         for (int e = tid; e < BS * S; e += NT) SK[(e / S) * AST(S) + e % S] = 0.0f;
+        if (tid < BS) cbase[tid] = st_cond[slot0 + tid] + (long long)(pos[tid] / HOP) * NL * 2 * R;
+        __syncthreads();
         // Layer 0's history rows and conditioning, then each layer's next ahead.
         float old_n[EK], lh_n[EK], lg_n[EK];
 #pragma unroll
         for (int k = 0; k < EK; k++) {
             const int e = tid + k * NT, b = e / R, j = e % R;
-            old_n[k] = hist[((size_t)(slot0 + b) * HIST_ROWS + c_hoff[0] + pos[b] % c_dil[0]) * R + j];
-            const float* crow = cond_pool + st_cond[slot0 + b] + (size_t)(pos[b] / HOP) * NL * 2 * R;
+            old_n[k] = hist[((size_t)(slot0 + b) * HIST_ROWS + c_hoff[0] + (pos[b] & (c_dil[0] - 1))) * R + j];
+            const float* crow = cond_pool + cbase[b];
             lh_n[k] = live[b] ? crow[j] : 0.0f;
             lg_n[k] = live[b] ? crow[R + j] : 0.0f;
         }
@@ -339,10 +342,10 @@ wavenet_multi(const wt* __restrict__ w_dil, const wt* __restrict__ w_res, const 
                 lh[k] = lh_n[k];
                 lg[k] = lg_n[k];
                 const float xv = X[b * AST(R) + j];
-                if (live[b]) hist[((size_t)(slot0 + b) * HIST_ROWS + c_hoff[i] + pos[b] % c_dil[i]) * R + j] = xv;
+                if (live[b]) hist[((size_t)(slot0 + b) * HIST_ROWS + c_hoff[i] + (pos[b] & (c_dil[i] - 1))) * R + j] = xv;
                 if (i + 1 < NL) {
-                    old_n[k] = hist[((size_t)(slot0 + b) * HIST_ROWS + c_hoff[i + 1] + pos[b] % c_dil[i + 1]) * R + j];
-                    const float* crow = cond_pool + st_cond[slot0 + b] + (size_t)(pos[b] / HOP) * NL * 2 * R + (i + 1) * 2 * R;
+                    old_n[k] = hist[((size_t)(slot0 + b) * HIST_ROWS + c_hoff[i + 1] + (pos[b] & (c_dil[i + 1] - 1))) * R + j];
+                    const float* crow = cond_pool + cbase[b] + (i + 1) * 2 * R;
                     lh_n[k] = live[b] ? crow[j] : 0.0f;
                     lg_n[k] = live[b] ? crow[R + j] : 0.0f;
                 }

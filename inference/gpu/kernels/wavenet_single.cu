@@ -205,7 +205,7 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
 #pragma unroll
             for (int k = 0; k < K; k++) {
                 const int e = tid + k * NT, i = e / R;
-                v[k] = e < NL * R ? my_hist[(size_t)(c_hoff[i] + t % c_dil[i]) * R + e % R] : 0.0f;
+                v[k] = e < NL * R ? my_hist[(size_t)(c_hoff[i] + (t & (c_dil[i] - 1))) * R + e % R] : 0.0f;
             }
 #pragma unroll
             for (int k = 0; k < K; k++)
@@ -250,7 +250,7 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
             }
             if (tid >= NT - R) {
                 const int j = tid - (NT - R);
-                my_hist[(size_t)(c_hoff[i] + t % c_dil[i]) * R + j] = xs[j];
+                my_hist[(size_t)(c_hoff[i] + (t & (c_dil[i] - 1))) * R + j] = xs[j];
             }
             if (tid < 32) {
                 const int unit = lane / (2 * TPR), half = (lane / TPR) & 1, k = lane % TPR;

@@ -49,6 +49,7 @@ impl SinglePlan {
         if !r.is_power_of_two() || l < 2 || s % 32 != 0 || s < r || r < 32 {
             return bad("r must be a power of two of at least 32, s a multiple of 32 at least r, ℓ at least 2".into());
         }
+        check_dilations(sizes)?;
         let threads = 32 + s;
         if threads > 1024 {
             return bad(format!("{threads} threads per block"));
@@ -115,6 +116,7 @@ impl MultiPlan {
     ) -> Result<Self, GpuError> {
         let (r, s) = (sizes.residual, sizes.skip);
         let bad = |why: String| Err(GpuError::Unsupported { what: format!("kernel 2 for {}: {why}", sizes.name()) });
+        check_dilations(sizes)?;
         let bs = streams_per_block;
         if bs == 0 || bs % 16 != 0 {
             return bad(format!("{bs} streams per block (a multiple of 16)"));
@@ -142,7 +144,7 @@ impl MultiPlan {
         if bf16 && (threads / 32) % (bs / 16) != 0 {
             return bad(format!("{} warps do not divide into {} row tiles", threads / 32, bs / 16));
         }
-        let smem_bytes = stages * panel_bytes + 4 * floats + split + 4 * 4 * bs;
+        let smem_bytes = stages * panel_bytes + 4 * floats + split + 4 * 4 * bs + 8 * bs;
         if smem_bytes > smem_limit {
             return bad(format!("{smem_bytes} bytes of shared memory per block (the device allows {smem_limit})"));
         }
@@ -156,6 +158,14 @@ impl MultiPlan {
         );
         format!("{}{defines}{COMMON}\n{MULTI}", common_defines(sizes, self.bf16))
     }
+}
+
+/// Both kernels index the history rings with `t & (d − 1)`.
+fn check_dilations(sizes: &Sizes) -> Result<(), GpuError> {
+    if sizes.dilations.len() != sizes.layers || !sizes.dilations.iter().all(|d| d.is_power_of_two()) {
+        return Err(GpuError::Unsupported { what: format!("dilations {:?} (powers of two, one per layer)", sizes.dilations) });
+    }
+    Ok(())
 }
 
 fn common_defines(sizes: &Sizes, bf16: bool) -> String {

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Nsight Compute on one launch of each dv-gpu kernel (issue 9), after the parity and warm-up
+# launches: speed of light, memory, warp stalls, scheduler. Run on the device like run.sh:
+#   benchmarks/gpu/ncu.sh .carry/dv.xz $OUT
+set -uo pipefail
+dvxz=$1 out=$2
+mkdir -p "$out/bin" "$out/lib"
+xz -dc "$dvxz" > "$out/bin/dv" && chmod +x "$out/bin/dv"
+dv=$out/bin/dv
+site=$(python3 -c 'import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))')
+ln -sf "$site/nvidia/nccl/lib/libnccl.so.2" "$out/lib/libnccl.so"
+export LD_LIBRARY_PATH="$out/lib:$site/torch/lib:$site/nvidia/cu13/lib:$site/nvidia/nccl/lib:${LD_LIBRARY_PATH:-}"
+sections=(--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats
+          --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis)
+# Kernel 2: 6 parity launches and 1 warm-up precede the first timed launch.
+timeout 200 ncu --clock-control none -k regex:wavenet_multi --launch-skip 7 --launch-count 1 "${sections[@]}" \
+    "$dv" bench gpu-streams --presets ${NCU_MULTI:-20x64x128} --precision bf16 --streams 4224 --steps 64 --repeats 1 \
+    --parity-steps 32 > "$out/ncu_multi.txt" 2>&1
+echo "multi rc=$?"
+# Kernel 1: 2 parity launches and 1 warm-up precede the first timed launch.
+timeout 200 ncu --clock-control none -k regex:wavenet_single --launch-skip 3 --launch-count 1 "${sections[@]}" \
+    "$dv" bench gpu-single --presets ${NCU_SINGLE:-40x64x256} --precision f32 --clusters 16 --seconds 0.05 \
+    --repeats 1 --parity-steps 32 > "$out/ncu_single.txt" 2>&1
+echo "single rc=$?"
+rm -rf "$out/bin" "$out/lib"
+grep -E "Duration|Throughput|Stall|Warp Cycles|Issued Ipc|Hit Rate|Eligible|Active Warps|No Eligible|L2|DRAM" "$out/ncu_multi.txt" | head -60
+echo ----
+grep -E "Duration|Throughput|Stall|Warp Cycles|Issued Ipc|Eligible|No Eligible" "$out/ncu_single.txt" | head -40
