@@ -151,11 +151,12 @@ __device__ __forceinline__ void panel_mm_tc(const unsigned char* P, int rows, in
     const u16* ah = AH + (mt * 16 + g) * AKS + 2 * tq;
     const u16* al = AL + (mt * 16 + g) * AKS + 2 * tq;
     for (int base = ng; base < ntiles; base += 4 * NG) {
-        float acc[4][4];
+        // hi and lo products accumulate apart: two independent MMA chains per tile.
+        float acc[4][4], acl[4][4];
 #pragma unroll
         for (int u = 0; u < 4; u++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) acc[u][e] = 0.0f;
+            for (int e = 0; e < 4; e++) acc[u][e] = acl[u][e] = 0.0f;
         for (int k0 = 0; k0 < K; k0 += 16) {
             const u32 h0 = *(const u32*)(ah + k0), h1 = *(const u32*)(ah + 8 * AKS + k0);
             const u32 h2 = *(const u32*)(ah + k0 + 8), h3 = *(const u32*)(ah + 8 * AKS + k0 + 8);
@@ -169,7 +170,7 @@ __device__ __forceinline__ void panel_mm_tc(const unsigned char* P, int rows, in
                     const u32 b0 = *(const u32*)(prow + (k0 + 2 * tq) * 2);
                     const u32 b1 = *(const u32*)(prow + (k0 + 8 + 2 * tq) * 2);
                     mma16816(acc[u], h0, h1, h2, h3, b0, b1);
-                    mma16816(acc[u], l0, l1, l2, l3, b0, b1);
+                    mma16816(acl[u], l0, l1, l2, l3, b0, b1);
                 }
             }
         }
@@ -179,10 +180,12 @@ __device__ __forceinline__ void panel_mm_tc(const unsigned char* P, int rows, in
             if (nt < ntiles) {
                 float* o0 = out + (mt * 16 + g) * so + n0 + nt * 8 + 2 * tq;
                 float* o1 = o0 + 8 * so;
+                const float v0 = acc[u][0] + acl[u][0], v1 = acc[u][1] + acl[u][1];
+                const float v2 = acc[u][2] + acl[u][2], v3 = acc[u][3] + acl[u][3];
                 if (accumulate) {
-                    o0[0] += acc[u][0]; o0[1] += acc[u][1]; o1[0] += acc[u][2]; o1[1] += acc[u][3];
+                    o0[0] += v0; o0[1] += v1; o1[0] += v2; o1[1] += v3;
                 } else {
-                    o0[0] = acc[u][0]; o0[1] = acc[u][1]; o1[0] = acc[u][2]; o1[1] = acc[u][3];
+                    o0[0] = v0; o0[1] = v1; o1[0] = v2; o1[1] = v3;
                 }
             }
         }
@@ -231,8 +234,12 @@ __device__ __forceinline__ void panel_mm_fma(const unsigned char* P, int rows, i
 
 // Multiplies matrix `id` (all its panels, which are the next ones in the
 // cursor's order), keeping NSTAGE - 1 panels in flight.
+// Cycles thread 0 of block 0 spends per panel waiting for its data (and
+// the barrier after), and multiplying (and the barrier after): shared
+// memory `ptimer[2]`, when profiling.
 __device__ void run_matrix(const Wts& W, Pipe& p, unsigned char* panels, u16* AH, u16* AL, int id, const float* inA,
-                           int sa, const float* inB, int sb, int split, float* out, int so, bool accumulate) {
+                           int sa, const float* inB, int sb, int split, float* out, int so, bool accumulate,
+                           long long* ptimer) {
     const Mat m = mat(W, id);
     const int pr = panel_rows(m.n, m.k);
 #if MMA
@@ -242,8 +249,10 @@ __device__ void run_matrix(const Wts& W, Pipe& p, unsigned char* panels, u16* AH
         // The buffer refilled here was consumed by the previous panel, whose
         // trailing barrier every warp has passed.
         issue(W, p, panels);
+        const long long t0 = ptimer ? clock64() : 0;
         asm volatile("cp.async.wait_group %0;" ::"n"(NSTAGE - 1) : "memory");
         __syncthreads();
+        const long long t1 = ptimer ? clock64() : 0;
         const int rows = m.n - n0 < pr ? m.n - n0 : pr;
 #if MMA
         panel_mm_tc(panels + (p.used % NSTAGE) * PANEL_BYTES, rows, m.k, AH, AL, out, so, n0, accumulate);
@@ -251,6 +260,10 @@ __device__ void run_matrix(const Wts& W, Pipe& p, unsigned char* panels, u16* AH
         panel_mm_fma(panels + (p.used % NSTAGE) * PANEL_BYTES, rows, m.k, inA, sa, inB, sb, split, out, so, n0, accumulate);
 #endif
         __syncthreads();
+        if (ptimer) {
+            ptimer[0] += t1 - t0;
+            ptimer[1] += clock64() - t1;
+        }
         p.used += 1;
     }
 }
@@ -269,7 +282,7 @@ wavenet_multi(const wt* __restrict__ w_dil, const wt* __restrict__ w_res, const 
               int* __restrict__ out,                        // [slots][steps], poisoned by the host
               const unsigned char* __restrict__ forced,     // [slots][steps] or null
               float* __restrict__ probs_out,                // [slots][steps][A] or null
-              long long* __restrict__ prof)                 // [8] cycles per phase (block 0, thread 0) or null
+              long long* __restrict__ prof)                 // [10] cycles per phase (block 0, thread 0) or null
 {
     extern __shared__ __align__(16) unsigned char smem[];
     unsigned char* panels = smem;  // NSTAGE x PANEL_BYTES
@@ -293,6 +306,7 @@ wavenet_multi(const wt* __restrict__ w_dil, const wt* __restrict__ w_res, const 
     int* y1 = live + BS;
     int* y2 = y1 + BS;
     long long* cbase = (long long*)(y2 + BS);  // [BS] this step's conditioning row (float offset)
+    long long* ptimer_s = cbase + BS;           // [2] panel wait / multiply cycles (profiling)
 
     const Wts W{w_dil, w_res, w_skip, w_relu, w_out};
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -302,6 +316,8 @@ wavenet_multi(const wt* __restrict__ w_dil, const wt* __restrict__ w_res, const 
     long long plast = clock64();
 #define MARK(k) \
     if (profiling) { const long long now = clock64(); pacc[k] += now - plast; plast = now; }
+    long long* ptimer = profiling ? ptimer_s : nullptr;
+    if (tid == 0) ptimer_s[0] = ptimer_s[1] = 0;
     if (tid < BS) {
         const int s = slot0 + tid;
         pos[tid] = st_pos[s];
@@ -352,7 +368,7 @@ wavenet_multi(const wt* __restrict__ w_dil, const wt* __restrict__ w_res, const 
             }
             MARK(1);
             // HP = [W_prev | W_cur] [x_i(t - d); x_i(t)]
-            run_matrix(W, pipe, panels, AH, AL, 3 * i, OLD, AST(R), X, AST(R), R, HP, AST(2 * R), false);
+            run_matrix(W, pipe, panels, AH, AL, 3 * i, OLD, AST(R), X, AST(R), R, HP, AST(2 * R), false, ptimer);
             MARK(2);
 #pragma unroll
             for (int k = 0; k < EK; k++) {
@@ -363,7 +379,7 @@ wavenet_multi(const wt* __restrict__ w_dil, const wt* __restrict__ w_res, const 
             }
             MARK(3);
             if (i + 1 < NL) {
-                run_matrix(W, pipe, panels, AH, AL, 3 * i + 1, H, AST(R), H, AST(R), R, HP, AST(R), false);
+                run_matrix(W, pipe, panels, AH, AL, 3 * i + 1, H, AST(R), H, AST(R), R, HP, AST(R), false, ptimer);
 #pragma unroll
                 for (int k = 0; k < EK; k++) {
                     const int e = tid + k * NT, b = e / R, j = e % R;
@@ -371,19 +387,19 @@ wavenet_multi(const wt* __restrict__ w_dil, const wt* __restrict__ w_res, const 
                 }
             }
             MARK(4);
-            run_matrix(W, pipe, panels, AH, AL, 3 * i + 2, H, AST(R), H, AST(R), R, SK, AST(S), true);
+            run_matrix(W, pipe, panels, AH, AL, 3 * i + 2, H, AST(R), H, AST(R), R, SK, AST(S), true, ptimer);
             MARK(5);
         }
         for (int e = tid; e < BS * S; e += NT) {
             const int b = e / S, j = e % S;
             ACT[b * AST(S) + j] = fmaxf(SK[b * AST(S) + j] + skip_b[j], 0.0f);
         }
-        run_matrix(W, pipe, panels, AH, AL, 3 * NL, ACT, AST(S), ACT, AST(S), S, HP, AST(A), false);
+        run_matrix(W, pipe, panels, AH, AL, 3 * NL, ACT, AST(S), ACT, AST(S), S, HP, AST(A), false, ptimer);
         for (int e = tid; e < BS * A; e += NT) {
             const int b = e / A, j = e % A;
             HP[b * AST(A) + j] = fmaxf(HP[b * AST(A) + j] + relu_b[j], 0.0f);
         }
-        run_matrix(W, pipe, panels, AH, AL, 3 * NL + 1, HP, AST(A), HP, AST(A), A, ACT, AST(A), false);
+        run_matrix(W, pipe, panels, AH, AL, 3 * NL + 1, HP, AST(A), HP, AST(A), A, ACT, AST(A), false, ptimer);
         for (int e = tid; e < BS * A; e += NT) ACT[(e / A) * AST(A) + e % A] += out_b[e % A];
         __syncthreads();
         MARK(6);
@@ -419,6 +435,8 @@ wavenet_multi(const wt* __restrict__ w_dil, const wt* __restrict__ w_res, const 
     asm volatile("cp.async.wait_group 0;" ::: "memory");
     if (profiling) {
         for (int k = 0; k < 8; k++) prof[k] = pacc[k];
+        prof[8] = ptimer_s[0];
+        prof[9] = ptimer_s[1];
     }
     if (tid < BS) {
         const int s = slot0 + tid;

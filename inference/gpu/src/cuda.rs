@@ -393,6 +393,9 @@ pub struct MultiRun {
     /// With profiling: cycles of thread 0 in block 0 per phase, summed over
     /// the launch ([`PROFILE_PHASES_MULTI`] names them).
     pub phase_cycles: Option<[i64; 8]>,
+    /// With profiling: of the products' cycles, those spent waiting for
+    /// weight panels (and the barrier after) and those multiplying.
+    pub panel_cycles: Option<[i64; 2]>,
 }
 
 /// The phases of kernel 2's per-step clock (`MARK(k)` in the kernel).
@@ -575,7 +578,7 @@ impl MultiStream {
         let forced_d = forced.map(|f| dev.upload("forced samples", f)).transpose()?;
         let mut probs =
             if want_probs { Some(dev.upload("probabilities", &vec![f32::NAN; self.slots * steps * A])?) } else { None };
-        let mut prof = if profile { Some(dev.upload("phase clock", &[-1i64; 8])?) } else { None };
+        let mut prof = if profile { Some(dev.upload("phase clock", &[-1i64; 10])?) } else { None };
         let null = 0u64;
         let steps_i = steps as i32;
         let cfg = LaunchConfig {
@@ -623,13 +626,19 @@ impl MultiStream {
             Some(p) => {
                 let v = s.clone_dtoh(&p).map_err(driver("cuMemcpyDtoH(phase clock)"))?;
                 if v.iter().any(|&c| c < 0) {
-                    return Err(GpuError::Unwritten { what: "wavenet_multi phase clock", count: 8 });
+                    return Err(GpuError::Unwritten { what: "wavenet_multi phase clock", count: 10 });
                 }
-                Some([v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]])
+                Some(v)
             }
             None => None,
         };
-        Ok(MultiRun { samples, probs, kernel_ms, phase_cycles })
+        Ok(MultiRun {
+            samples,
+            probs,
+            kernel_ms,
+            phase_cycles: phase_cycles.as_ref().map(|v| [v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]]),
+            panel_cycles: phase_cycles.as_ref().map(|v| [v[8], v[9]]),
+        })
     }
 
     /// Samples each slot still has to generate.

@@ -144,7 +144,7 @@ impl MultiPlan {
         if bf16 && (threads / 32) % (bs / 16) != 0 {
             return bad(format!("{} warps do not divide into {} row tiles", threads / 32, bs / 16));
         }
-        let smem_bytes = stages * panel_bytes + 4 * floats + split + 4 * 4 * bs + 8 * bs;
+        let smem_bytes = stages * panel_bytes + 4 * floats + split + 4 * 4 * bs + 8 * bs + 16;
         if smem_bytes > smem_limit {
             return bad(format!("{smem_bytes} bytes of shared memory per block (the device allows {smem_limit})"));
         }

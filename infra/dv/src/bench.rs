@@ -85,9 +85,9 @@ pub struct StreamsArgs {
     #[arg(long, default_value_t = 256)]
     threads: usize,
     /// Shared-memory weight-panel buffers and the bytes of each.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 2)]
     stages: usize,
-    #[arg(long, default_value_t = 16384)]
+    #[arg(long, default_value_t = 28672)]
     panel_bytes: usize,
     /// Samples per stream per timed launch.
     #[arg(long, default_value_t = 2048)]
@@ -330,7 +330,15 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                         .map(|s| dv_gpu::StreamStart { slot: s, cond_frame: 0, samples: a.steps, seed: s as u64 })
                         .collect();
                     gpu.start(&starts)?;
-                    if let Some(c) = gpu.advance_profiled(a.steps, GpuSampling::new(Sampling::Direct)?)?.phase_cycles {
+                    let prof = gpu.advance_profiled(a.steps, GpuSampling::new(Sampling::Direct)?)?;
+                    if let Some(p) = prof.panel_cycles {
+                        println!(
+                            "weight panels per step, block 0 thread 0: waiting {:.0} cycles, multiplying {:.0}",
+                            p[0] as f64 / a.steps as f64,
+                            p[1] as f64 / a.steps as f64
+                        );
+                    }
+                    if let Some(c) = prof.phase_cycles {
                         let total: i64 = c.iter().sum();
                         let parts: Vec<String> = c
                             .iter()
