@@ -107,7 +107,7 @@ impl GpuDevice {
         format!("compute_{}{}", self.capability.0, self.capability.1)
     }
 
-    fn load(&self, src: &str, kernel: &'static str, smem: usize) -> Result<(Arc<CudaModule>, CudaFunction), GpuError> {
+    fn load(&self, src: &str, kernel: &str, smem: usize) -> Result<(Arc<CudaModule>, CudaFunction), GpuError> {
         let ptx = compile_ptx(src, kernel, &self.arch())?;
         if let Some(dir) = std::env::var_os("DV_GPU_DUMP_PTX") {
             // For `ptxas -v` resource reports: one file per specialization.
@@ -230,8 +230,9 @@ impl SingleStream {
                 what: format!("kernel 1 needs thread-block clusters (compute capability 9.0; {} has {:?})", dev.name, dev.capability),
             });
         }
-        let layout = SingleLayout::new(w, plan.cluster, plan.bf16)?;
-        let (module, func) = dev.load(&plan.source(&w.sizes), "wavenet_single", plan.smem_bytes)?;
+        let layout =
+            if plan.helpers > 0 { SingleLayout::chain_block(w, plan.bf16) } else { SingleLayout::new(w, plan.cluster, plan.bf16)? };
+        let (module, func) = dev.load(&plan.source(&w.sizes), plan.entry(), plan.smem_bytes)?;
         if plan.cluster > 8 {
             func.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
                 .map_err(driver("cuFuncSetAttribute(non-portable cluster size)"))?;
@@ -310,7 +311,8 @@ impl SingleStream {
         let s = &dev.stream;
         let (_, rows) = sizes.history_offsets();
         let cond_d = dev.upload("conditioning", cond.data())?;
-        let hist = s.alloc_zeros::<f32>(self.plan.cluster * rows * sizes.residual).map_err(driver("cuMemAlloc(history)"))?;
+        let copies = if self.plan.helpers > 0 { 1 } else { self.plan.cluster };
+        let hist = s.alloc_zeros::<f32>(copies * rows * sizes.residual).map_err(driver("cuMemAlloc(history)"))?;
         let mut rng = dev.upload("random state", &rng_state(seed))?;
         let mut out = dev.upload("samples", &vec![-1i32; n])?;
         let forced_d = forced.map(|f| dev.upload("forced samples", f)).transpose()?;

