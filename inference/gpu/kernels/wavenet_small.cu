@@ -79,11 +79,16 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][2R][R], rows interleaved: 2
               float* __restrict__ hist,          // [HIST_ROWS][R], zero at launch
               int mode, float inv_tau, u64* __restrict__ rng_state,
               int* __restrict__ out, const unsigned char* __restrict__ forced, float* __restrict__ probs_out,
-              long long* __restrict__ prof)      // unused (same signature as wavenet_single)
+              long long* __restrict__ prof)      // [8] cycles per phase (block 0, thread 0) or null
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const int tid = threadIdx.x, lane = tid & 31;
     const u32 rank = cluster_rank();
+    const bool profiling = prof != nullptr && rank == 0 && tid == 0;
+    long long pacc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    long long plast = clock64();
+#define MARK(k) \
+    if (profiling) { const long long now = clock64(); pacc[k] += now - plast; plast = now; }
     // Block 0 carve-up.
     wt* wc = (wt*)smem_raw;
     wt* wp = wc + NL * 2 * R * R;
@@ -184,6 +189,7 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][2R][R], rows interleaved: 2
         if (rank == 0) {
             for (int j = tid; j < R; j += NT) xs[j] = emb_c[y1 * R + j] + emb_p[y2 * R + j] + emb_b[j];
             __syncthreads();
+            MARK(0);
             for (int i = 0; i < NL; i++) {
                 if (tid >= NT - 32) {
                     for (int j = tid - (NT - 32); j < R; j += 32)
@@ -202,11 +208,18 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][2R][R], rows interleaved: 2
                     const float v = group_sum<TPG>(a0 + a1) + pre[i * 2 * R + q];
                     const float other = __shfl_xor_sync(0xffffffffu, v, TPG);
                     if ((q & 1) == 0 && k == 0) {
+#ifdef FAST_GATE
+                        const float e2 = __expf(2.0f * v);
+                        const float h = (1.0f - __fdividef(2.0f, e2 + 1.0f)) * __fdividef(1.0f, 1.0f + __expf(-other));
+#else
                         const float h = tanhf(v) * sigmoidf_exact(other);
+#endif
                         hsm[q >> 1] = h;
                     }
                 }
+                MARK(1);
                 __syncthreads();
+                MARK(2);
                 // h to every helper (warp 0), residual (TPO threads per output).
                 if (tid < R) {
 #pragma unroll
@@ -221,12 +234,16 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][2R][R], rows interleaved: 2
                     acc = group_sum<TPO>(acc);
                     if (k == 0) xs[o] += acc + res_b[i * R + o];
                 }
+                MARK(3);
                 __syncthreads();
+                MARK(4);
             }
         }
         cluster_sync(release);  // B1: every h has reached the helpers
+        MARK(5);
         if (rank == 0) {
             if (t + 1 < n_samples) prev_rows(t + 1);
+            MARK(6);
         } else {
             // Skip rows of this helper over all layers' h, relu, pushed to every helper.
             const int row = tid / TPS, k = tid % TPS;
@@ -281,6 +298,7 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][2R][R], rows interleaved: 2
             }
             __syncthreads();
             if (tid == NT - 1) out[t] = ybuf[1];
+            MARK(7);
         }
         y2 = y1;
         y1 = rank == 0 ? ybuf[0] : 0;
@@ -288,6 +306,8 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][2R][R], rows interleaved: 2
     if (rank == 0 && tid == 0) {
         for (int k = 0; k < 4; k++) rng_state[k] = rs[k];
     }
+    if (profiling) {
+        for (int k = 0; k < 8; k++) prof[k] = pacc[k];
+    }
     cluster_sync(true);
-    (void)prof;
 }

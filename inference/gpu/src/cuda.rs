@@ -42,8 +42,13 @@ pub fn compile_ptx(src: &str, kernel: &str, arch: &str) -> Result<Ptx, GpuError>
                 .into(),
         });
     }
+    let mut options = vec![format!("--gpu-architecture={arch}"), "--std=c++17".into()];
+    // Experiment switches (`DV_GPU_DEFINES="FAST_GATE ..."`), recorded with any figure they produce.
+    if let Ok(defs) = std::env::var("DV_GPU_DEFINES") {
+        options.extend(defs.split_whitespace().map(|d| format!("-D{d}")));
+    }
     let opts = CompileOptions {
-        options: vec![format!("--gpu-architecture={arch}"), "--std=c++17".into()],
+        options,
         name: Some(kernel.to_string()),
         ..Default::default()
     };
@@ -199,6 +204,18 @@ pub struct SingleRun {
 }
 
 /// The phases of kernel 1's per-sample clock (`MARK(k)` in the kernel).
+pub const PROFILE_PHASES_SMALL: [&str; 8] = [
+    "embedding",
+    "chain: gate (thread 0)",
+    "chain: barrier after the gate",
+    "chain: h pushes, residual (thread 0)",
+    "chain: barrier after the residual",
+    "cluster barrier 1 (h at the helpers)",
+    "next sample's W_prev rows",
+    "barriers 2-4 (helpers' skip, relu, output layers), sampling",
+];
+
+/// The phases of `wavenet_single`'s per-sample clock (`MARK(k)` in the kernel).
 pub const PROFILE_PHASES: [&str; 8] = [
     "embedding, histories, W_prev rows",
     "chain: gate and residual share (warp 0)",

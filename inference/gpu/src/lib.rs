@@ -49,7 +49,7 @@ mod source;
 
 pub use bench::{floor, time_multi, time_single, Floor, MultiTiming, SingleTiming, SAMPLE_RATE};
 pub use cuda::{
-    compile_ptx, driver_available, nvrtc_available, GpuDevice, PROFILE_PHASES, PROFILE_PHASES_MULTI, MultiRun, MultiStream, SingleRun, SingleStream,
+    compile_ptx, driver_available, nvrtc_available, GpuDevice, PROFILE_PHASES, PROFILE_PHASES_MULTI, PROFILE_PHASES_SMALL, MultiRun, MultiStream, SingleRun, SingleStream,
     StreamStart,
 };
 pub use error::GpuError;

@@ -219,7 +219,7 @@ fn single(a: SingleArgs) -> anyhow::Result<()> {
                         failed += 1;
                         None
                     };
-                    let phases = if ok && a.profile && plan.helpers == 0 {
+                    let phases = if ok && a.profile {
                         gpu.run_profiled(&cond, n.min(8192), GpuSampling::new(Sampling::Direct)?, 9)?.phase_cycles
                     } else {
                         None
@@ -239,7 +239,7 @@ fn single(a: SingleArgs) -> anyhow::Result<()> {
                         let total: i64 = c.iter().sum();
                         let parts: Vec<String> = c
                             .iter()
-                            .zip(dv_gpu::PROFILE_PHASES)
+                            .zip(if plan.helpers > 0 { dv_gpu::PROFILE_PHASES_SMALL } else { dv_gpu::PROFILE_PHASES })
                             .map(|(&v, name)| format!("{name} {:.0} ({:.0}%)", v as f64 / per, 100.0 * v as f64 / total as f64))
                             .collect();
                         eprintln!("  cycles per sample, block 0 thread 0: {:.0} = {}", total as f64 / per, parts.join("; "));
