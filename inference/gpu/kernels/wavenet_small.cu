@@ -1,23 +1,32 @@
 // Kernel 1b: one utterance per launch for WaveNets whose residual chain
-// fits one multiprocessor (bfloat16 weights; (20, 32, 128) of Table 2).
+// fits one multiprocessor (r = 32, bfloat16 weights; (20, 32, 128) of
+// Table 2).
 // Kernel 1 (wavenet_single.cu) pays one cluster barrier per layer because
 // it splits every layer's units over C blocks; here block 0 runs the whole
 // chain alone, with block barriers only, and H helper blocks of the same
 // cluster take the skip, relu and output layers:
 //
-//   block 0: embedding; per layer: gate (W_cur · x + precomputed
-//            W_prev · x(t - d) + biases + L), residual, h pushed into every
-//            helper's shared memory; then, while the helpers finish the
-//            sample, the next sample's W_prev rows (they do not depend on
-//            the sample being drawn); then softmax and sampling.
+//   block 0: warp 0 alone runs the chain, lane j owning unit j: per
+//            layer, both gate rows of unit j (W_cur · x plus the
+//            precomputed W_prev · x(t - d) + biases + L), h_j, then
+//            residual output j, with only __syncwarp between steps. Warps
+//            1-7 meanwhile compute the next sample's W_prev rows of every
+//            layer with d >= 2 (they do not depend on the sample being
+//            drawn); the two d = 1 layers, whose input is this sample's,
+//            follow the chain. Then softmax and sampling.
 //   helpers: skip rows S/H (over all layers' h), relu rows A/H, output rows
 //            A/H, each result pushed to the blocks that need it.
 //
-// Four cluster barriers per sample instead of ℓ + 2.
+// Four cluster barriers per sample instead of ℓ + 2. Block 0 keeps every
+// layer's h; the helpers read them through distributed shared memory after
+// the first barrier.
 //
-// Extra defines: H (helpers), NT (threads; NT = 8R), TPG = NT / 2R threads
-// per gate row, TPO = NT / R per residual row, TPP = 4 per W_prev row,
-// TPS = NT / (S / H) per skip row, TPZ = NT / (A / H) per output-layer row.
+// Extra defines: H (helpers), NT (threads, 8R = 256), TPP = 4 threads per
+// W_prev row, TPS = NT / (S / H) per skip row, TPZ = NT / (A / H) per
+// output-layer row.
+#if !WBF16 || R != 32
+#error "wavenet_small takes r = 32 and bfloat16 weights"
+#endif
 
 #define C (H + 1)
 #define SH (S / H)
@@ -64,13 +73,13 @@ __device__ __forceinline__ float group_sum(float v) {
 #define ROT(j, rot, K) (((j) + (rot)) % (K))
 
 extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(NT, 1)
-wavenet_small(const wt* __restrict__ g_wc,   // [NL][2R][R], rows interleaved: 2j = tanh unit j, 2j + 1 its sigmoid
-              const wt* __restrict__ g_wp,   // [NL][2R][R], rows as g_wc
-              const wt* __restrict__ g_wr,   // [NL-1][R][R]
+wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k], W_cur[R + j][k]) pairs
+              const wt* __restrict__ g_wp,   // [NL][2R][R] (FORMAT.md rows)
+              const wt* __restrict__ g_wr,   // [NL-1][R k][R o]: W_res transposed
               const wt* __restrict__ g_wsk,  // [S][NL*R]
               const wt* __restrict__ g_wz,   // [A][S]
               const wt* __restrict__ g_wo,   // [A][A]
-              const float* __restrict__ gate_b,  // [NL][2R] (FORMAT.md order: tanh half, then sigmoid half)
+              const float* __restrict__ gate_b,  // [NL][2R]
               const float* __restrict__ res_b,   // [NL-1][R]
               const float* __restrict__ skip_b, const float* __restrict__ relu_b, const float* __restrict__ out_b,
               const float* __restrict__ emb_c, const float* __restrict__ emb_p, const float* __restrict__ emb_b,
@@ -82,7 +91,7 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][2R][R], rows interleaved: 2
               long long* __restrict__ prof)      // [8] cycles per phase (block 0, thread 0) or null
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    const int tid = threadIdx.x, lane = tid & 31;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const u32 rank = cluster_rank();
     const bool profiling = prof != nullptr && rank == 0 && tid == 0;
     long long pacc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -90,38 +99,39 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][2R][R], rows interleaved: 2
 #define MARK(k) \
     if (profiling) { const long long now = clock64(); pacc[k] += now - plast; plast = now; }
     // Block 0 carve-up.
-    wt* wc = (wt*)smem_raw;
-    wt* wp = wc + NL * 2 * R * R;
-    wt* wr = wp + NL * 2 * R * R;
+    u32* wc = (u32*)smem_raw;                  // [NL][R][R] bf16 pairs
+    wt* wp = (wt*)(wc + NL * R * R);           // [NL][2R][R], rows rotated
+    wt* wr = wp + NL * 2 * R * R;              // [NL-1][R][R] transposed
     float* f0 = (float*)(((size_t)(wr + (NL - 1) * R * R) + 15) & ~(size_t)15);
-    float* pre = f0;               // [NL][2R], interleaved rows
-    float* olds = pre + NL * 2 * R;  // [NL][R]
-    float* xs = olds + NL * R;     // [R]
-    float* hsm = xs + R;           // [R]
-    float* logits = hsm + R;       // [A] (pushed by the helpers)
-    float* probs = logits + A;     // [A]
-    int* ybuf = (int*)(probs + A); // [2]
+    float* pre = f0;                 // [2][NL][2R] W_prev rows + biases + L, by sample parity
+    float* olds = pre + 2 * NL * 2 * R;  // [NL][R] x_i(t + 1 - d_i)
+    float* xall = olds + NL * R;     // [NL][R] x_i(t) (the chain's layer inputs)
+    float* hsm = xall + NL * R;      // [NL][R] every layer's h (pulled by the helpers)
+    float* rbs = hsm + NL * R;       // [NL-1][R] residual biases
+    float* bc = rbs + (NL - 1) * R;  // [NL][2R] gate bias + conditioning of the next sample's frame
+    float* xs = bc + NL * 2 * R;     // [R] the residual stream during the chain
+    float* logits = xs + R;          // [A] (pushed by the helpers)
+    float* probs = logits + A;       // [A]
+    int* ybuf = (int*)(probs + A);   // [2]
     // Helper carve-up (the same window, another role).
     const int hi = (int)rank - 1;
     wt* wsk = (wt*)smem_raw;       // [SH][NL*R]
     wt* wz = wsk + SH * NL * R;    // [AH][S]
     wt* wo = wz + AH * S;          // [AH][A]
     float* f1 = (float*)(((size_t)(wo + AH * A) + 15) & ~(size_t)15);
-    float* hbuf = f1;              // [NL][R] (pushed by block 0)
+    float* hbuf = f1;              // [NL][R] (pulled from block 0)
     float* zfull = hbuf + NL * R;  // [S] relu(skip) (pushed by every helper)
     float* zafull = zfull + S;     // [A] relu layer output (pushed by every helper)
 
-    // Weights into shared memory, rows rotated.
     if (rank == 0) {
+        const u32* src = (const u32*)g_wc;
+        for (int k = tid; k < NL * R * R; k += NT) wc[k] = src[k];
         for (int k = tid; k < NL * 2 * R * R; k += NT) {
             const int row = k / R, j = k % R;
-            wc[row * R + ROT(j, (row % (2 * R)) * TPG, R)] = g_wc[k];
             wp[row * R + ROT(j, row * TPP, R)] = g_wp[k];
         }
-        for (int k = tid; k < (NL - 1) * R * R; k += NT) {
-            const int row = k / R, j = k % R;
-            wr[row * R + ROT(j, (row % R) * TPO, R)] = g_wr[k];
-        }
+        for (int k = tid; k < (NL - 1) * R * R; k += NT) wr[k] = g_wr[k];
+        for (int k = tid; k < (NL - 1) * R; k += NT) rbs[k] = res_b[k];
     } else {
         for (int k = tid; k < SH * NL * R; k += NT) {
             const int row = k / (NL * R), j = k % (NL * R);
@@ -136,13 +146,11 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][2R][R], rows interleaved: 2
             wo[row * A + ROT(j, row * TPZ, A)] = g_wo[(size_t)(hi * AH + row) * A + j];
         }
     }
-    // Remote addresses: block 0 pushes h to every helper; helpers push z and
-    // za to every helper and logits to block 0.
     u32 helper_base[H];
 #pragma unroll
     for (int h = 0; h < H; h++) helper_base[h] = map_rank(smem_u32(smem_raw), h + 1);
     const u32 block0_logits = map_rank(smem_u32(logits), 0);
-    const u32 hbuf_off = smem_u32(hbuf) - smem_u32(smem_raw);
+    const u32 block0_h = map_rank(smem_u32(hsm), 0);
     const u32 zfull_off = smem_u32(zfull) - smem_u32(smem_raw);
     const u32 zafull_off = smem_u32(zafull) - smem_u32(smem_raw);
 
@@ -150,102 +158,157 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][2R][R], rows interleaved: 2
 #pragma unroll
     for (int k = 0; k < 4; k++) rs[k] = rng_state[k];
     int y1 = 128, y2 = 128;
-    // Block 0's ring writers and sample writer (its last warp) arrive relaxed.
-    const bool release = !(rank == 0 && tid >= NT - 32);
     __syncthreads();
     cluster_sync(true);
 
-    // W_prev rows of every layer for sample t (block 0): stage the history
-    // rows x_i(t - d_i), then dot products, plus biases and conditioning.
-    auto prev_rows = [&](int t) {
-        constexpr int K = (NL * R + NT - 1) / NT;
-        float v[K];
+    // Gate bias + conditioning of sample t's frame into bc (threads [first, NT)).
+    auto load_bc = [&](int t, int first) {
+        const float* crow = cond + (size_t)(t / HOP) * NL * 2 * R;
+        constexpr int KB = (NL * 2 * R + NT - 1) / NT + 1;
+        float b[KB];
 #pragma unroll
-        for (int k = 0; k < K; k++) {
-            const int e = tid + k * NT, i = e / R;
-            v[k] = e < NL * R ? hist[(size_t)(c_hoff[i] + (t & (c_dil[i] - 1))) * R + e % R] : 0.0f;
+        for (int k = 0; k < KB; k++) {
+            const int e = tid - first + k * (NT - first);
+            b[k] = (tid >= first && e < NL * 2 * R) ? gate_b[e] + crow[e] : 0.0f;
         }
 #pragma unroll
-        for (int k = 0; k < K; k++)
-            if (tid + k * NT < NL * R) olds[tid + k * NT] = v[k];
-        __syncthreads();
-        const float* crow = cond + (size_t)(t / HOP) * NL * 2 * R;
-        for (int g = tid; g < NL * 2 * R * TPP; g += NT) {
-            const int row = g / TPP, k = g % TPP;  // row = i * 2R + q
-            const int i = row / (2 * R), q = row % (2 * R);
-            const int o = (q & 1) ? R + (q >> 1) : (q >> 1);  // FORMAT.md row
+        for (int k = 0; k < KB; k++) {
+            const int e = tid - first + k * (NT - first);
+            if (tid >= first && e < NL * 2 * R) bc[e] = b[k];
+        }
+    };
+    // W_prev rows of the layers in [i0, i1) with d = 1 (`unit`) or d >= 2
+    // (!unit) for sample t, from olds, into pre[t & 1]; threads [first, NT).
+    auto prev_rows = [&](int t, bool unit, int first) {
+        float* p = pre + (t & 1) * NL * 2 * R;
+        for (int g = tid - first; g < NL * 2 * R * TPP; g += NT - first) {
+            const int row = g / TPP, k = g % TPP;  // row = i * 2R + q; 2R * TPP = 256 items per layer
+            const int i = row / (2 * R);
+            if ((c_dil[i] == 1) != unit) continue;  // uniform over each warp
             const wt* w = wp + (size_t)row * R;
             const float* old = olds + i * R;
             float acc = 0.0f;
 #pragma unroll
             for (int j = k; j < R; j += TPP) acc += wf(w[ROT(j, row * TPP, R)]) * old[j];
             acc = group_sum<TPP>(acc);
-            if (k == 0) pre[row] = acc + gate_b[i * 2 * R + o] + crow[i * 2 * R + o];
+            if (k == 0) p[row] = acc + bc[row];
         }
     };
-    if (rank == 0) prev_rows(0);
+    // x_i(t + 1 - d_i) of the layers with d >= 2 into olds; threads [first, NT).
+    auto stage_olds = [&](int t1, int first) {
+        constexpr int K = (NL * R + NT - 1) / NT + 1;
+        float v[K];
+#pragma unroll
+        for (int k = 0; k < K; k++) {
+            const int e = tid - first + k * (NT - first), i = e / R;
+            v[k] = (tid >= first && e < NL * R && c_dil[i] > 1) ? hist[(size_t)(c_hoff[i] + (t1 & (c_dil[i] - 1))) * R + e % R] : 0.0f;
+        }
+#pragma unroll
+        for (int k = 0; k < K; k++) {
+            const int e = tid - first + k * (NT - first);
+            if (tid >= first && e < NL * R && c_dil[e / R] > 1) olds[e] = v[k];
+        }
+    };
+    // Sample 0's rows, all threads.
+    if (rank == 0) {
+        load_bc(0, 0);
+        stage_olds(0, 0);
+        for (int e = tid; e < NL * R; e += NT)
+            if (c_dil[e / R] == 1) olds[e] = 0.0f;  // x_i(-1) = 0
+        __syncthreads();
+        prev_rows(0, false, 0);
+        prev_rows(0, true, 0);
+        __syncthreads();
+    }
 
     for (int t = 0; t < n_samples; t++) {
         if (rank == 0) {
-            for (int j = tid; j < R; j += NT) xs[j] = emb_c[y1 * R + j] + emb_p[y2 * R + j] + emb_b[j];
-            __syncthreads();
-            MARK(0);
-            for (int i = 0; i < NL; i++) {
-                if (tid >= NT - 32) {
-                    for (int j = tid - (NT - 32); j < R; j += 32)
-                        hist[(size_t)(c_hoff[i] + (t & (c_dil[i] - 1))) * R + j] = xs[j];
-                }
-                // Gate: TPG threads per row, row pairs (tanh, sigmoid) adjacent.
-                {
-                    const int q = tid / TPG, k = tid % TPG;
-                    const wt* w = wc + (size_t)(i * 2 * R + q) * R;
-                    float a0 = 0.0f, a1 = 0.0f;
+            if (warp == 0) {
+                // The chain: lane j owns unit j.
+                const float* p = pre + (t & 1) * NL * 2 * R;
+                float xr = emb_c[y1 * R + lane] + emb_p[y2 * R + lane] + emb_b[lane];
+                xs[lane] = xr;
+                __syncwarp();
+                MARK(0);
+                for (int i = 0; i < NL; i++) {
+                    xall[i * R + lane] = xr;
+                    const u32* w = wc + (size_t)i * R * R + lane;
+                    float t0 = p[i * 2 * R + lane], t1 = 0.0f, s0 = p[i * 2 * R + R + lane], s1 = 0.0f;
 #pragma unroll
-                    for (int j = k; j < R; j += 2 * TPG) {
-                        a0 += wf(w[ROT(j, q * TPG, R)]) * xs[j];
-                        a1 += wf(w[ROT(j + TPG, q * TPG, R)]) * xs[j + TPG];
+                    for (int k = 0; k < R; k += 2) {
+                        const u32 w0 = w[k * R], w1 = w[(k + 1) * R];
+                        const float x0 = xs[k], x1 = xs[k + 1];
+                        t0 += __uint_as_float(w0 << 16) * x0;
+                        s0 += __uint_as_float(w0 & 0xffff0000u) * x0;
+                        t1 += __uint_as_float(w1 << 16) * x1;
+                        s1 += __uint_as_float(w1 & 0xffff0000u) * x1;
                     }
-                    const float v = group_sum<TPG>(a0 + a1) + pre[i * 2 * R + q];
-                    const float other = __shfl_xor_sync(0xffffffffu, v, TPG);
-                    if ((q & 1) == 0 && k == 0) {
 #ifdef FAST_GATE
-                        const float e2 = __expf(2.0f * v);
-                        const float h = (1.0f - __fdividef(2.0f, e2 + 1.0f)) * __fdividef(1.0f, 1.0f + __expf(-other));
+                    const float vt = t0 + t1, vs = s0 + s1;
+                    const float h = (1.0f - __fdividef(2.0f, __expf(2.0f * vt) + 1.0f)) * __fdividef(1.0f, 1.0f + __expf(-vs));
 #else
-                        const float h = tanhf(v) * sigmoidf_exact(other);
+                    const float h = tanhf(t0 + t1) * sigmoidf_exact(s0 + s1);
 #endif
-                        hsm[q >> 1] = h;
+                    hsm[i * R + lane] = h;
+                    __syncwarp();
+                    MARK(1);
+                    if (i + 1 < NL) {
+                        const wt* wrr = wr + (size_t)i * R * R + lane;
+                        float a0 = rbs[i * R + lane], a1 = 0.0f;
+#pragma unroll
+                        for (int k = 0; k < R; k += 2) {
+                            a0 += wf(wrr[k * R]) * hsm[i * R + k];
+                            a1 += wf(wrr[(k + 1) * R]) * hsm[i * R + k + 1];
+                        }
+                        xr += a0 + a1;
+                        xs[lane] = xr;
+                        __syncwarp();
                     }
+                    MARK(2);
                 }
-                MARK(1);
-                __syncthreads();
-                MARK(2);
-                // h to every helper (warp 0), residual (TPO threads per output).
-                if (tid < R) {
-#pragma unroll
-                    for (int h = 0; h < H; h++) st_cluster(helper_base[h] + hbuf_off + 4 * (i * R + tid), hsm[tid]);
+            } else {
+                // Warps 1-7: the next sample's W_prev rows of the d >= 2 layers.
+                if (t + 1 < n_samples) {
+                    if ((t + 1) % HOP == 0) load_bc(t + 1, 32);
+                    stage_olds(t + 1, 32);
+                    asm volatile("bar.sync 1, %0;" ::"n"(NT - 32) : "memory");
+                    prev_rows(t + 1, false, 32);
                 }
-                if (i + 1 < NL) {
-                    const int o = tid / TPO, k = tid % TPO;
-                    const wt* w = wr + (size_t)(i * R + o) * R;
-                    float acc = 0.0f;
-#pragma unroll
-                    for (int j = k; j < R; j += TPO) acc += wf(w[ROT(j, o * TPO, R)]) * hsm[j];
-                    acc = group_sum<TPO>(acc);
-                    if (k == 0) xs[o] += acc + res_b[i * R + o];
-                }
-                MARK(3);
-                __syncthreads();
-                MARK(4);
             }
+            __syncthreads();
+            MARK(3);
         }
-        cluster_sync(release);  // B1: every h has reached the helpers
-        MARK(5);
+        // B1: every h is in block 0's shared memory (warp 0 publishes it;
+        // the rest of block 0 has nothing to publish).
+        cluster_sync(rank != 0 || warp == 0);
+        MARK(4);
         if (rank == 0) {
-            if (t + 1 < n_samples) prev_rows(t + 1);
-            MARK(6);
+            // The d = 1 layers' rows for the next sample (their input is this
+            // sample's), and this sample's layer inputs into the rings.
+            for (int e = tid; e < NL * R; e += NT) {
+                const int i = e / R;
+                if (c_dil[i] == 1) olds[e] = xall[e];
+                hist[(size_t)(c_hoff[i] + (t & (c_dil[i] - 1))) * R + e % R] = xall[e];
+            }
+            __syncthreads();
+            if (t + 1 < n_samples) prev_rows(t + 1, true, 0);
+            MARK(5);
         } else {
-            // Skip rows of this helper over all layers' h, relu, pushed to every helper.
+            // Every layer's h from block 0 (all loads in flight), then this
+            // helper's skip rows, relu, pushed to every helper.
+            {
+                constexpr int KH = (NL * R + NT - 1) / NT;
+                float v[KH];
+#pragma unroll
+                for (int k = 0; k < KH; k++) {
+                    const int e = tid + k * NT;
+                    if (e < NL * R) asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v[k]) : "r"(block0_h + 4 * e));
+                }
+#pragma unroll
+                for (int k = 0; k < KH; k++)
+                    if (tid + k * NT < NL * R) hbuf[tid + k * NT] = v[k];
+                __syncthreads();
+            }
             const int row = tid / TPS, k = tid % TPS;
             const wt* w = wsk + (size_t)row * NL * R;
             float acc = 0.0f;
@@ -258,7 +321,7 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][2R][R], rows interleaved: 2
                 for (int h = 0; h < H; h++) st_cluster(helper_base[h] + zfull_off + 4 * (hi * SH + row), z);
             }
         }
-        cluster_sync(release);  // B2
+        cluster_sync(rank != 0);  // B2
         if (rank != 0) {
             const int row = tid / TPZ, k = tid % TPZ;
             const wt* w = wz + (size_t)row * S;
@@ -272,7 +335,7 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][2R][R], rows interleaved: 2
                 for (int h = 0; h < H; h++) st_cluster(helper_base[h] + zafull_off + 4 * (hi * AH + row), za);
             }
         }
-        cluster_sync(release);  // B3
+        cluster_sync(rank != 0);  // B3
         if (rank != 0) {
             const int row = tid / TPZ, k = tid % TPZ;
             const wt* w = wo + (size_t)row * A;
@@ -282,7 +345,8 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][2R][R], rows interleaved: 2
             acc = group_sum<TPZ>(acc);
             if (k == 0) st_cluster(block0_logits + 4 * (hi * AH + row), acc + out_b[hi * AH + row]);
         }
-        cluster_sync(release);  // B4: block 0 holds every logit
+        cluster_sync(rank != 0);  // B4: block 0 holds every logit
+        MARK(6);
         if (rank == 0) {
             if (tid < 32) {
                 float u = 0.0f;

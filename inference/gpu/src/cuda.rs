@@ -206,13 +206,13 @@ pub struct SingleRun {
 /// The phases of kernel 1's per-sample clock (`MARK(k)` in the kernel).
 pub const PROFILE_PHASES_SMALL: [&str; 8] = [
     "embedding",
-    "chain: gate (thread 0)",
-    "chain: barrier after the gate",
-    "chain: h pushes, residual (thread 0)",
-    "chain: barrier after the residual",
-    "cluster barrier 1 (h at the helpers)",
-    "next sample's W_prev rows",
-    "barriers 2-4 (helpers' skip, relu, output layers), sampling",
+    "chain: gate (warp 0)",
+    "chain: residual (warp 0)",
+    "end of chain: block barrier (warps 1-7: next sample's W_prev rows)",
+    "cluster barrier 1",
+    "d = 1 rows, ring stores",
+    "barriers 2-4 (helpers' skip, relu, output layers)",
+    "sampling",
 ];
 
 /// The phases of `wavenet_single`'s per-sample clock (`MARK(k)` in the kernel).

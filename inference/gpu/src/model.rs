@@ -216,22 +216,28 @@ pub fn gate_row(r: usize, u: usize, c: usize, q: usize) -> usize {
 }
 
 impl SingleLayout {
-    /// The layout of `wavenet_small`: whole matrices, the gate rows of
-    /// W_cur and W_prev interleaved (row 2j = tanh unit j, 2j + 1 its
-    /// sigmoid), W_res, skip, relu and output row-major as stored.
+    /// The layout of `wavenet_small`: W_cur as `[ℓ][k][j][2]` pairs
+    /// (W_cur[j, k], W_cur[r + j, k]) so that lane j reads both gate rows
+    /// of unit j in one 32-bit load; W_prev row-major; W_res transposed
+    /// (`[ℓ−1][k][o]`); skip, relu and output row-major as stored.
     pub fn chain_block(w: &Weights, bf16: bool) -> Self {
         let Sizes { layers: l, residual: r, .. } = w.sizes;
         let mut wc = Vec::with_capacity(2 * l * r * r);
-        let mut wp = Vec::with_capacity(2 * l * r * r);
         for i in 0..l {
-            for j in 0..r {
-                for o in [j, r + j] {
-                    wc.extend_from_slice(&w.w_cur[i][o * r..(o + 1) * r]);
-                    wp.extend_from_slice(&w.w_prev[i][o * r..(o + 1) * r]);
+            for k in 0..r {
+                for j in 0..r {
+                    wc.push(w.w_cur[i][j * r + k]);
+                    wc.push(w.w_cur[i][(r + j) * r + k]);
                 }
             }
         }
-        let wr: Vec<f32> = w.w_res.iter().flatten().copied().collect();
+        let wp: Vec<f32> = w.w_prev.iter().flatten().copied().collect();
+        let mut wr = Vec::with_capacity(l * r * r);
+        for m in &w.w_res {
+            for k in 0..r {
+                wr.extend((0..r).map(|o| m[o * r + k]));
+            }
+        }
         Self {
             wc: Stored::new(wc, bf16),
             wp: Stored::new(wp, bf16),

@@ -53,8 +53,8 @@ impl SinglePlan {
             return bad(format!("{helpers} helper blocks (1 to 15, dividing s = {s} and {A})"));
         }
         let threads = 8 * r;
-        if !r.is_power_of_two() || threads > 1024 || l < 2 {
-            return bad(format!("r = {r} (a power of two, 8r threads at most 1024)"));
+        if r != 32 || l < 2 || !bf16 {
+            return bad(format!("r = {r} (the chain is one warp: r = 32, bfloat16 weights)"));
         }
         let (sh, ah) = (s / helpers, A / helpers);
         if threads % sh != 0 || threads % ah != 0 || !(threads / sh).is_power_of_two() || !(threads / ah).is_power_of_two()
@@ -63,7 +63,7 @@ impl SinglePlan {
             return bad(format!("{helpers} helpers: {sh} skip and {ah} output rows per helper do not split {threads} threads"));
         }
         let wbytes = if bf16 { 2 } else { 4 };
-        let block0 = wbytes * (2 * l * 2 * r * r + (l - 1) * r * r) + 16 + 4 * (l * 2 * r + l * r + 2 * r + 2 * A) + 8;
+        let block0 = wbytes * (2 * l * 2 * r * r + (l - 1) * r * r) + 16 + 4 * (3 * l * 2 * r + 3 * l * r + (l - 1) * r + r + 2 * A) + 8;
         let helper = wbytes * (sh * l * r + ah * s + ah * A) + 16 + 4 * (l * r + s + A);
         let smem_bytes = block0.max(helper);
         if smem_bytes > smem_limit {
@@ -134,13 +134,11 @@ impl SinglePlan {
     /// The kernel source for `sizes` under this plan.
     pub fn source(&self, sizes: &Sizes) -> String {
         if self.helpers > 0 {
-            let (r, s) = (sizes.residual, sizes.skip);
+            let s = sizes.skip;
             let defines = format!(
-                "#define H {}\n#define NT {}\n#define TPG {}\n#define TPO {}\n#define TPP 4\n#define TPS {}\n#define TPZ {}\n",
+                "#define H {}\n#define NT {}\n#define TPP 4\n#define TPS {}\n#define TPZ {}\n",
                 self.helpers,
                 self.threads,
-                self.threads / (2 * r),
-                self.threads / r,
                 self.threads / (s / self.helpers),
                 self.threads / (A / self.helpers)
             );

@@ -156,15 +156,16 @@ fn the_chain_block_layout_interleaves_gate_rows_and_keeps_the_rest() {
     let lay = SingleLayout::chain_block(&w, false);
     for i in [0, l - 1] {
         for j in [0, 5, r - 1] {
-            for k in [0, r - 1] {
-                // Row 2j is tanh unit j, row 2j + 1 its sigmoid (FORMAT.md row r + j).
-                assert_eq!(lay.wc.get(((i * 2 * r) + 2 * j) * r + k), w.w_cur[i][j * r + k]);
-                assert_eq!(lay.wc.get(((i * 2 * r) + 2 * j + 1) * r + k), w.w_cur[i][(r + j) * r + k]);
-                assert_eq!(lay.wp.get(((i * 2 * r) + 2 * j + 1) * r + k), w.w_prev[i][(r + j) * r + k]);
+            for k in [0, 7, r - 1] {
+                // Pair (k, j): W_cur[j, k] then its sigmoid row's W_cur[r + j, k].
+                assert_eq!(lay.wc.get(((i * r + k) * r + j) * 2), w.w_cur[i][j * r + k]);
+                assert_eq!(lay.wc.get(((i * r + k) * r + j) * 2 + 1), w.w_cur[i][(r + j) * r + k]);
+                assert_eq!(lay.wp.get((i * 2 * r + r + j) * r + k), w.w_prev[i][(r + j) * r + k]);
             }
         }
     }
-    assert_eq!(lay.wr.get((l - 2) * r * r + 3 * r + 4), w.w_res[l - 2][3 * r + 4]);
+    // W_res transposed: [k][o].
+    assert_eq!(lay.wr.get((l - 2) * r * r + 4 * r + 3), w.w_res[l - 2][3 * r + 4]);
     assert_eq!(lay.wsk.len(), w.skip_w.len());
     assert_eq!(lay.wo.get(1234), w.out_w[1234]);
     // (20, 32, 128) fits in bfloat16 with 2, 4 or 8 helpers, not in float32.
