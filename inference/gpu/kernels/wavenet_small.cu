@@ -14,10 +14,11 @@
 //            layer with d >= 2 (they do not depend on the sample being
 //            drawn); the two d = 1 layers, whose input is this sample's,
 //            follow the chain. Then softmax and sampling.
-//   helpers: skip rows S/H (over all layers' h), relu rows A/H, output rows
-//            A/H, each result pushed to the blocks that need it.
+//   helpers: skip rows S/H (over all layers' h), pushed to every helper;
+//            the whole relu layer (each helper); output rows A/H, pushed
+//            to block 0.
 //
-// Four cluster barriers per sample instead of ℓ + 2. Block 0 keeps every
+// Three cluster barriers per sample instead of ℓ + 2. Block 0 keeps every
 // layer's h; the helpers read them through distributed shared memory after
 // the first barrier.
 //
@@ -116,8 +117,8 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
     // Helper carve-up (the same window, another role).
     const int hi = (int)rank - 1;
     wt* wsk = (wt*)smem_raw;       // [SH][NL*R]
-    wt* wz = wsk + SH * NL * R;    // [AH][S]
-    wt* wo = wz + AH * S;          // [AH][A]
+    wt* wz = wsk + SH * NL * R;    // [A][S]: the whole relu layer (every helper computes it)
+    wt* wo = wz + A * S;           // [AH][A]
     float* f1 = (float*)(((size_t)(wo + AH * A) + 15) & ~(size_t)15);
     float* hbuf = f1;              // [NL][R] (pulled from block 0)
     float* zfull = hbuf + NL * R;  // [S] relu(skip) (pushed by every helper)
@@ -137,9 +138,9 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
             const int row = k / (NL * R), j = k % (NL * R);
             wsk[row * NL * R + ROT(j, row * TPS, NL * R)] = g_wsk[(size_t)(hi * SH + row) * NL * R + j];
         }
-        for (int k = tid; k < AH * S; k += NT) {
+        for (int k = tid; k < A * S; k += NT) {
             const int row = k / S, j = k % S;
-            wz[row * S + ROT(j, row * TPZ, S)] = g_wz[(size_t)(hi * AH + row) * S + j];
+            wz[row * S + ROT(j, 2 * row, S)] = g_wz[k];  // one row per thread: rows rotated by 1 word each
         }
         for (int k = tid; k < AH * A; k += NT) {
             const int row = k / A, j = k % A;
@@ -152,12 +153,14 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
     const u32 block0_logits = map_rank(smem_u32(logits), 0);
     const u32 block0_h = map_rank(smem_u32(hsm), 0);
     const u32 zfull_off = smem_u32(zfull) - smem_u32(smem_raw);
-    const u32 zafull_off = smem_u32(zafull) - smem_u32(smem_raw);
 
     u64 rs[4];
 #pragma unroll
     for (int k = 0; k < 4; k++) rs[k] = rng_state[k];
     int y1 = 128, y2 = 128;
+    int last_unit = 0;  // the last layer with d = 1
+    for (int i = 0; i < NL; i++)
+        if (c_dil[i] == 1) last_unit = i;
     __syncthreads();
     cluster_sync(true);
 
@@ -186,7 +189,7 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
             const int i = row / (2 * R);
             if ((c_dil[i] == 1) != unit) continue;  // uniform over each warp
             const wt* w = wp + (size_t)row * R;
-            const float* old = olds + i * R;
+            const float* old = (unit ? xall : olds) + i * R;  // d = 1: this sample's input
             float acc = 0.0f;
 #pragma unroll
             for (int j = k; j < R; j += TPP) acc += wf(w[ROT(j, row * TPP, R)]) * old[j];
@@ -213,8 +216,7 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
     if (rank == 0) {
         load_bc(0, 0);
         stage_olds(0, 0);
-        for (int e = tid; e < NL * R; e += NT)
-            if (c_dil[e / R] == 1) olds[e] = 0.0f;  // x_i(-1) = 0
+        for (int e = tid; e < NL * R; e += NT) xall[e] = 0.0f;  // x_i(-1) = 0 for the d = 1 rows
         __syncthreads();
         prev_rows(0, false, 0);
         prev_rows(0, true, 0);
@@ -232,6 +234,11 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
                 MARK(0);
                 for (int i = 0; i < NL; i++) {
                     xall[i * R + lane] = xr;
+                    if (i == last_unit && t + 1 < n_samples) {
+                        // Every d = 1 layer's input of this sample is written: warps 1-7 may take their rows.
+                        __syncwarp();
+                        asm volatile("bar.arrive 2, %0;" ::"n"(NT) : "memory");
+                    }
                     const u32* w = wc + (size_t)i * R * R + lane;
                     float t0 = p[i * 2 * R + lane], t1 = 0.0f, s0 = p[i * 2 * R + R + lane], s1 = 0.0f;
 #pragma unroll
@@ -273,6 +280,8 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
                     stage_olds(t + 1, 32);
                     asm volatile("bar.sync 1, %0;" ::"n"(NT - 32) : "memory");
                     prev_rows(t + 1, false, 32);
+                    asm volatile("bar.sync 2, %0;" ::"n"(NT) : "memory");
+                    prev_rows(t + 1, true, 32);
                 }
             }
             __syncthreads();
@@ -287,11 +296,8 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
             // sample's), and this sample's layer inputs into the rings.
             for (int e = tid; e < NL * R; e += NT) {
                 const int i = e / R;
-                if (c_dil[i] == 1) olds[e] = xall[e];
                 hist[(size_t)(c_hoff[i] + (t & (c_dil[i] - 1))) * R + e % R] = xall[e];
             }
-            __syncthreads();
-            if (t + 1 < n_samples) prev_rows(t + 1, true, 0);
             MARK(5);
         } else {
             // Every layer's h from block 0 (all loads in flight), then this
@@ -321,22 +327,20 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
                 for (int h = 0; h < H; h++) st_cluster(helper_base[h] + zfull_off + 4 * (hi * SH + row), z);
             }
         }
-        cluster_sync(rank != 0);  // B2
+        cluster_sync(rank != 0);  // B2: every helper holds relu(skip)
         if (rank != 0) {
-            const int row = tid / TPZ, k = tid % TPZ;
-            const wt* w = wz + (size_t)row * S;
-            float acc = 0.0f;
+            // The whole relu layer, one row per thread, in every helper (no exchange).
+            for (int row = tid; row < A; row += NT) {
+                const wt* w = wz + (size_t)row * S;
+                float a0 = 0.0f, a1 = 0.0f;
 #pragma unroll 8
-            for (int j = k; j < S; j += TPZ) acc += wf(w[ROT(j, row * TPZ, S)]) * zfull[j];
-            acc = group_sum<TPZ>(acc);
-            if (k == 0) {
-                const float za = fmaxf(acc + relu_b[hi * AH + row], 0.0f);
-#pragma unroll
-                for (int h = 0; h < H; h++) st_cluster(helper_base[h] + zafull_off + 4 * (hi * AH + row), za);
+                for (int j = 0; j < S; j += 2) {
+                    a0 += wf(w[ROT(j, 2 * row, S)]) * zfull[j];
+                    a1 += wf(w[ROT(j + 1, 2 * row, S)]) * zfull[j + 1];
+                }
+                zafull[row] = fmaxf(a0 + a1 + relu_b[row], 0.0f);
             }
-        }
-        cluster_sync(rank != 0);  // B3
-        if (rank != 0) {
+            __syncthreads();
             const int row = tid / TPZ, k = tid % TPZ;
             const wt* w = wo + (size_t)row * A;
             float acc = 0.0f;
@@ -345,7 +349,7 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
             acc = group_sum<TPZ>(acc);
             if (k == 0) st_cluster(block0_logits + 4 * (hi * AH + row), acc + out_b[hi * AH + row]);
         }
-        cluster_sync(rank != 0);  // B4: block 0 holds every logit
+        cluster_sync(rank != 0);  // B3: block 0 holds every logit
         MARK(6);
         if (rank == 0) {
             if (tid < 32) {

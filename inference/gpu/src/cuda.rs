@@ -208,10 +208,10 @@ pub const PROFILE_PHASES_SMALL: [&str; 8] = [
     "embedding",
     "chain: gate (warp 0)",
     "chain: residual (warp 0)",
-    "end of chain: block barrier (warps 1-7: next sample's W_prev rows)",
+    "end of chain: block barrier (warps 1-7: next sample's W_prev rows, d = 1 rows last)",
     "cluster barrier 1",
-    "d = 1 rows, ring stores",
-    "barriers 2-4 (helpers' skip, relu, output layers)",
+    "ring stores",
+    "barriers 2-3 (helpers' skip, relu, output layers)",
     "sampling",
 ];
 
