@@ -14,11 +14,10 @@
 //            layer with d >= 2 (they do not depend on the sample being
 //            drawn); the two d = 1 layers, whose input is this sample's,
 //            follow the chain. Then softmax and sampling.
-//   helpers: skip rows S/H (over all layers' h), pushed to every helper;
-//            the whole relu layer (each helper); output rows A/H, pushed
-//            to block 0.
+//   helpers: skip rows S/H (over all layers' h), relu rows A/H, output rows
+//            A/H, each result pushed to the blocks that need it.
 //
-// Three cluster barriers per sample instead of ℓ + 2. Block 0 keeps every
+// Four cluster barriers per sample instead of ℓ + 2. Block 0 keeps every
 // layer's h; the helpers read them through distributed shared memory after
 // the first barrier.
 //
@@ -117,8 +116,8 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
     // Helper carve-up (the same window, another role).
     const int hi = (int)rank - 1;
     wt* wsk = (wt*)smem_raw;       // [SH][NL*R]
-    wt* wz = wsk + SH * NL * R;    // [A][S]: the whole relu layer (every helper computes it)
-    wt* wo = wz + A * S;           // [AH][A]
+    wt* wz = wsk + SH * NL * R;    // [AH][S]
+    wt* wo = wz + AH * S;          // [AH][A]
     float* f1 = (float*)(((size_t)(wo + AH * A) + 15) & ~(size_t)15);
     float* hbuf = f1;              // [NL][R] (pulled from block 0)
     float* zfull = hbuf + NL * R;  // [S] relu(skip) (pushed by every helper)
@@ -138,9 +137,9 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
             const int row = k / (NL * R), j = k % (NL * R);
             wsk[row * NL * R + ROT(j, row * TPS, NL * R)] = g_wsk[(size_t)(hi * SH + row) * NL * R + j];
         }
-        for (int k = tid; k < A * S; k += NT) {
+        for (int k = tid; k < AH * S; k += NT) {
             const int row = k / S, j = k % S;
-            wz[row * S + ROT(j, 2 * row, S)] = g_wz[k];  // one row per thread: rows rotated by 1 word each
+            wz[row * S + ROT(j, row * TPZ, S)] = g_wz[(size_t)(hi * AH + row) * S + j];
         }
         for (int k = tid; k < AH * A; k += NT) {
             const int row = k / A, j = k % A;
@@ -153,6 +152,7 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
     const u32 block0_logits = map_rank(smem_u32(logits), 0);
     const u32 block0_h = map_rank(smem_u32(hsm), 0);
     const u32 zfull_off = smem_u32(zfull) - smem_u32(smem_raw);
+    const u32 zafull_off = smem_u32(zafull) - smem_u32(smem_raw);
 
     u64 rs[4];
 #pragma unroll
@@ -327,20 +327,22 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
                 for (int h = 0; h < H; h++) st_cluster(helper_base[h] + zfull_off + 4 * (hi * SH + row), z);
             }
         }
-        cluster_sync(rank != 0);  // B2: every helper holds relu(skip)
+        cluster_sync(rank != 0);  // B2
         if (rank != 0) {
-            // The whole relu layer, one row per thread, in every helper (no exchange).
-            for (int row = tid; row < A; row += NT) {
-                const wt* w = wz + (size_t)row * S;
-                float a0 = 0.0f, a1 = 0.0f;
+            const int row = tid / TPZ, k = tid % TPZ;
+            const wt* w = wz + (size_t)row * S;
+            float acc = 0.0f;
 #pragma unroll 8
-                for (int j = 0; j < S; j += 2) {
-                    a0 += wf(w[ROT(j, 2 * row, S)]) * zfull[j];
-                    a1 += wf(w[ROT(j + 1, 2 * row, S)]) * zfull[j + 1];
-                }
-                zafull[row] = fmaxf(a0 + a1 + relu_b[row], 0.0f);
+            for (int j = k; j < S; j += TPZ) acc += wf(w[ROT(j, row * TPZ, S)]) * zfull[j];
+            acc = group_sum<TPZ>(acc);
+            if (k == 0) {
+                const float za = fmaxf(acc + relu_b[hi * AH + row], 0.0f);
+#pragma unroll
+                for (int h = 0; h < H; h++) st_cluster(helper_base[h] + zafull_off + 4 * (hi * AH + row), za);
             }
-            __syncthreads();
+        }
+        cluster_sync(rank != 0);  // B3
+        if (rank != 0) {
             const int row = tid / TPZ, k = tid % TPZ;
             const wt* w = wo + (size_t)row * A;
             float acc = 0.0f;
@@ -349,7 +351,7 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
             acc = group_sum<TPZ>(acc);
             if (k == 0) st_cluster(block0_logits + 4 * (hi * AH + row), acc + out_b[hi * AH + row]);
         }
-        cluster_sync(rank != 0);  // B3: block 0 holds every logit
+        cluster_sync(rank != 0);  // B4: block 0 holds every logit
         MARK(6);
         if (rank == 0) {
             if (tid < 32) {

@@ -211,7 +211,7 @@ pub const PROFILE_PHASES_SMALL: [&str; 8] = [
     "end of chain: block barrier (warps 1-7: next sample's W_prev rows, d = 1 rows last)",
     "cluster barrier 1",
     "ring stores",
-    "barriers 2-3 (helpers' skip, relu, output layers)",
+    "barriers 2-4 (helpers' skip, relu, output layers)",
     "sampling",
 ];
 
