@@ -158,9 +158,6 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
 #pragma unroll
     for (int k = 0; k < 4; k++) rs[k] = rng_state[k];
     int y1 = 128, y2 = 128;
-    int last_unit = 0;  // the last layer with d = 1
-    for (int i = 0; i < NL; i++)
-        if (c_dil[i] == 1) last_unit = i;
     __syncthreads();
     cluster_sync(true);
 
@@ -189,7 +186,7 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
             const int i = row / (2 * R);
             if ((c_dil[i] == 1) != unit) continue;  // uniform over each warp
             const wt* w = wp + (size_t)row * R;
-            const float* old = (unit ? xall : olds) + i * R;  // d = 1: this sample's input
+            const float* old = olds + i * R;
             float acc = 0.0f;
 #pragma unroll
             for (int j = k; j < R; j += TPP) acc += wf(w[ROT(j, row * TPP, R)]) * old[j];
@@ -216,7 +213,8 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
     if (rank == 0) {
         load_bc(0, 0);
         stage_olds(0, 0);
-        for (int e = tid; e < NL * R; e += NT) xall[e] = 0.0f;  // x_i(-1) = 0 for the d = 1 rows
+        for (int e = tid; e < NL * R; e += NT)
+            if (c_dil[e / R] == 1) olds[e] = 0.0f;  // x_i(-1) = 0
         __syncthreads();
         prev_rows(0, false, 0);
         prev_rows(0, true, 0);
@@ -234,11 +232,6 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
                 MARK(0);
                 for (int i = 0; i < NL; i++) {
                     xall[i * R + lane] = xr;
-                    if (i == last_unit && t + 1 < n_samples) {
-                        // Every d = 1 layer's input of this sample is written: warps 1-7 may take their rows.
-                        __syncwarp();
-                        asm volatile("bar.arrive 2, %0;" ::"n"(NT) : "memory");
-                    }
                     const u32* w = wc + (size_t)i * R * R + lane;
                     float t0 = p[i * 2 * R + lane], t1 = 0.0f, s0 = p[i * 2 * R + R + lane], s1 = 0.0f;
 #pragma unroll
@@ -280,8 +273,6 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
                     stage_olds(t + 1, 32);
                     asm volatile("bar.sync 1, %0;" ::"n"(NT - 32) : "memory");
                     prev_rows(t + 1, false, 32);
-                    asm volatile("bar.sync 2, %0;" ::"n"(NT) : "memory");
-                    prev_rows(t + 1, true, 32);
                 }
             }
             __syncthreads();
@@ -296,8 +287,11 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
             // sample's), and this sample's layer inputs into the rings.
             for (int e = tid; e < NL * R; e += NT) {
                 const int i = e / R;
+                if (c_dil[i] == 1) olds[e] = xall[e];
                 hist[(size_t)(c_hoff[i] + (t & (c_dil[i] - 1))) * R + e % R] = xall[e];
             }
+            __syncthreads();
+            if (t + 1 < n_samples) prev_rows(t + 1, true, 0);
             MARK(5);
         } else {
             // Every layer's h from block 0 (all loads in flight), then this

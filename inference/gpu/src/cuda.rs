@@ -208,9 +208,9 @@ pub const PROFILE_PHASES_SMALL: [&str; 8] = [
     "embedding",
     "chain: gate (warp 0)",
     "chain: residual (warp 0)",
-    "end of chain: block barrier (warps 1-7: next sample's W_prev rows, d = 1 rows last)",
+    "end of chain: block barrier (warps 1-7: next sample's W_prev rows)",
     "cluster barrier 1",
-    "ring stores",
+    "d = 1 rows, ring stores",
     "barriers 2-4 (helpers' skip, relu, output layers)",
     "sampling",
 ];
