@@ -157,6 +157,7 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
     float* xs = (float*)cursor; cursor += sizeof(float) * R;
     float* pre = (float*)cursor; cursor += sizeof(float) * NL * 2 * U;
     float* olds = (float*)cursor; cursor += sizeof(float) * NL * R;
+    float* bcs = (float*)cursor; cursor += sizeof(float) * NL * 2 * U;  // gate bias + L of this CTA's rows, current frame
     float* hs = (float*)cursor; cursor += sizeof(float) * NL * U;
     float* xin = (float*)cursor; cursor += sizeof(float) * 2 * C * R;  // [2][C][R] partials pushed by each CTA
     float* sbuf = (float*)cursor; cursor += sizeof(float) * S;
@@ -211,18 +212,31 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
             for (int k = 0; k < K; k++)
                 if (tid + k * NT < NL * R) olds[tid + k * NT] = v[k];
         }
+        if (t % HOP == 0) {
+            // A new frame: bias + L of this CTA's rows, every load in flight.
+            constexpr int KB = (NL * 2 * U + NT - 1) / NT;
+            float b[KB];
+#pragma unroll
+            for (int k = 0; k < KB; k++) {
+                const int row = tid + k * NT, i = row / (2 * U), q = row % (2 * U);
+                const int o = q < U ? u0 + q : R + u0 + (q - U);
+                b[k] = row < NL * 2 * U ? gate_b[i * 2 * R + o] + crow[i * 2 * R + o] : 0.0f;
+            }
+#pragma unroll
+            for (int k = 0; k < KB; k++)
+                if (tid + k * NT < NL * 2 * U) bcs[tid + k * NT] = b[k];
+        }
         __syncthreads();
         for (int g = tid; g < NL * 2 * U * TPP; g += NT) {
             const int row = g / TPP, k = g % TPP;  // row = i * 2U + q
-            const int i = row / (2 * U), q = row % (2 * U);
-            const int o = q < U ? u0 + q : R + u0 + (q - U);
+            const int i = row / (2 * U);
             const float* old = olds + i * R;
             const wt* w = wp + (size_t)row * R;
             float acc = 0.0f;
 #pragma unroll 4
             for (int j = k; j < R; j += TPP) acc += wf(w[ROT_P(j, row)]) * old[j];
             acc = group_sum<TPP>(acc);
-            if (k == 0) pre[row] = acc + gate_b[i * 2 * R + o] + crow[i * 2 * R + o];
+            if (k == 0) pre[row] = acc + bcs[row];
         }
         __syncthreads();
 
@@ -253,6 +267,10 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
                 my_hist[(size_t)(c_hoff[i] + (t & (c_dil[i] - 1))) * R + j] = xs[j];
             }
             if (tid < 32) {
+                // Block 0 folds the residual bias into its share (loaded now, used after the gate).
+                float rbv[R / 32];
+#pragma unroll
+                for (int m = 0; m < R / 32; m++) rbv[m] = (rank == 0 && i + 1 < NL) ? res_b[i * R + lane + 32 * m] : 0.0f;
                 const int unit = lane / (2 * TPR), half = (lane / TPR) & 1, k = lane % TPR;
                 const int q = half ? U + unit : unit;
                 const wt* w = wc + (size_t)(i * 2 * U + q) * R;
@@ -272,7 +290,7 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
                     const u32 off = 4 * (((i & 1) * C + rank) * R);
 #pragma unroll
                     for (int o = lane; o < R; o += 32) {
-                        float p = 0.0f;
+                        float p = rbv[o / 32];
 #pragma unroll
                         for (int j = 0; j < U; j++) p += wf(wr[(size_t)(i * U + j) * R + o]) * __shfl_sync(0xffffffffu, h, j * 2 * TPR);
 #pragma unroll
@@ -301,7 +319,7 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
                 float acc = 0.0f;
 #pragma unroll
                 for (int c = 0; c < C; c++) acc += v[c];
-                xs[o] += acc + res_b[i * R + o];
+                xs[o] += acc;  // the residual bias came with block 0's share
             }
             __syncthreads();
             MARK(3);

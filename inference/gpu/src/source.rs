@@ -113,7 +113,7 @@ impl SinglePlan {
         debug_assert!((2 * u * tpp) % 32 == 0 && (ac * tpz) % 32 == 0 && r % (2 * tpr) == 0);
         let wbytes = if bf16 { 2 } else { 4 };
         let weights = wbytes * (2 * l * 2 * u * r + (l - 1) * u * r);
-        let buffers = 4 * (r + l * 2 * u + l * r + l * u + 2 * cluster * r + 2 * s + 2 * ac + 3 * A) + 16 + 16;
+        let buffers = 4 * (r + 2 * l * 2 * u + l * r + l * u + 2 * cluster * r + 2 * s + 2 * ac + 3 * A) + 16 + 16;
         let smem_weights = weights + buffers <= smem_limit;
         let smem_bytes = if smem_weights { weights + buffers } else { buffers };
         if smem_bytes > smem_limit {
