@@ -6,11 +6,12 @@
 // chain alone, with block barriers only, and H helper blocks of the same
 // cluster take the skip, relu and output layers:
 //
-//   block 0: warp 0 alone runs the chain, lane j owning unit j: per
-//            layer, both gate rows of unit j (W_cur · x plus the
-//            precomputed W_prev · x(t - d) + biases + L), h_j, then
-//            residual output j, with only __syncwarp between steps. Warps
-//            1-7 meanwhile compute the next sample's W_prev rows of every
+//   block 0: CW warps run the chain, lane j owning unit j: per layer,
+//            both gate rows of unit j (W_cur · x plus the precomputed
+//            W_prev · x(t - d) + biases + L), h_j, then residual output j,
+//            each product split over the CW warps by input (two named
+//            barriers per layer). The other warps
+//            meanwhile compute the next sample's W_prev rows of every
 //            layer with d >= 2 (they do not depend on the sample being
 //            drawn); the two d = 1 layers, whose input is this sample's,
 //            follow the chain. Then softmax and sampling.
@@ -21,7 +22,8 @@
 // layer's h; the helpers read them through distributed shared memory after
 // the first barrier.
 //
-// Extra defines: H (helpers), NT (threads, 8R = 256), TPP = 4 threads per
+// Extra defines: H (helpers), NT (threads, 8R = 256), CW (chain warps, 1, 2
+// or 4), TPP = 4 threads per
 // W_prev row, TPS = NT / (S / H) per skip row, TPZ = NT / (A / H) per
 // output-layer row.
 #if !WBF16 || R != 32
@@ -109,8 +111,9 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
     float* hsm = xall + NL * R;      // [NL][R] every layer's h (pulled by the helpers)
     float* rbs = hsm + NL * R;       // [NL-1][R] residual biases
     float* bc = rbs + (NL - 1) * R;  // [NL][2R] gate bias + conditioning of the next sample's frame
-    float* xs = bc + NL * 2 * R;     // [R] the residual stream during the chain
-    float* logits = xs + R;          // [A] (pushed by the helpers)
+    float* gpart = bc + NL * 2 * R;  // [CW][2][R] gate partial sums of the chain warps
+    float* rpart = gpart + CW * 2 * R;  // [CW][R] residual partial sums
+    float* logits = rpart + CW * R;  // [A] (pushed by the helpers)
     float* probs = logits + A;       // [A]
     int* ybuf = (int*)(probs + A);   // [2]
     // Helper carve-up (the same window, another role).
@@ -223,56 +226,68 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
 
     for (int t = 0; t < n_samples; t++) {
         if (rank == 0) {
-            if (warp == 0) {
-                // The chain: lane j owns unit j.
+            if (warp < CW) {
+                // The chain on CW warps: lane j owns unit j in every chain warp,
+                // warp c takes inputs [c·R/CW, (c+1)·R/CW) of each product, and
+                // every chain warp sums the CW partials itself (same order, so
+                // they hold the same h and x), so only two named barriers of
+                // the chain warps separate the steps of a layer.
                 const float* p = pre + (t & 1) * NL * 2 * R;
                 float xr = emb_c[y1 * R + lane] + emb_p[y2 * R + lane] + emb_b[lane];
-                xs[lane] = xr;
-                __syncwarp();
+                const int k0 = warp * (R / CW);
                 MARK(0);
                 for (int i = 0; i < NL; i++) {
-                    xall[i * R + lane] = xr;
+                    if (warp == 0) xall[i * R + lane] = xr;
                     const u32* w = wc + (size_t)i * R * R + lane;
-                    float t0 = p[i * 2 * R + lane], t1 = 0.0f, s0 = p[i * 2 * R + R + lane], s1 = 0.0f;
+                    float tp = 0.0f, sp = 0.0f;
 #pragma unroll
-                    for (int k = 0; k < R; k += 2) {
-                        const u32 w0 = w[k * R], w1 = w[(k + 1) * R];
-                        const float x0 = xs[k], x1 = xs[k + 1];
-                        t0 += __uint_as_float(w0 << 16) * x0;
-                        s0 += __uint_as_float(w0 & 0xffff0000u) * x0;
-                        t1 += __uint_as_float(w1 << 16) * x1;
-                        s1 += __uint_as_float(w1 & 0xffff0000u) * x1;
+                    for (int m = 0; m < R / CW; m++) {
+                        const int k = k0 + m;
+                        const u32 w0 = w[k * R];
+                        const float xk = __shfl_sync(0xffffffffu, xr, k);
+                        tp += __uint_as_float(w0 << 16) * xk;
+                        sp += __uint_as_float(w0 & 0xffff0000u) * xk;
+                    }
+                    gpart[(2 * warp) * R + lane] = tp;
+                    gpart[(2 * warp + 1) * R + lane] = sp;
+                    asm volatile("bar.sync 3, %0;" ::"n"(CW * 32) : "memory");
+                    float vt = p[i * 2 * R + lane], vs = p[i * 2 * R + R + lane];
+#pragma unroll
+                    for (int c = 0; c < CW; c++) {
+                        vt += gpart[(2 * c) * R + lane];
+                        vs += gpart[(2 * c + 1) * R + lane];
                     }
 #ifdef FAST_GATE
-                    const float vt = t0 + t1, vs = s0 + s1;
                     const float h = (1.0f - __fdividef(2.0f, __expf(2.0f * vt) + 1.0f)) * __fdividef(1.0f, 1.0f + __expf(-vs));
 #else
-                    const float h = tanhf(t0 + t1) * sigmoidf_exact(s0 + s1);
+                    const float h = tanhf(vt) * sigmoidf_exact(vs);
 #endif
-                    hsm[i * R + lane] = h;
-                    __syncwarp();
+                    if (warp == 0) hsm[i * R + lane] = h;
                     MARK(1);
                     if (i + 1 < NL) {
                         const wt* wrr = wr + (size_t)i * R * R + lane;
-                        float a0 = rbs[i * R + lane], a1 = 0.0f;
+                        float a = 0.0f;
 #pragma unroll
-                        for (int k = 0; k < R; k += 2) {
-                            a0 += wf(wrr[k * R]) * hsm[i * R + k];
-                            a1 += wf(wrr[(k + 1) * R]) * hsm[i * R + k + 1];
+                        for (int m = 0; m < R / CW; m++) {
+                            const int k = k0 + m;
+                            a += wf(wrr[k * R]) * __shfl_sync(0xffffffffu, h, k);
                         }
-                        xr += a0 + a1;
-                        xs[lane] = xr;
-                        __syncwarp();
+                        rpart[warp * R + lane] = a;
+                        asm volatile("bar.sync 3, %0;" ::"n"(CW * 32) : "memory");
+                        float sum = rbs[i * R + lane];
+#pragma unroll
+                        for (int c = 0; c < CW; c++) sum += rpart[c * R + lane];
+                        xr += sum;
                     }
                     MARK(2);
                 }
             } else {
-                // Warps 1-7: the next sample's W_prev rows of the d >= 2 layers.
+                // The other warps: the next sample's W_prev rows of the d >= 2 layers.
                 if (t + 1 < n_samples) {
-                    if ((t + 1) % HOP == 0) load_bc(t + 1, 32);
-                    stage_olds(t + 1, 32);
-                    asm volatile("bar.sync 1, %0;" ::"n"(NT - 32) : "memory");
-                    prev_rows(t + 1, false, 32);
+                    if ((t + 1) % HOP == 0) load_bc(t + 1, CW * 32);
+                    stage_olds(t + 1, CW * 32);
+                    asm volatile("bar.sync 1, %0;" ::"n"(NT - CW * 32) : "memory");
+                    prev_rows(t + 1, false, CW * 32);
                 }
             }
             __syncthreads();

@@ -206,9 +206,9 @@ pub struct SingleRun {
 /// The phases of kernel 1's per-sample clock (`MARK(k)` in the kernel).
 pub const PROFILE_PHASES_SMALL: [&str; 8] = [
     "embedding",
-    "chain: gate (warp 0)",
-    "chain: residual (warp 0)",
-    "end of chain: block barrier (warps 1-7: next sample's W_prev rows)",
+    "chain: gate (chain warps)",
+    "chain: residual (chain warps)",
+    "end of chain: block barrier (other warps: next sample's W_prev rows)",
     "cluster barrier 1",
     "d = 1 rows, ring stores",
     "barriers 2-4 (helpers' skip, relu, output layers)",

@@ -39,13 +39,21 @@ pub struct SinglePlan {
     /// `wavenet_small`, block 0 runs the whole residual chain and H helper
     /// blocks the skip and output layers (`cluster` = H + 1).
     pub helpers: usize,
+    /// `wavenet_small`: warps sharing each layer's products (1, 2 or 4).
+    pub chain_warps: usize,
 }
 
 impl SinglePlan {
     /// A plan for `wavenet_small`: the residual chain in one block (its
     /// W_cur, W_prev and W_res in that block's shared memory), `helpers`
     /// blocks for the skip, relu and output layers.
-    pub fn chain_block(sizes: &Sizes, helpers: usize, bf16: bool, smem_limit: usize) -> Result<Self, GpuError> {
+    pub fn chain_block(
+        sizes: &Sizes,
+        helpers: usize,
+        chain_warps: usize,
+        bf16: bool,
+        smem_limit: usize,
+    ) -> Result<Self, GpuError> {
         let (l, r, s) = (sizes.layers, sizes.residual, sizes.skip);
         let bad = |why: String| Err(GpuError::Unsupported { what: format!("the chain-block kernel for {}: {why}", sizes.name()) });
         check_dilations(sizes)?;
@@ -54,7 +62,10 @@ impl SinglePlan {
         }
         let threads = 8 * r;
         if r != 32 || l < 2 || !bf16 {
-            return bad(format!("r = {r} (the chain is one warp: r = 32, bfloat16 weights)"));
+            return bad(format!("r = {r} (the chain's lanes are its units: r = 32, bfloat16 weights)"));
+        }
+        if ![1, 2, 4].contains(&chain_warps) {
+            return bad(format!("{chain_warps} chain warps (1, 2 or 4)"));
         }
         let (sh, ah) = (s / helpers, A / helpers);
         if threads % sh != 0 || threads % ah != 0 || !(threads / sh).is_power_of_two() || !(threads / ah).is_power_of_two()
@@ -63,7 +74,7 @@ impl SinglePlan {
             return bad(format!("{helpers} helpers: {sh} skip and {ah} output rows per helper do not split {threads} threads"));
         }
         let wbytes = if bf16 { 2 } else { 4 };
-        let block0 = wbytes * (2 * l * 2 * r * r + (l - 1) * r * r) + 16 + 4 * (3 * l * 2 * r + 3 * l * r + (l - 1) * r + r + 2 * A) + 8;
+        let block0 = wbytes * (2 * l * 2 * r * r + (l - 1) * r * r) + 16 + 4 * (3 * l * 2 * r + 3 * l * r + (l - 1) * r + 3 * chain_warps * r + 2 * A) + 8;
         let helper = wbytes * (sh * l * r + ah * s + ah * A) + 16 + 4 * (l * r + s + A);
         let smem_bytes = block0.max(helper);
         if smem_bytes > smem_limit {
@@ -79,6 +90,7 @@ impl SinglePlan {
             bf16,
             smem_bytes,
             helpers,
+            chain_warps,
         })
     }
 
@@ -119,7 +131,7 @@ impl SinglePlan {
         if smem_bytes > smem_limit {
             return bad(format!("{smem_bytes} bytes of shared memory per block (the device allows {smem_limit})"));
         }
-        Ok(Self { cluster, threads, tpr, tpp, tpz, smem_weights, bf16, smem_bytes, helpers: 0 })
+        Ok(Self { cluster, threads, tpr, tpp, tpz, smem_weights, bf16, smem_bytes, helpers: 0, chain_warps: 1 })
     }
 
     /// The kernel's entry point.
@@ -136,8 +148,9 @@ impl SinglePlan {
         if self.helpers > 0 {
             let s = sizes.skip;
             let defines = format!(
-                "#define H {}\n#define NT {}\n#define TPP 4\n#define TPS {}\n#define TPZ {}\n",
+                "#define H {}\n#define CW {}\n#define NT {}\n#define TPP 4\n#define TPS {}\n#define TPZ {}\n",
                 self.helpers,
+                self.chain_warps,
                 self.threads,
                 self.threads / (s / self.helpers),
                 self.threads / (A / self.helpers)

@@ -66,6 +66,9 @@ pub struct SingleArgs {
     /// block; sizes whose chain does not fit one block are reported as not run).
     #[arg(long, value_delimiter = ',', default_value = "4,8")]
     helpers: Vec<usize>,
+    /// wavenet_small: warps sharing each layer's products (1, 2 or 4).
+    #[arg(long, default_value_t = 4)]
+    chain_warps: usize,
     /// Seconds of audio per timed launch.
     #[arg(long, default_value_t = 1.0)]
     seconds: f64,
@@ -187,7 +190,7 @@ fn single(a: SingleArgs) -> anyhow::Result<()> {
             for (cluster, helpers) in kinds {
                 {
                     let planned = if helpers > 0 {
-                        SinglePlan::chain_block(&w.sizes, helpers, bf16, dev.shared_memory_limit())
+                        SinglePlan::chain_block(&w.sizes, helpers, a.chain_warps, bf16, dev.shared_memory_limit())
                     } else {
                         SinglePlan::new(&w.sizes, cluster, bf16, dev.shared_memory_limit())
                     };

@@ -26,7 +26,7 @@ fn nvrtc_compiles_both_kernels_for_every_preset() {
             assert!(ptx.contains(&format!(".reqnctapercluster {cluster}")) || ptx.contains(".explicitcluster"), "{name}");
         }
         // The chain-block kernel: only sizes whose chain fits one block.
-        match SinglePlan::chain_block(&w.sizes, 4, true, smem) {
+        match SinglePlan::chain_block(&w.sizes, 4, 4, true, smem) {
             Ok(plan) => {
                 assert_eq!(name, "20x32x128", "only the smallest chain fits one block");
                 let ptx = compile_ptx(&plan.source(&w.sizes), plan.entry(), "compute_90")

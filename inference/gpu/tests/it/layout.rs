@@ -170,9 +170,9 @@ fn the_chain_block_layout_interleaves_gate_rows_and_keeps_the_rest() {
     assert_eq!(lay.wo.get(1234), w.out_w[1234]);
     // (20, 32, 128) fits in bfloat16 with 2, 4 or 8 helpers, not in float32.
     for h in [2, 4, 8] {
-        let p = SinglePlan::chain_block(&w.sizes, h, true, 227 * 1024).unwrap();
+        let p = SinglePlan::chain_block(&w.sizes, h, 4, true, 227 * 1024).unwrap();
         assert_eq!((p.cluster, p.threads, p.helpers), (h + 1, 8 * r, h));
     }
-    assert!(SinglePlan::chain_block(&w.sizes, 4, false, 227 * 1024).is_err());
-    assert!(SinglePlan::chain_block(&w.sizes, 3, true, 227 * 1024).is_err(), "3 does not divide 256");
+    assert!(SinglePlan::chain_block(&w.sizes, 4, 4, false, 227 * 1024).is_err());
+    assert!(SinglePlan::chain_block(&w.sizes, 3, 4, true, 227 * 1024).is_err(), "3 does not divide 256");
 }
