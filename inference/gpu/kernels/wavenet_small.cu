@@ -113,7 +113,9 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
     float* bc = rbs + (NL - 1) * R;  // [NL][2R] gate bias + conditioning of the next sample's frame
     float* gpart = bc + NL * 2 * R;  // [CW][2][R] gate partial sums of the chain warps
     float* rpart = gpart + CW * 2 * R;  // [CW][R] residual partial sums
-    float* logits = rpart + CW * R;  // [A] (pushed by the helpers)
+    float* xsw = rpart + CW * R;     // [CW][R] each chain warp's x
+    float* hsw = xsw + CW * R;       // [CW][R] each chain warp's h
+    float* logits = hsw + CW * R;    // [A] (pushed by the helpers)
     float* probs = logits + A;       // [A]
     int* ybuf = (int*)(probs + A);   // [2]
     // Helper carve-up (the same window, another role).
@@ -167,7 +169,8 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
     // Gate bias + conditioning of sample t's frame into bc (threads [first, NT)).
     auto load_bc = [&](int t, int first) {
         const float* crow = cond + (size_t)(t / HOP) * NL * 2 * R;
-        constexpr int KB = (NL * 2 * R + NT - 1) / NT + 1;
+        constexpr int MINSTRIDE = NT - 4 * 32;  // the fewest threads that call it (CW = 4)
+        constexpr int KB = (NL * 2 * R + MINSTRIDE - 1) / MINSTRIDE;
         float b[KB];
 #pragma unroll
         for (int k = 0; k < KB; k++) {
@@ -199,7 +202,8 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
     };
     // x_i(t + 1 - d_i) of the layers with d >= 2 into olds; threads [first, NT).
     auto stage_olds = [&](int t1, int first) {
-        constexpr int K = (NL * R + NT - 1) / NT + 1;
+        constexpr int MINSTRIDE = NT - 4 * 32;
+        constexpr int K = (NL * R + MINSTRIDE - 1) / MINSTRIDE;
         float v[K];
 #pragma unroll
         for (int k = 0; k < K; k++) {
@@ -235,6 +239,10 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
                 const float* p = pre + (t & 1) * NL * 2 * R;
                 float xr = emb_c[y1 * R + lane] + emb_p[y2 * R + lane] + emb_b[lane];
                 const int k0 = warp * (R / CW);
+                float* xw = xsw + warp * R;  // this warp's copy of x and of h (no shuffles, no races)
+                float* hw = hsw + warp * R;
+                xw[lane] = xr;
+                __syncwarp();
                 MARK(0);
                 for (int i = 0; i < NL; i++) {
                     if (warp == 0) xall[i * R + lane] = xr;
@@ -244,7 +252,7 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
                     for (int m = 0; m < R / CW; m++) {
                         const int k = k0 + m;
                         const u32 w0 = w[k * R];
-                        const float xk = __shfl_sync(0xffffffffu, xr, k);
+                        const float xk = xw[k];
                         tp += __uint_as_float(w0 << 16) * xk;
                         sp += __uint_as_float(w0 & 0xffff0000u) * xk;
                     }
@@ -263,6 +271,8 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
                     const float h = tanhf(vt) * sigmoidf_exact(vs);
 #endif
                     if (warp == 0) hsm[i * R + lane] = h;
+                    hw[lane] = h;
+                    __syncwarp();
                     MARK(1);
                     if (i + 1 < NL) {
                         const wt* wrr = wr + (size_t)i * R * R + lane;
@@ -270,7 +280,7 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
 #pragma unroll
                         for (int m = 0; m < R / CW; m++) {
                             const int k = k0 + m;
-                            a += wf(wrr[k * R]) * __shfl_sync(0xffffffffu, h, k);
+                            a += wf(wrr[k * R]) * hw[k];
                         }
                         rpart[warp * R + lane] = a;
                         asm volatile("bar.sync 3, %0;" ::"n"(CW * 32) : "memory");
@@ -278,6 +288,8 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
 #pragma unroll
                         for (int c = 0; c < CW; c++) sum += rpart[c * R + lane];
                         xr += sum;
+                        xw[lane] = xr;
+                        __syncwarp();
                     }
                     MARK(2);
                 }
