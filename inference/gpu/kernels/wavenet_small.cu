@@ -31,6 +31,7 @@
 #endif
 
 #define C (H + 1)
+#define GP ((CW * 2 * R > A) ? CW * 2 * R : A)  // floats of the gate partials (also the probabilities)
 #define SH (S / H)
 #define AH (A / H)
 
@@ -111,13 +112,13 @@ wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
     float* hsm = xall + NL * R;      // [NL][R] every layer's h (pulled by the helpers)
     float* rbs = hsm + NL * R;       // [NL-1][R] residual biases
     float* bc = rbs + (NL - 1) * R;  // [NL][2R] gate bias + conditioning of the next sample's frame
-    float* gpart = bc + NL * 2 * R;  // [CW][2][R] gate partial sums of the chain warps
-    float* rpart = gpart + CW * 2 * R;  // [CW][R] residual partial sums
+    float* gpart = bc + NL * 2 * R;  // [CW][2][R] gate partial sums of the chain warps (GP floats)
+    float* rpart = gpart + GP;       // [CW][R] residual partial sums
     float* xsw = rpart + CW * R;     // [CW][R] each chain warp's x
     float* hsw = xsw + CW * R;       // [CW][R] each chain warp's h
     float* logits = hsw + CW * R;    // [A] (pushed by the helpers)
-    float* probs = logits + A;       // [A]
-    int* ybuf = (int*)(probs + A);   // [2]
+    float* probs = gpart;            // [A] (sampling only: the partial sums are idle then)
+    int* ybuf = (int*)(logits + A);  // [2]
     // Helper carve-up (the same window, another role).
     const int hi = (int)rank - 1;
     wt* wsk = (wt*)smem_raw;       // [SH][NL*R]

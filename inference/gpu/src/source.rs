@@ -74,7 +74,8 @@ impl SinglePlan {
             return bad(format!("{helpers} helpers: {sh} skip and {ah} output rows per helper do not split {threads} threads"));
         }
         let wbytes = if bf16 { 2 } else { 4 };
-        let block0 = wbytes * (2 * l * 2 * r * r + (l - 1) * r * r) + 16 + 4 * (3 * l * 2 * r + 3 * l * r + (l - 1) * r + 5 * chain_warps * r + 2 * A) + 8;
+        let gp = (chain_warps * 2 * r).max(A);
+        let block0 = wbytes * (2 * l * 2 * r * r + (l - 1) * r * r) + 16 + 4 * (3 * l * 2 * r + 3 * l * r + (l - 1) * r + gp + 3 * chain_warps * r + A) + 8;
         let helper = wbytes * (sh * l * r + ah * s + ah * A) + 16 + 4 * (l * r + s + A);
         let smem_bytes = block0.max(helper);
         if smem_bytes > smem_limit {
