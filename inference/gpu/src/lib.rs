@@ -15,9 +15,10 @@
 //!    starts). Needs compute capability 9.0.
 //!    For r = 32 in bfloat16 (Table 2's (20, 32, 128)) the chain fits one
 //!    SM: [`SinglePlan::chain_block`] selects `kernels/wavenet_small.cu`,
-//!    where one warp runs the whole chain (lane j = unit j), the block's
-//!    other warps compute the next sample's W_prev rows meanwhile, and helper
-//!    blocks take the skip and output layers: 4 cluster barriers per sample.
+//!    where one to four warps run the whole chain (lane j = unit j, each
+//!    product split over the warps by input), the block's other warps
+//!    compute the next sample's W_prev rows meanwhile, and helper blocks
+//!    take the skip and output layers: 4 cluster barriers per sample.
 //! 2. [`MultiStream`] (`kernels/wavenet_multi.cu`): many independent
 //!    streams, highest throughput. Each block owns a group of stream slots
 //!    and advances them one sample per step with no inter-block

@@ -66,8 +66,9 @@ pub struct SingleArgs {
     /// block; sizes whose chain does not fit one block are reported as not run).
     #[arg(long, value_delimiter = ',', default_value = "4,8")]
     helpers: Vec<usize>,
-    /// wavenet_small: warps sharing each layer's products (1, 2 or 4).
-    #[arg(long, default_value_t = 4)]
+    /// wavenet_small: warps sharing each layer's products (1, 2 or 4; 2
+    /// measured fastest on an H200).
+    #[arg(long, default_value_t = 2)]
     chain_warps: usize,
     /// Seconds of audio per timed launch.
     #[arg(long, default_value_t = 1.0)]

@@ -98,7 +98,7 @@ pub(crate) fn cuda_sampler(
     let w = dv_gpu::Weights::from_voice(voice)?;
     let r = w.sizes.residual;
     let plan = match helpers {
-        Some(h) => dv_gpu::SinglePlan::chain_block(&w.sizes, h, 4, bf16, dev.shared_memory_limit())?,
+        Some(h) => dv_gpu::SinglePlan::chain_block(&w.sizes, h, 2, bf16, dev.shared_memory_limit())?,
         None => {
             let cluster = cluster.unwrap_or_else(|| [16, 8, 4, 2, 1].into_iter().find(|c| r % c == 0).unwrap_or(1));
             dv_gpu::SinglePlan::new(&w.sizes, cluster, bf16, dev.shared_memory_limit())?
