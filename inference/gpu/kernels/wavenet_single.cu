@@ -293,9 +293,14 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
                         float p = rbv[o / 32];
 #pragma unroll
                         for (int j = 0; j < U; j++) p += wf(wr[(size_t)(i * U + j) * R + o]) * __shfl_sync(0xffffffffu, h, j * 2 * TPR);
+#ifdef PULL
+                        xin[(i & 1) * C * R + o] = p;  // the others read it after the barrier
+                        (void)off;
+#else
 #pragma unroll
                         for (int c = 0; c < C; c++)
                             asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(xin_remote[c] + off + 4 * o), "f"(p) : "memory");
+#endif
                     }
                 }
             }
@@ -312,10 +317,17 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
             }
             if (i + 1 == NL) break;
             for (int o = tid; o < R; o += NT) {
-                const float* in = xin + (i & 1) * C * R + o;
                 float v[C];
+#ifdef PULL
+                // Every block's share, all C loads in flight.
+#pragma unroll
+                for (int c = 0; c < C; c++)
+                    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v[c]) : "r"(xin_remote[c] + 4 * ((i & 1) * C * R + o)));
+#else
+                const float* in = xin + (i & 1) * C * R + o;
 #pragma unroll
                 for (int c = 0; c < C; c++) v[c] = in[c * R];
+#endif
                 float acc = 0.0f;
 #pragma unroll
                 for (int c = 0; c < C; c++) acc += v[c];
