@@ -46,6 +46,10 @@ pub(crate) struct AlignArgs {
     /// (§3.2's decoder: a beam search over chained pairs, no transcript needed).
     #[arg(long, default_value = "viterbi")]
     decoder: String,
+    /// Where `--decoder viterbi` runs: `cpu`, `cuda` (dv-align's CUDA kernel, a batch per
+    /// launch, bit-identical paths) or `auto` (cuda when `--device` is a GPU).
+    #[arg(long, default_value = "auto")]
+    viterbi: String,
     /// Beam width of `--decoder beam` (§3.2: 50).
     #[arg(long, default_value_t = 50)]
     beam_width: usize,
@@ -214,6 +218,17 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
     if a.decoder != "viterbi" && a.decoder != "beam" {
         bail!("--decoder {}: viterbi or beam", a.decoder);
     }
+    let gpu = match (a.viterbi.as_str(), device) {
+        ("cpu", _) | ("auto", tch::Device::Cpu) => None,
+        ("cuda", tch::Device::Cpu) => Some(dv_align::GpuAligner::new(0)?),
+        ("cuda" | "auto", tch::Device::Cuda(n)) => Some(dv_align::GpuAligner::new(n)?),
+        (v, _) => bail!("--viterbi {v}: cpu, cuda or auto"),
+    };
+    let gpu = if a.decoder == "viterbi" { gpu } else { None };
+    if let Some(g) = &gpu {
+        eprintln!("CTC Viterbi on {} (CUDA kernel, one launch per batch)", g.device_name());
+    }
+    let mut viterbi_s = 0.0f64;
     let (mut pair_edits, mut pair_refs) = (0usize, 0usize);
     for (k, chunk) in order.chunks(a.batch).enumerate() {
         let batch = data.batch(chunk, device)?;
@@ -221,6 +236,30 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
         let lp = lp.f_transpose(0, 1)?.f_contiguous()?.f_to_device(tch::Device::Cpu)?; // [b, t, classes]
         let t_max = lp.size()[1] as usize;
         let flat = Vec::<f32>::try_from(lp.f_reshape([-1])?)?;
+        // The whole batch's Viterbi paths on the GPU, when asked; a batch the kernel refuses (an
+        // utterance too short for its pairs, say) falls back to the CPU utterance by utterance,
+        // where the bad one fails alone.
+        let tv = Instant::now();
+        let gpu_paths = match &gpu {
+            Some(g) => {
+                let all: Vec<Vec<u32>> =
+                    chunk.iter().map(|&i| data.labels(i).unwrap_or_default().iter().map(|&l| l as u32).collect()).collect();
+                let l_max = all.iter().map(Vec::len).max().unwrap_or(0).max(1);
+                let mut padded = vec![1u32; chunk.len() * l_max];
+                for (b, l) in all.iter().enumerate() {
+                    padded[b * l_max..b * l_max + l.len()].copy_from_slice(l);
+                }
+                let lens: Vec<dv_align::CtcLen> = chunk
+                    .iter()
+                    .zip(&all)
+                    .map(|(&i, l)| dv_align::CtcLen { frames: data.frames_of(i).unwrap_or(0), labels: l.len() })
+                    .collect();
+                let shape = dv_align::CtcShape { batch: chunk.len(), frames: t_max, classes, labels: l_max };
+                g.ctc_batch(&flat, shape, &padded, &lens, 0).ok()
+            }
+            None => None,
+        };
+        viterbi_s += tv.elapsed().as_secs_f64();
         for (b, &i) in chunk.iter().enumerate() {
             let id = data.ids()[i].clone();
             let frames = data.frames_of(i).unwrap_or(0);
@@ -245,7 +284,13 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
                     phone_timing(&d.alignment, FRAME_SECONDS, duration)
                 })
             } else {
-                ctc_viterbi(rows, frames, classes, &labels, 0).and_then(|al| phone_timing(&al, FRAME_SECONDS, duration))
+                let tv = Instant::now();
+                let path = match &gpu_paths {
+                    Some(paths) => Ok(paths[b].clone()),
+                    None => ctc_viterbi(rows, frames, classes, &labels, 0),
+                };
+                viterbi_s += tv.elapsed().as_secs_f64();
+                path.and_then(|al| phone_timing(&al, FRAME_SECONDS, duration))
             };
             let timing = match timing {
                 Ok(t) => t,
@@ -323,6 +368,8 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
         })),
         "without_reference": unscored,
         "decoder": a.decoder,
+        "viterbi": if gpu.is_some() { "cuda" } else { "cpu" },
+        "viterbi_seconds": viterbi_s,
         "decoded_other_pairs": different,
         "pper": (a.pper_beam > 0 && pair_refs > 0).then(|| json!({
             "beam": a.pper_beam, "error_rate": pair_edits as f64 / pair_refs as f64, "edits": pair_edits,
@@ -349,6 +396,9 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
             100.0 * s.within_25ms
         ),
         None => println!("boundaries     no reference boundaries to compare with"),
+    }
+    if a.decoder == "viterbi" {
+        println!("viterbi        {} s on the {}", format_args!("{viterbi_s:.3}"), if gpu.is_some() { "GPU" } else { "CPU" });
     }
     if a.decoder == "beam" {
         println!("decoder        beam of {} over chained pairs: {different} utterance(s) decoded other pairs than the reference (their boundaries are not scored)", a.beam_width);

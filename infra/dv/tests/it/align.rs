@@ -99,8 +99,26 @@ fn align_writes_textgrids_parquet_and_a_scored_report() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("--plot no_such_id: no such utterance"));
     assert!(printed.contains("aligned        8 of 8 utterances (0 failed)"), "{printed}");
 
+    // Viterbi on a GPU that is not there: a clear error, not a silent CPU run.
+    let o = dv(&[
+        "align",
+        "--features",
+        features.to_str().unwrap(),
+        "--checkpoint",
+        ck.to_str().unwrap(),
+        "--out",
+        out.join("gpu").to_str().unwrap(),
+        "--viterbi",
+        "cuda",
+    ]);
+    if !dv_align::cuda_available() {
+        assert!(!o.status.success());
+        assert!(String::from_utf8_lossy(&o.stderr).contains("CUDA unavailable"), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["aligned"], 8);
+    assert_eq!(report["viterbi"], "cpu", "--viterbi auto with a CPU model runs the CPU reference");
     assert_eq!(report["without_reference"], 0, "the embedded corpus has exact boundaries for every utterance");
     let b = &report["boundary_error"];
     assert_eq!(b["utterances"], 8);
