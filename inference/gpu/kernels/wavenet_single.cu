@@ -24,7 +24,7 @@
 
 #define U (R / C)
 #define AC (A / C)
-#define SKIP0 32
+#define SKIP0 (32 * CW)  // CW gate warps come first
 // Rows of W_cur / W_prev in shared memory are rotated by row so that the
 // lanes reading one column of several rows hit different banks:
 // element j of gate row q sits at column (j + q*TPR) mod R, of W_prev row
@@ -158,6 +158,7 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
     float* pre = (float*)cursor; cursor += sizeof(float) * NL * 2 * U;
     float* olds = (float*)cursor; cursor += sizeof(float) * NL * R;
     float* bcs = (float*)cursor; cursor += sizeof(float) * NL * 2 * U;  // gate bias + L of this CTA's rows, current frame
+    float* gpart = (float*)cursor; cursor += sizeof(float) * CW * 2 * U;  // the gate warps' partial sums
     float* hs = (float*)cursor; cursor += sizeof(float) * NL * U;
     float* xin = (float*)cursor; cursor += sizeof(float) * 2 * C * R;  // [2][C][R] partials pushed by each CTA
     float* sbuf = (float*)cursor; cursor += sizeof(float) * S;
@@ -266,8 +267,11 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
                 const int j = tid - (NT - R);
                 my_hist[(size_t)(c_hoff[i] + (t & (c_dil[i] - 1))) * R + j] = xs[j];
             }
-            if (tid < 32) {
-                // Block 0 folds the residual bias into its share (loaded now, used after the gate).
+            if (tid < 32 * CW) {
+                // CW gate warps: warp w takes inputs [w·R/CW, (w+1)·R/CW) of the gate rows and
+                // outputs o ≡ w (mod CW) of the residual share. Block 0 folds the residual bias
+                // into its share (loaded now, used after the gate).
+                const int gw = tid >> 5;
                 float rbv[R / 32];
 #pragma unroll
                 for (int m = 0; m < R / 32; m++) rbv[m] = (rank == 0 && i + 1 < NL) ? res_b[i * R + lane + 32 * m] : 0.0f;
@@ -276,20 +280,33 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
                 const wt* w = wc + (size_t)(i * 2 * U + q) * R;
                 float acc0 = 0.0f, acc1 = 0.0f;
 #pragma unroll
-                for (int j = k; j < R; j += 2 * TPR) {
+                for (int j = gw * (R / CW) + k; j < (gw + 1) * (R / CW); j += 2 * TPR) {
                     acc0 += wf(w[ROT_C(j, q)]) * xs[j];
                     acc1 += wf(w[ROT_C(j + TPR, q)]) * xs[j + TPR];
                 }
+#if CW > 1
+                {
+                    const float part = group_sum<TPR>(acc0 + acc1);
+                    if (k == 0) gpart[gw * 2 * U + q] = part;
+                    asm volatile("bar.sync 1, %0;" ::"n"(32 * CW) : "memory");
+                    acc0 = 0.0f;
+                    acc1 = 0.0f;
+#pragma unroll
+                    for (int c = 0; c < CW; c++) acc0 += gpart[c * 2 * U + q];
+                }
+                const float v = acc0 + pre[i * 2 * U + q];
+#else
                 const float v = group_sum<TPR>(acc0 + acc1) + pre[i * 2 * U + q];
+#endif
                 const float other = __shfl_xor_sync(0xffffffffu, v, TPR);
                 // Both halves of the pair compute the same h.
                 const float h = half ? tanhf(other) * sigmoidf_exact(v) : tanhf(v) * sigmoidf_exact(other);
-                if (lane % (2 * TPR) == 0) hs[i * U + unit] = h;
+                if (gw == 0 && lane % (2 * TPR) == 0) hs[i * U + unit] = h;
                 if (i + 1 < NL) {
                     // Push this CTA's share into every CTA's xin[i & 1][rank].
                     const u32 off = 4 * (((i & 1) * C + rank) * R);
 #pragma unroll
-                    for (int o = lane; o < R; o += 32) {
+                    for (int o = lane + 32 * gw; o < R; o += 32 * CW) {
                         float p = rbv[o / 32];
 #pragma unroll
                         for (int j = 0; j < U; j++) p += wf(wr[(size_t)(i * U + j) * R + o]) * __shfl_sync(0xffffffffu, h, j * 2 * TPR);
@@ -306,7 +323,7 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
             }
             MARK(1);
             if (i + 1 < NL) {
-                cluster_sync(tid < 32);
+                cluster_sync(tid < 32 * CW);
             } else {
                 __syncthreads();
             }

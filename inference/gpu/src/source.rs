@@ -39,7 +39,8 @@ pub struct SinglePlan {
     /// `wavenet_small`, block 0 runs the whole residual chain and H helper
     /// blocks the skip and output layers (`cluster` = H + 1).
     pub helpers: usize,
-    /// `wavenet_small`: warps sharing each layer's products (1, 2 or 4).
+    /// Warps sharing each layer's products: the gate warps of
+    /// `wavenet_single` (1 or 2), the chain warps of `wavenet_small` (1, 2 or 4).
     pub chain_warps: usize,
 }
 
@@ -99,6 +100,18 @@ impl SinglePlan {
     /// each: one gate warp, then one thread per skip output), with weights
     /// in shared memory when they fit `smem_limit` bytes per block.
     pub fn new(sizes: &Sizes, cluster: usize, bf16: bool, smem_limit: usize) -> Result<Self, GpuError> {
+        Self::with_gate_warps(sizes, cluster, 1, bf16, smem_limit)
+    }
+
+    /// [`SinglePlan::new`] with `gate_warps` (1 or 2) sharing each layer's
+    /// gate and residual share (32·gate_warps + s threads).
+    pub fn with_gate_warps(
+        sizes: &Sizes,
+        cluster: usize,
+        gate_warps: usize,
+        bf16: bool,
+        smem_limit: usize,
+    ) -> Result<Self, GpuError> {
         let (l, r, s) = (sizes.layers, sizes.residual, sizes.skip);
         let bad = |why: String| Err(GpuError::Unsupported { what: format!("kernel 1 for {}: {why}", sizes.name()) });
         if !cluster.is_power_of_two() || cluster > 16 || r % cluster != 0 || A % cluster != 0 {
@@ -108,7 +121,10 @@ impl SinglePlan {
             return bad("r must be a power of two of at least 32, s a multiple of 32 at least r, ℓ at least 2".into());
         }
         check_dilations(sizes)?;
-        let threads = 32 + s;
+        if ![1, 2].contains(&gate_warps) || r / gate_warps < 32 {
+            return bad(format!("{gate_warps} gate warps (1, or 2 when r >= 64)"));
+        }
+        let threads = 32 * gate_warps + s;
         if threads > 1024 {
             return bad(format!("{threads} threads per block"));
         }
@@ -126,13 +142,13 @@ impl SinglePlan {
         debug_assert!((2 * u * tpp) % 32 == 0 && (ac * tpz) % 32 == 0 && r % (2 * tpr) == 0);
         let wbytes = if bf16 { 2 } else { 4 };
         let weights = wbytes * (2 * l * 2 * u * r + (l - 1) * u * r);
-        let buffers = 4 * (r + 2 * l * 2 * u + l * r + l * u + 2 * cluster * r + 2 * s + 2 * ac + 3 * A) + 16 + 16;
+        let buffers = 4 * (r + 2 * l * 2 * u + l * r + l * u + 2 * cluster * r + 2 * s + 2 * ac + 3 * A + gate_warps * 2 * u) + 16 + 16;
         let smem_weights = weights + buffers <= smem_limit;
         let smem_bytes = if smem_weights { weights + buffers } else { buffers };
         if smem_bytes > smem_limit {
             return bad(format!("{smem_bytes} bytes of shared memory per block (the device allows {smem_limit})"));
         }
-        Ok(Self { cluster, threads, tpr, tpp, tpz, smem_weights, bf16, smem_bytes, helpers: 0, chain_warps: 1 })
+        Ok(Self { cluster, threads, tpr, tpp, tpz, smem_weights, bf16, smem_bytes, helpers: 0, chain_warps: gate_warps })
     }
 
     /// The kernel's entry point.
@@ -159,8 +175,8 @@ impl SinglePlan {
             return format!("{}{defines}{COMMON}\n{SMALL}", common_defines(sizes, self.bf16));
         }
         let defines = format!(
-            "#define C {}\n#define NT {}\n#define TPR {}\n#define TPP {}\n#define TPZ {}\n#define SMEM_W {}\n",
-            self.cluster, self.threads, self.tpr, self.tpp, self.tpz, self.smem_weights as u8
+            "#define C {}\n#define NT {}\n#define TPR {}\n#define TPP {}\n#define TPZ {}\n#define SMEM_W {}\n#define CW {}\n",
+            self.cluster, self.threads, self.tpr, self.tpp, self.tpz, self.smem_weights as u8, self.chain_warps
         );
         format!("{}{defines}{COMMON}\n{SINGLE}", common_defines(sizes, self.bf16))
     }

@@ -66,6 +66,9 @@ pub struct SingleArgs {
     /// block; sizes whose chain does not fit one block are reported as not run).
     #[arg(long, value_delimiter = ',', default_value = "4,8")]
     helpers: Vec<usize>,
+    /// wavenet_single: warps sharing each layer's gate (1, or 2 when r >= 64).
+    #[arg(long, default_value_t = 1)]
+    gate_warps: usize,
     /// wavenet_small: warps sharing each layer's products (1, 2 or 4; 2
     /// measured fastest on an H200).
     #[arg(long, default_value_t = 2)]
@@ -193,7 +196,7 @@ fn single(a: SingleArgs) -> anyhow::Result<()> {
                     let planned = if helpers > 0 {
                         SinglePlan::chain_block(&w.sizes, helpers, a.chain_warps, bf16, dev.shared_memory_limit())
                     } else {
-                        SinglePlan::new(&w.sizes, cluster, bf16, dev.shared_memory_limit())
+                        SinglePlan::with_gate_warps(&w.sizes, cluster, a.gate_warps, bf16, dev.shared_memory_limit())
                     };
                     let cluster = if helpers > 0 { format!("1+{helpers}") } else { cluster.to_string() };
                     let plan = match planned {
