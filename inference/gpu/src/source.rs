@@ -96,11 +96,13 @@ impl SinglePlan {
         })
     }
 
-    /// A plan for `sizes` on a cluster of `cluster` blocks (32 + s threads
-    /// each: one gate warp, then one thread per skip output), with weights
-    /// in shared memory when they fit `smem_limit` bytes per block.
+    /// A plan for `sizes` on a cluster of `cluster` blocks (32·gate warps + s
+    /// threads each: the gate warps, then one thread per skip output), with
+    /// weights in shared memory when they fit `smem_limit` bytes per block.
     pub fn new(sizes: &Sizes, cluster: usize, bf16: bool, smem_limit: usize) -> Result<Self, GpuError> {
-        Self::with_gate_warps(sizes, cluster, 1, bf16, smem_limit)
+        // Two gate warps where r allows it: 12-13 % faster on an H200 (benchmarks/gpu.md, v21).
+        let gate_warps = if sizes.residual >= 64 { 2 } else { 1 };
+        Self::with_gate_warps(sizes, cluster, gate_warps, bf16, smem_limit)
     }
 
     /// [`SinglePlan::new`] with `gate_warps` (1 or 2) sharing each layer's

@@ -66,8 +66,9 @@ pub struct SingleArgs {
     /// block; sizes whose chain does not fit one block are reported as not run).
     #[arg(long, value_delimiter = ',', default_value = "4,8")]
     helpers: Vec<usize>,
-    /// wavenet_single: warps sharing each layer's gate (1, or 2 when r >= 64).
-    #[arg(long, default_value_t = 1)]
+    /// wavenet_single: warps sharing each layer's gate (1, or 2 when r >= 64;
+    /// 0 picks 2 where r allows, as `SinglePlan::new` does).
+    #[arg(long, default_value_t = 0)]
     gate_warps: usize,
     /// wavenet_small: warps sharing each layer's products (1, 2 or 4; 2
     /// measured fastest on an H200).
@@ -196,7 +197,10 @@ fn single(a: SingleArgs) -> anyhow::Result<()> {
                     let planned = if helpers > 0 {
                         SinglePlan::chain_block(&w.sizes, helpers, a.chain_warps, bf16, dev.shared_memory_limit())
                     } else {
-                        SinglePlan::with_gate_warps(&w.sizes, cluster, a.gate_warps, bf16, dev.shared_memory_limit())
+                        match a.gate_warps {
+                            0 => SinglePlan::new(&w.sizes, cluster, bf16, dev.shared_memory_limit()),
+                            g => SinglePlan::with_gate_warps(&w.sizes, cluster, g, bf16, dev.shared_memory_limit()),
+                        }
                     };
                     let cluster = if helpers > 0 { format!("1+{helpers}") } else { cluster.to_string() };
                     let plan = match planned {

@@ -125,7 +125,8 @@ fn plans_keep_the_kernels_warp_invariants_and_refuse_what_they_cannot_run() {
             };
             let (u, ac) = (r / cluster, A / cluster);
             assert_eq!(2 * u * p.tpr, 32, "{name} C={cluster}: the gate is one warp");
-            assert_eq!(p.threads, 32 + w.sizes.skip);
+            assert_eq!(p.threads, 32 * p.chain_warps + w.sizes.skip);
+            assert_eq!(p.chain_warps, if r >= 64 { 2 } else { 1 }, "{name}: two gate warps where r allows");
             assert_eq!((2 * u * p.tpp) % 32, 0);
             assert_eq!((ac * p.tpz) % 32, 0);
             assert!(p.smem_bytes <= 227 * 1024);
