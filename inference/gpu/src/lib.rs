@@ -2,11 +2,12 @@
 //! the same voice packages as the CPU sampler (`dv_synth`), whose scalar
 //! reference is the oracle of both kernels ([`parity`]).
 //!
-//! # Two kernels
+//! # Two kinds of kernel
 //!
 //! 1. [`SingleStream`] (`kernels/wavenet_single.cu`): one utterance in one
 //!    launch, lowest latency. A thread-block cluster of C blocks (one per
-//!    multiprocessor, C ≤ 16 on Hopper) splits every layer's gate units;
+//!    multiprocessor, C ≤ 16 on Hopper) splits every layer's gate units,
+//!    one or two gate warps per block ([`SinglePlan::with_gate_warps`]);
 //!    each layer's residual sum crosses blocks through distributed shared
 //!    memory behind one cluster barrier, ℓ + 2 barriers per sample. The
 //!    W_cur/W_prev/W_res slices stay in shared memory for the whole launch
@@ -23,8 +24,9 @@
 //!    streams, highest throughput. Each block owns a group of stream slots
 //!    and advances them one sample per step with no inter-block
 //!    synchronization; each step's products are `[streams, K] × [K, N]`
-//!    matrix products (tensor cores, bfloat16 operands with float32
-//!    accumulation, or float32 FMAs). Slot state stays on the device between
+//!    matrix products (tensor cores with bfloat16 weights and split hi + lo
+//!    bfloat16 activations, float32 accumulation; or float32 FMAs), the
+//!    weights streamed through shared memory in `cp.async` panels. Slot state stays on the device between
 //!    launches, so streams join ([`MultiStream::start`]) and leave (reaching
 //!    their length) between launches.
 //!
@@ -37,6 +39,9 @@
 //! ([`sampling::rng_state`]), one uniform per sample. Weight matrices are
 //! float32 or bfloat16 ([`model::Stored`]); biases, embeddings, activations
 //! and sums are float32.
+//!
+//! Figures, floors and every variant tried, measured on an H200:
+//! `benchmarks/gpu.md`.
 //!
 //! # Without a GPU
 //!
