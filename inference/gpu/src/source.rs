@@ -123,8 +123,8 @@ impl SinglePlan {
             return bad("r must be a power of two of at least 32, s a multiple of 32 at least r, ℓ at least 2".into());
         }
         check_dilations(sizes)?;
-        if ![1, 2].contains(&gate_warps) || r / gate_warps < 32 {
-            return bad(format!("{gate_warps} gate warps (1, or 2 when r >= 64)"));
+        if ![1, 2, 4].contains(&gate_warps) || r / gate_warps < 16 {
+            return bad(format!("{gate_warps} gate warps (1, 2 or 4, at least 16 inputs each)"));
         }
         let threads = 32 * gate_warps + s;
         if threads > 1024 {
@@ -136,6 +136,9 @@ impl SinglePlan {
             return bad(format!("{} gate rows per block (one warp takes at most 32)", 2 * u));
         }
         let tpr = 32 / (2 * u);
+        if (r / gate_warps) % (2 * tpr) != 0 {
+            return bad(format!("{gate_warps} gate warps of {} inputs with {tpr} threads per row", r / gate_warps));
+        }
         let tpp = (32 / (2 * u).min(32)).max(8).min(32);
         let tpz = floor_pow2(threads / ac).min(32);
         if (s + A) / tpz > 128 {

@@ -30,7 +30,7 @@ fn nvrtc_compiles_both_kernels_for_every_preset() {
             assert_eq!(plan.threads, 64 + w.sizes.skip);
             compile_ptx(&plan.source(&w.sizes), plan.entry(), "compute_90").unwrap_or_else(|e| panic!("{name} 2 gate warps: {e}"));
         } else {
-            assert!(SinglePlan::with_gate_warps(&w.sizes, 16, 2, false, smem).is_err(), "{name}: r = 32 has one gate warp");
+            assert!(SinglePlan::with_gate_warps(&w.sizes, 16, 4, false, smem).is_err(), "{name}: 8 inputs per warp");
         }
         // The chain-block kernel: only sizes whose chain fits one block.
         match SinglePlan::chain_block(&w.sizes, 4, 4, true, smem) {
