@@ -5,14 +5,11 @@
 #   benchmarks/align/gpu_viterbi.sh .carry/dv.xz .carry/features .carry/seg.safetensors $OUT
 set -uo pipefail
 dvxz=$1 features=$2 ckpt=$3 out=$4
-mkdir -p "$out/bin" "$out/lib"
-xz -dc "$dvxz" > "$out/bin/dv" && chmod +x "$out/bin/dv"
-site=$(python3 -c 'import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))')
-ln -sf "$site/nvidia/nccl/lib/libnccl.so.2" "$out/lib/libnccl.so"
-export LD_LIBRARY_PATH="$out/lib:$site/torch/lib:$site/nvidia/cu13/lib:$site/nvidia/nccl/lib:${LD_LIBRARY_PATH:-}"
+source "$(dirname "$0")/../device_env.sh"
+device_env "$dvxz" "$out"
 for v in cuda cpu; do
     for batch in 16 64; do
-        "$out/bin/dv" align --features "$features" --checkpoint "$ckpt" --out "$out/$v-$batch" --device cuda \
+        "$dv" align --features "$features" --checkpoint "$ckpt" --out "$out/$v-$batch" --device cuda \
             --viterbi $v --batch $batch --pper-beam 0 > "$out/$v-$batch.txt" 2>&1
         echo "viterbi $v batch $batch: rc=$? $(grep -E 'viterbi  |aligned  |boundaries' "$out/$v-$batch.txt" | tr -s ' ' | tr '\n' ';')"
     done

@@ -4,12 +4,8 @@
 #   benchmarks/gpu/ncu.sh .carry/dv.xz $OUT
 set -uo pipefail
 dvxz=$1 out=$2
-mkdir -p "$out/bin" "$out/lib"
-xz -dc "$dvxz" > "$out/bin/dv" && chmod +x "$out/bin/dv"
-dv=$out/bin/dv
-site=$(python3 -c 'import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))')
-ln -sf "$site/nvidia/nccl/lib/libnccl.so.2" "$out/lib/libnccl.so"
-export LD_LIBRARY_PATH="$out/lib:$site/torch/lib:$site/nvidia/cu13/lib:$site/nvidia/nccl/lib:${LD_LIBRARY_PATH:-}"
+source "$(dirname "$0")/../device_env.sh"
+device_env "$dvxz" "$out"
 sections=(--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats
           --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis)
 # Kernel 2: 6 parity launches and 1 warm-up precede the first timed launch.

@@ -7,13 +7,9 @@
 # (SKIP_SINGLE=1 / SKIP_STREAMS=1 leave one out). Logs and JSON lines land in $OUT.
 set -uo pipefail
 dvxz=$1 out=$2 voice=${3:-}
-mkdir -p "$out/bin" "$out/lib" "$out/ptx"
-xz -dc "$dvxz" > "$out/bin/dv" && chmod +x "$out/bin/dv"
-dv=$out/bin/dv
-site=$(python3 -c 'import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))')
-nccl=$site/nvidia/nccl/lib
-ln -sf "$nccl/libnccl.so.2" "$out/lib/libnccl.so"
-export LD_LIBRARY_PATH="$out/lib:$site/torch/lib:$site/nvidia/cu13/lib:$nccl:${LD_LIBRARY_PATH:-}"
+mkdir -p "$out/ptx"
+source "$(dirname "$0")/../device_env.sh"
+device_env "$dvxz" "$out"
 export DV_GPU_DUMP_PTX=$out/ptx
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpus.csv"
 vargs=()

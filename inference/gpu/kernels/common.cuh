@@ -41,6 +41,45 @@ __device__ __forceinline__ float rng_uniform(u64* s) {
     return (float)(out >> 40) * (1.0f / 16777216.0f);
 }
 
+// Shared-memory address of a generic pointer (for cp.async, mapa, DSMEM).
+__device__ __forceinline__ u32 smem_u32(const void* p) {
+    u32 a;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+// This block's rank in its thread-block cluster.
+__device__ __forceinline__ u32 cluster_rank() {
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+// `local` (a shared-memory address of this block) in block `rank`'s shared window.
+__device__ __forceinline__ u32 map_rank(u32 local, u32 rank) {
+    u32 r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(local), "r"(rank));
+    return r;
+}
+// Cluster barrier. `release` threads publish their earlier shared-memory
+// writes (local and remote) to the other blocks; the rest arrive relaxed, so
+// that their pending global stores (history rings, output samples) are not
+// waited for here: those are read back only inside their own block, after a
+// __syncthreads.
+__device__ __forceinline__ void cluster_sync(bool release) {
+    if (release) {
+        asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+    } else {
+        asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+    }
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// Sum over `W` consecutive lanes (a power of two <= 32).
+template <int W>
+__device__ __forceinline__ float group_sum(float v) {
+#pragma unroll
+    for (int o = W / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
 __device__ __forceinline__ float sigmoidf_exact(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 // One warp turns 256 logits (shared memory) into probabilities `p` (shared,

@@ -38,11 +38,6 @@
 #define MAXW ((MAXW2 > S) ? MAXW2 : S)
 #define EK (BS * R / NT)           // [BS, R] elements per thread
 
-__device__ __forceinline__ u32 smem_u32(const void* p) {
-    u32 a;
-    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-    return a;
-}
 
 struct Wts {
     const wt* dil;   // per layer [2R][2R]: rows [W_prev | W_cur]

@@ -37,24 +37,10 @@
 #define ROT_P(j, row) (j)
 #endif
 
-__device__ __forceinline__ u32 cluster_rank() {
-    u32 r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
-__device__ __forceinline__ void cluster_sync_all() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-__device__ __forceinline__ u32 smem_u32(const void* p) {
-    u32 a;
-    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-    return a;
-}
+__device__ __forceinline__ void cluster_sync_all() { cluster_sync(true); }
 __device__ __forceinline__ float ld_cluster(u32 local_addr, u32 rank) {
-    u32 remote;
     float v;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local_addr), "r"(rank));
-    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(map_rank(local_addr, rank)));
     return v;
 }
 // The sum over the cluster of one float at `local_addr` in every CTA: all C
@@ -67,26 +53,6 @@ __device__ __forceinline__ float sum_cluster(u32 local_addr) {
 #pragma unroll
     for (int c = 0; c < C; c++) acc += v[c];
     return acc;
-}
-// Cluster barrier. `release` threads publish their earlier shared-memory
-// writes to the other CTAs; the rest arrive relaxed, so that their pending
-// global stores (history rings, output samples) are not waited for here:
-// those are read back only inside this CTA, after a __syncthreads.
-__device__ __forceinline__ void cluster_sync(bool release) {
-    if (release) {
-        asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-    } else {
-        asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-    }
-    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-
-// Sum over `width` consecutive lanes (a power of two <= 32).
-template <int W>
-__device__ __forceinline__ float group_sum(float v) {
-#pragma unroll
-    for (int o = W / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
 }
 
 extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(NT, 1)
@@ -174,7 +140,7 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
     u32 xin_remote[C];
 #pragma unroll
     for (int c = 0; c < C; c++)
-        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(xin_remote[c]) : "r"(smem_u32(xin)), "r"(c));
+        xin_remote[c] = map_rank(smem_u32(xin), c);
     u64 rs[4];
 #pragma unroll
     for (int k = 0; k < 4; k++) rs[k] = rng_state[k];

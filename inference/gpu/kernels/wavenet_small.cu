@@ -35,40 +35,8 @@
 #define SH (S / H)
 #define AH (A / H)
 
-__device__ __forceinline__ u32 cluster_rank() {
-    u32 r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
-__device__ __forceinline__ u32 smem_u32(const void* p) {
-    u32 a;
-    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-    return a;
-}
-__device__ __forceinline__ u32 map_rank(u32 local, u32 rank) {
-    u32 r;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(local), "r"(rank));
-    return r;
-}
 __device__ __forceinline__ void st_cluster(u32 addr, float v) {
     asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(addr), "f"(v) : "memory");
-}
-// `release` threads publish their shared-memory writes (local and remote);
-// the others arrive relaxed so that their pending global stores are not
-// waited for (they are read back only inside their own block).
-__device__ __forceinline__ void cluster_sync(bool release) {
-    if (release) {
-        asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-    } else {
-        asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-    }
-    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-template <int W>
-__device__ __forceinline__ float group_sum(float v) {
-#pragma unroll
-    for (int o = W / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
 }
 // Element j of a row rotated by `rot` (rows of shared-memory matrices are
 // rotated so that the lanes reading one column of several rows use

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags, CUfunction_attribute};
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DriverError, LaunchArgs};
+use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DriverError, LaunchArgs};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::{self, CompileError, CompileOptions, Ptx};
 use dv_synth::Conditioning;
@@ -18,6 +18,41 @@ use crate::source::{MultiPlan, SinglePlan};
 
 fn driver(call: &'static str) -> impl FnOnce(DriverError) -> GpuError {
     move |e| GpuError::Driver { call, reason: e.to_string() }
+}
+
+/// Pushes `slice` as a kernel argument, or a null pointer where there is none.
+fn arg_or_null<'a, T>(b: &mut LaunchArgs<'a>, slice: Option<&'a mut CudaSlice<T>>, null: &'a u64) {
+    match slice {
+        Some(s) => b.arg(s),
+        None => b.arg(null),
+    };
+}
+
+/// Kernel time between the launch's two events, ms.
+fn event_ms(events: Option<(CudaEvent, CudaEvent)>) -> Result<f32, GpuError> {
+    match events {
+        Some((start, end)) => start.elapsed_ms(&end).map_err(driver("cuEventElapsedTime")),
+        None => Ok(f32::NAN),
+    }
+}
+
+/// A kernel's phase clock (poisoned with −1 before the launch), checked
+/// written.
+fn read_clock(s: &Arc<CudaStream>, prof: Option<CudaSlice<i64>>, what: &'static str) -> Result<Option<Vec<i64>>, GpuError> {
+    let Some(p) = prof else { return Ok(None) };
+    let v = s.clone_dtoh(&p).map_err(driver("cuMemcpyDtoH(phase clock)"))?;
+    let unwritten = v.iter().filter(|&&c| c < 0).count();
+    if unwritten > 0 {
+        return Err(GpuError::Unwritten { what, count: unwritten });
+    }
+    Ok(Some(v))
+}
+
+/// The eight phase counters every kernel's clock starts with.
+fn first8(v: &[i64]) -> [i64; 8] {
+    let mut a = [0; 8];
+    a.copy_from_slice(&v[..8]);
+    a
 }
 
 /// Whether NVRTC can be loaded here (compiling needs no GPU).
@@ -332,7 +367,7 @@ impl SingleStream {
         let hist = s.alloc_zeros::<f32>(copies * rows * sizes.residual).map_err(driver("cuMemAlloc(history)"))?;
         let mut rng = dev.upload("random state", &rng_state(seed))?;
         let mut out = dev.upload("samples", &vec![-1i32; n])?;
-        let forced_d = forced.map(|f| dev.upload("forced samples", f)).transpose()?;
+        let mut forced_d = forced.map(|f| dev.upload("forced samples", f)).transpose()?;
         let mut probs = if want_probs { Some(dev.upload("probabilities", &vec![f32::NAN; n * A])?) } else { None };
         let mut prof = if profile { Some(dev.upload("phase clock", &[-1i64; 8])?) } else { None };
         let null = 0u64;
@@ -348,18 +383,9 @@ impl SingleStream {
         }
         self.vectors.push(&mut b);
         b.arg(&cond_d).arg(&n_i).arg(&hist).arg(&sampling.mode).arg(&sampling.inv_tau).arg(&mut rng).arg(&mut out);
-        match &forced_d {
-            Some(f) => b.arg(f),
-            None => b.arg(&null),
-        };
-        match probs.as_mut() {
-            Some(p) => b.arg(p),
-            None => b.arg(&null),
-        };
-        match prof.as_mut() {
-            Some(p) => b.arg(p),
-            None => b.arg(&null),
-        };
+        arg_or_null(&mut b, forced_d.as_mut(), &null);
+        arg_or_null(&mut b, probs.as_mut(), &null);
+        arg_or_null(&mut b, prof.as_mut(), &null);
         b.record_kernel_launch(CUevent_flags::CU_EVENT_DEFAULT);
         // SAFETY: the arguments match `wavenet_single`'s parameters in order
         // and type; every buffer holds what the kernel indexes (sizes from
@@ -367,10 +393,7 @@ impl SingleStream {
         // cluster size is compiled into the kernel and the grid is one cluster.
         let events = unsafe { b.launch(cfg) }.map_err(driver("cuLaunchKernel(wavenet_single)"))?;
         s.synchronize().map_err(driver("cuStreamSynchronize(wavenet_single)"))?;
-        let kernel_ms = match events {
-            Some((start, end)) => start.elapsed_ms(&end).map_err(driver("cuEventElapsedTime"))?,
-            None => f32::NAN,
-        };
+        let kernel_ms = event_ms(events)?;
         let codes = s.clone_dtoh(&out).map_err(driver("cuMemcpyDtoH(samples)"))?;
         let unwritten = codes.iter().filter(|&&c| !(0..256).contains(&c)).count();
         if unwritten > 0 {
@@ -387,16 +410,7 @@ impl SingleStream {
             }
             None => None,
         };
-        let phase_cycles = match prof {
-            Some(p) => {
-                let v = s.clone_dtoh(&p).map_err(driver("cuMemcpyDtoH(phase clock)"))?;
-                if v.iter().any(|&c| c < 0) {
-                    return Err(GpuError::Unwritten { what: "wavenet_single phase clock", count: 8 });
-                }
-                Some([v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]])
-            }
-            None => None,
-        };
+        let phase_cycles = read_clock(s, prof, "wavenet_single phase clock")?.map(|v| first8(&v));
         Ok(SingleRun { samples: codes.into_iter().map(|c| c as u8).collect(), probs, kernel_ms, phase_cycles })
     }
 }
@@ -594,7 +608,7 @@ impl MultiStream {
         let dev = self.dev.clone();
         let s = &dev.stream;
         let mut out = dev.upload("samples", &vec![-1i32; self.slots * steps])?;
-        let forced_d = forced.map(|f| dev.upload("forced samples", f)).transpose()?;
+        let mut forced_d = forced.map(|f| dev.upload("forced samples", f)).transpose()?;
         let mut probs =
             if want_probs { Some(dev.upload("probabilities", &vec![f32::NAN; self.slots * steps * A])?) } else { None };
         let mut prof = if profile { Some(dev.upload("phase clock", &[-1i64; 10])?) } else { None };
@@ -613,18 +627,9 @@ impl MultiStream {
         b.arg(&self.pool).arg(&mut self.hist).arg(&mut self.pos).arg(&self.len).arg(&mut self.y);
         b.arg(&mut self.rng).arg(&self.cond_off).arg(&steps_i).arg(&sampling.mode).arg(&sampling.inv_tau);
         b.arg(&mut out);
-        match &forced_d {
-            Some(f) => b.arg(f),
-            None => b.arg(&null),
-        };
-        match probs.as_mut() {
-            Some(p) => b.arg(p),
-            None => b.arg(&null),
-        };
-        match prof.as_mut() {
-            Some(p) => b.arg(p),
-            None => b.arg(&null),
-        };
+        arg_or_null(&mut b, forced_d.as_mut(), &null);
+        arg_or_null(&mut b, probs.as_mut(), &null);
+        arg_or_null(&mut b, prof.as_mut(), &null);
         b.record_kernel_launch(CUevent_flags::CU_EVENT_DEFAULT);
         // SAFETY: the arguments match `wavenet_multi`'s parameters in order
         // and type; the slot arrays hold `slots` entries (a whole number of
@@ -632,30 +637,18 @@ impl MultiStream {
         // conditioning was checked against the pool in `start`.
         let events = unsafe { b.launch(cfg) }.map_err(driver("cuLaunchKernel(wavenet_multi)"))?;
         s.synchronize().map_err(driver("cuStreamSynchronize(wavenet_multi)"))?;
-        let kernel_ms = match events {
-            Some((start, end)) => start.elapsed_ms(&end).map_err(driver("cuEventElapsedTime"))?,
-            None => f32::NAN,
-        };
+        let kernel_ms = event_ms(events)?;
         let samples = s.clone_dtoh(&out).map_err(driver("cuMemcpyDtoH(samples)"))?;
         let probs = match probs {
             Some(p) => Some(s.clone_dtoh(&p).map_err(driver("cuMemcpyDtoH(probabilities)"))?),
             None => None,
         };
-        let phase_cycles = match prof {
-            Some(p) => {
-                let v = s.clone_dtoh(&p).map_err(driver("cuMemcpyDtoH(phase clock)"))?;
-                if v.iter().any(|&c| c < 0) {
-                    return Err(GpuError::Unwritten { what: "wavenet_multi phase clock", count: 10 });
-                }
-                Some(v)
-            }
-            None => None,
-        };
+        let phase_cycles = read_clock(s, prof, "wavenet_multi phase clock")?;
         Ok(MultiRun {
             samples,
             probs,
             kernel_ms,
-            phase_cycles: phase_cycles.as_ref().map(|v| [v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]]),
+            phase_cycles: phase_cycles.as_ref().map(|v| first8(v)),
             panel_cycles: phase_cycles.as_ref().map(|v| [v[8], v[9]]),
         })
     }

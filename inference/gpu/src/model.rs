@@ -1,5 +1,6 @@
 //! The WaveNet's weights as the kernels read them: taken from a voice
-//! package by name (FORMAT.md "WaveNet"), then laid out for each kernel.
+//! package by `dv_synth::WavenetWeights` (FORMAT.md "WaveNet"), then laid
+//! out for each kernel.
 //!
 //! * Kernel 1 ([`SingleLayout`]) splits every matrix by thread block: block
 //!   c of a cluster of C gets gate units `[c·U, (c+1)·U)` (U = r / C) and
@@ -92,48 +93,44 @@ impl Weights {
     /// when the voice was loaded).
     pub fn from_voice(voice: &Voice) -> Result<Self, GpuError> {
         let cfg = voice.config();
-        let w = cfg.wavenet;
         if cfg.quantization_channels != A {
             return Err(GpuError::Unsupported { what: format!("{} output classes (only {A})", cfg.quantization_channels) });
         }
-        let t = |name: &str| -> Result<Vec<f32>, GpuError> { Ok(voice.tensor(name)?.data().to_vec()) };
-        let l = w.layers;
+        // The tensors as dv-synth reads them (by name, shapes checked at load).
+        let ww = dv_synth::WavenetWeights::new(voice)?;
+        let l = ww.layers.len();
         let mut w_prev = Vec::with_capacity(l);
         let mut w_cur = Vec::with_capacity(l);
-        let mut gate_b = Vec::with_capacity(l * 2 * w.residual_channels);
+        let mut gate_b = Vec::with_capacity(l * 2 * ww.r);
         let mut w_res = Vec::with_capacity(l);
-        let mut res_b = Vec::new();
-        for i in 0..l {
-            w_prev.push(t(&format!("wavenet.layers.{i}.w_prev"))?);
-            w_cur.push(t(&format!("wavenet.layers.{i}.w_cur"))?);
-            gate_b.extend(t(&format!("wavenet.layers.{i}.bias"))?);
-            if i + 1 < l {
-                w_res.push(t(&format!("wavenet.layers.{i}.w_res"))?);
-                res_b.extend(t(&format!("wavenet.layers.{i}.b_res"))?);
+        let mut res_b = Vec::with_capacity(l * ww.r);
+        let mut dilations = Vec::with_capacity(l);
+        for layer in ww.layers {
+            dilations.push(layer.dilation);
+            w_prev.push(layer.w_prev);
+            w_cur.push(layer.w_cur);
+            gate_b.extend(layer.bias);
+            if let Some((wr, br)) = layer.res {
+                w_res.push(wr);
+                res_b.extend(br);
             }
         }
         Ok(Self {
-            sizes: Sizes {
-                layers: l,
-                residual: w.residual_channels,
-                skip: w.skip_channels,
-                hop: cfg.hop(),
-                dilations: (0..l).map(|i| w.dilation(i)).collect(),
-            },
-            embed_cur: t("wavenet.embed_cur")?,
-            embed_prev: t("wavenet.embed_prev")?,
-            embed_bias: t("wavenet.embed_bias")?,
+            sizes: Sizes { layers: l, residual: ww.r, skip: ww.s, hop: cfg.hop(), dilations },
+            embed_cur: ww.embed_cur,
+            embed_prev: ww.embed_prev,
+            embed_bias: ww.embed_bias,
             w_prev,
             w_cur,
             gate_b,
             w_res,
             res_b,
-            skip_w: t("wavenet.skip.weight")?,
-            skip_b: t("wavenet.skip.bias")?,
-            relu_w: t("wavenet.relu.weight")?,
-            relu_b: t("wavenet.relu.bias")?,
-            out_w: t("wavenet.out.weight")?,
-            out_b: t("wavenet.out.bias")?,
+            skip_w: ww.skip_w,
+            skip_b: ww.skip_b,
+            relu_w: ww.relu_w,
+            relu_b: ww.relu_b,
+            out_w: ww.out_w,
+            out_b: ww.out_b,
         })
     }
 }

@@ -33,30 +33,8 @@ impl GpuSampling {
     }
 }
 
-fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 /// The xoshiro256++ state of `dv_synth::Rng::new(seed)`, which the kernels
-/// step exactly as `Rng::uniform` does.
+/// step exactly as `Rng::uniform` does (`rng_uniform` in `common.cuh`).
 pub fn rng_state(seed: u64) -> [u64; 4] {
-    let mut sm = seed;
-    [splitmix64(&mut sm), splitmix64(&mut sm), splitmix64(&mut sm), splitmix64(&mut sm)]
-}
-
-/// `Rng::uniform` on a raw state (the kernels' `rng_uniform`), for tests.
-pub fn uniform(s: &mut [u64; 4]) -> f32 {
-    let out = s[0].wrapping_add(s[3]).rotate_left(23).wrapping_add(s[0]);
-    let t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = s[3].rotate_left(45);
-    (out >> 40) as f32 * (1.0 / (1u64 << 24) as f32)
+    dv_synth::Rng::new(seed).state()
 }

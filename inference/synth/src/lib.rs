@@ -87,6 +87,7 @@ pub use qrnn::ConditioningNetwork;
 pub use rng::Rng;
 pub use sampler::{Sampler, SamplerOptions, Scratch, Stream, SILENCE};
 pub use sampling::{direct, mode, Sampling, ALPHABET};
+pub use wavenet::{LayerWeights, WavenetWeights};
 
 /// Test-only access to individual kernels (not a stable API).
 #[doc(hidden)]

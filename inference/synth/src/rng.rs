@@ -27,6 +27,12 @@ impl Rng {
         Self { s: [splitmix64(&mut sm), splitmix64(&mut sm), splitmix64(&mut sm), splitmix64(&mut sm)] }
     }
 
+    /// The xoshiro256++ state (for generators that continue this stream
+    /// elsewhere, such as the GPU samplers).
+    pub fn state(&self) -> [u64; 4] {
+        self.s
+    }
+
     /// The next 64 random bits.
     #[inline]
     pub fn next_u64(&mut self) -> u64 {

@@ -1,5 +1,6 @@
 //! The WaveNet's weights as the voice stores them (row-major `[out, in]`),
-//! shared by the scalar reference and the packers of the SIMD kernels.
+//! shared by the scalar reference, the packers of the SIMD kernels and the
+//! GPU layouts of `dv-gpu`.
 
 use dv_voice::Voice;
 
@@ -7,7 +8,7 @@ use crate::error::SynthError;
 
 /// Weights of one residual layer.
 #[derive(Debug, Clone)]
-pub(crate) struct LayerWeights {
+pub struct LayerWeights {
     pub dilation: usize,
     pub w_prev: Vec<f32>, // [2r, r]
     pub w_cur: Vec<f32>,  // [2r, r]
@@ -18,7 +19,7 @@ pub(crate) struct LayerWeights {
 
 /// The autoregressive WaveNet (App. A.1, FORMAT.md "WaveNet").
 #[derive(Debug, Clone)]
-pub(crate) struct WavenetWeights {
+pub struct WavenetWeights {
     pub r: usize,
     pub s: usize,
     pub a: usize,

@@ -1,0 +1,13 @@
+# Sourced by the device scripts (benchmarks/gpu/*.sh, benchmarks/align/gpu_viterbi.sh):
+# `device_env DV_XZ OUT` unpacks the carried, xz-compressed dv into OUT/bin, points
+# LD_LIBRARY_PATH at the device's torch wheel (torch, CUDA 13 with NVRTC, NCCL under the
+# libnccl.so name cudarc loads) and sets $dv. The scripts remove OUT/bin and OUT/lib at the end.
+device_env() {
+    local dvxz=$1 out=$2 site
+    mkdir -p "$out/bin" "$out/lib"
+    xz -dc "$dvxz" > "$out/bin/dv" && chmod +x "$out/bin/dv"
+    site=$(python3 -c 'import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))')
+    ln -sf "$site/nvidia/nccl/lib/libnccl.so.2" "$out/lib/libnccl.so"
+    export LD_LIBRARY_PATH="$out/lib:$site/torch/lib:$site/nvidia/cu13/lib:$site/nvidia/nccl/lib:${LD_LIBRARY_PATH:-}"
+    dv=$out/bin/dv
+}
