@@ -64,6 +64,10 @@ pub(crate) struct AlignArgs {
     /// to `<out>/plots/<ID>.png`; repeat for more.
     #[arg(long = "plot", value_name = "ID")]
     plots: Vec<String>,
+    /// Align only the utterances the checkpoint's training run held out for validation (its
+    /// `[data] validation_fraction` and `seed`), to measure the aligner on unseen audio.
+    #[arg(long)]
+    held_out: bool,
 }
 
 /// The mu-law audio and its rate of utterance `id` in a featurize output.
@@ -141,7 +145,7 @@ fn phones_of(labels: &[i64]) -> Vec<Phoneme> {
 }
 
 /// Loads the model a checkpoint holds, with the sizes of the run that wrote it.
-fn load_model(path: &Path, device: tch::Device) -> anyhow::Result<(Segmentation, u64)> {
+fn load_model(path: &Path, device: tch::Device) -> anyhow::Result<(Segmentation, u64, RunConfig)> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     let name = path.display().to_string();
     let ck = decode(&name, &bytes)?;
@@ -155,7 +159,7 @@ fn load_model(path: &Path, device: tch::Device) -> anyhow::Result<(Segmentation,
     }
     let model = Segmentation::new(&sizes, device)?;
     dv_train::checkpoint::load_model_weights(&name, &ck, &model)?;
-    Ok((model, ck.state.step))
+    Ok((model, ck.state.step, cfg))
 }
 
 /// Reference phone intervals from internal boundaries over `[0, duration]`.
@@ -179,14 +183,14 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
     if a.batch == 0 {
         bail!("--batch must be at least 1");
     }
-    let (model, step) = load_model(&a.checkpoint, device)?;
-    let split = Features::load(&FeaturesConfig {
-        url: a.features.clone(),
-        validation_fraction: 0.0,
-        seed: 0,
-        max_frames: None,
-    })?;
-    let data = split.train;
+    let (model, step, cfg) = load_model(&a.checkpoint, device)?;
+    let (validation_fraction, seed) = match (&cfg.data, a.held_out) {
+        (_, false) => (0.0, 0),
+        (dv_train::DataConfig::Features(f), true) => (f.validation_fraction, f.seed),
+        (_, true) => bail!("--held-out: {} was not trained on features", a.checkpoint.display()),
+    };
+    let split = Features::load(&FeaturesConfig { url: a.features.clone(), validation_fraction, seed, max_frames: None })?;
+    let data = if a.held_out { split.validation } else { split.train };
     if data.is_empty() {
         bail!("{}: no utterance can be aligned ({})", a.features, split.skipped);
     }
@@ -356,6 +360,7 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
         "checkpoint_step": step,
         "features": a.features,
         "utterances": data.len(),
+        "held_out": a.held_out,
         "aligned": aligned.len(),
         "failed": failed.iter().map(|(id, why)| json!({"id": id, "reason": why})).collect::<Vec<_>>(),
         "skipped_by_loader": split.skipped.to_string(),

@@ -46,6 +46,20 @@ pub(crate) enum CorpusCommand {
         /// Parallel renderers (default: all cores).
         #[arg(long)]
         jobs: Option<usize>,
+        /// Only run festival's text analysis: leave `<out>.partial` with the
+        /// HTS labels, to render on another machine (which then needs only
+        /// hts_engine, sox and the voice).
+        #[arg(long)]
+        labels_only: bool,
+        /// hts_engine binary (default: Debian's).
+        #[arg(long)]
+        hts_engine: Option<PathBuf>,
+        /// sox binary (default: Debian's).
+        #[arg(long)]
+        sox: Option<PathBuf>,
+        /// The slt `.htsvoice` (default: Debian's festvox-us-slt-hts).
+        #[arg(long)]
+        voice: Option<PathBuf>,
     },
 }
 
@@ -54,10 +68,17 @@ pub(crate) fn run(cmd: CorpusCommand) -> anyhow::Result<()> {
         CorpusCommand::Inspect { location, format, manifest, bad, cmudict, show_bad } => {
             inspect(&location, format, &manifest, bad, cmudict, show_bad)
         }
-        CorpusCommand::MakeDefault { out, utterances, seed, jobs } => {
+        CorpusCommand::MakeDefault { out, utterances, seed, jobs, labels_only, hts_engine, sox, voice } => {
             let out = out.unwrap_or_else(|| crate::dv_home().join(format!("corpora/cmu_us_slt_fortunes_{utterances}")));
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
-            let req = Request { out, utterances, seed, jobs, tools: Tools::default() };
+            let d = Tools::default();
+            let tools = Tools {
+                hts_engine: hts_engine.unwrap_or(d.hts_engine.clone()),
+                sox: sox.unwrap_or(d.sox.clone()),
+                voice: voice.unwrap_or(d.voice.clone()),
+                ..d
+            };
+            let req = Request { out, utterances, seed, jobs, labels_only, tools };
             let tty = std::io::stderr().is_terminal();
             let started = std::time::Instant::now();
             let mut last = started;
@@ -80,7 +101,14 @@ pub(crate) fn run(cmd: CorpusCommand) -> anyhow::Result<()> {
             if tty {
                 eprintln!();
             }
-            if report.reused {
+            if let Some(labels) = &report.labels {
+                println!(
+                    "labels for {} utterances in {} ({:.1} s); run again without --labels-only to render them",
+                    report.utterances,
+                    labels.display(),
+                    report.elapsed_seconds
+                );
+            } else if report.reused {
                 println!(
                     "corpus {} is up to date ({} utterances, {:.1} min of audio)",
                     report.out.display(),
@@ -88,11 +116,14 @@ pub(crate) fn run(cmd: CorpusCommand) -> anyhow::Result<()> {
                     report.audio_seconds / 60.0
                 );
             } else {
+                let available = match report.sentences_available {
+                    0 => " from labels made earlier".to_string(),
+                    n => format!(" ({n} plain sentences available)"),
+                };
                 println!(
-                    "corpus {}: {} utterances ({} plain sentences available), {:.1} min of audio, made in {:.1} s",
+                    "corpus {}: {} utterances{available}, {:.1} min of audio, made in {:.1} s",
                     report.out.display(),
                     report.utterances,
-                    report.sentences_available,
                     report.audio_seconds / 60.0,
                     report.elapsed_seconds
                 );

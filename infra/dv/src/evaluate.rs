@@ -29,13 +29,16 @@ pub struct EvaluateArgs {
     /// G2P: decode at most this many test words.
     #[arg(long, default_value_t = usize::MAX)]
     limit: usize,
+    /// G2P: where to decode (`cpu`, `cuda`, `cuda:N`).
+    #[arg(long, default_value = "cpu")]
+    device: String,
 }
 
 /// PER and WER of a G2P checkpoint on the test split of its run's lexicon.
 fn run_g2p(a: &EvaluateArgs, name: &str, cfg: &RunConfig, ck: &dv_train::CheckpointData) -> anyhow::Result<()> {
     let DataConfig::Lexicon(data) = cfg.data.clone() else { anyhow::bail!("{name}: not a G2P run") };
     let sizes = cfg.g2p_sizes(name)?;
-    let model = dv_train::G2p::new(&sizes, tch::Device::Cpu)?;
+    let model = dv_train::G2p::new(&sizes, dv_train::device_of(&a.device)?)?;
     dv_train::checkpoint::load_model_weights(name, ck, &model)?;
     let split = dv_train::Pronunciations::load(&data)?;
     let set = if a.train_split { &split.train } else { &split.test };

@@ -21,6 +21,13 @@
 //!    `hts/<id>.lab` (the full-context labels, to render elsewhere), and
 //!    `etc/recipe.json` (what was asked, written last).
 //!
+//! Steps 1–2 and 3 can run on different machines: `labels_only` stops after
+//! the labels, leaving `<out>.partial` with `etc/txt.done.data` and `hts/`.
+//! Given that directory, [`make`] renders it with hts_engine and sox alone
+//! (festival, its lexicon and the fortunes are not needed), so a machine
+//! with many cores and no Debian packages can render hours of audio from a
+//! few megabytes of labels plus the two binaries and the voice.
+//!
 //! Every step is deterministic: the same request gives byte-identical files.
 //! The corpus is built in `<out>.partial` and renamed into place when
 //! complete; an interrupted run resumes there (an utterance counts as done
@@ -77,7 +84,16 @@ impl Tools {
 
     /// Checks that everything exists.
     pub fn check(&self) -> Result<(), CorpusError> {
-        for (what, path, package) in self.requirements() {
+        Self::check_all(&self.requirements())
+    }
+
+    /// Checks that what rendering labels needs exists (hts_engine, sox, the voice).
+    pub fn check_render(&self) -> Result<(), CorpusError> {
+        Self::check_all(&self.requirements()[1..4])
+    }
+
+    fn check_all(requirements: &[(&'static str, &Path, &'static str)]) -> Result<(), CorpusError> {
+        for &(what, path, package) in requirements {
             if !path.exists() {
                 return Err(CorpusError::MissingTool {
                     what: what.into(),
@@ -101,6 +117,8 @@ pub struct Request {
     pub seed: u64,
     /// Parallel festival and hts_engine processes.
     pub jobs: usize,
+    /// Stop after festival's labels (step 2), leaving `<out>.partial`.
+    pub labels_only: bool,
     pub tools: Tools,
 }
 
@@ -118,12 +136,15 @@ pub const RECIPE_VERSION: u32 = 1;
 pub struct Report {
     pub out: PathBuf,
     pub utterances: usize,
-    /// Plain sentences available before taking `utterances`.
+    /// Plain sentences available before taking `utterances` (0 when only
+    /// labels made earlier were rendered).
     pub sentences_available: usize,
     /// Seconds of audio written.
     pub audio_seconds: f64,
     /// True when an existing corpus matched the request and was kept.
     pub reused: bool,
+    /// Where the labels are, when the request was `labels_only`.
+    pub labels: Option<PathBuf>,
     pub elapsed_seconds: f64,
 }
 
@@ -138,7 +159,6 @@ fn recipe_key(req: &Request) -> String {
 /// utterances finish rendering.
 pub fn make(req: &Request, progress: &mut dyn FnMut(usize, usize)) -> Result<Report, CorpusError> {
     let started = Instant::now();
-    req.tools.check()?;
     if req.utterances == 0 {
         return Err(CorpusError::Recipe("asked for 0 utterances".into()));
     }
@@ -152,39 +172,51 @@ pub fn make(req: &Request, progress: &mut dyn FnMut(usize, usize)) -> Result<Rep
             sentences_available: 0,
             audio_seconds,
             reused: true,
+            labels: None,
             elapsed_seconds: started.elapsed().as_secs_f64(),
         });
     }
 
-    let lexicon = sentences::festival_words(&req.tools.lexicon)?;
-    let mut all = sentences::collect(&req.tools.fortunes, &lexicon)?;
-    let available = all.len();
-    if available < req.utterances {
-        return Err(CorpusError::Recipe(format!(
-            "asked for {} utterances but only {available} plain sentences exist in {}",
-            req.utterances,
-            req.tools.fortunes.display()
-        )));
-    }
-    sentences::shuffle(&mut all, req.seed);
-    all.truncate(req.utterances);
-    let items: Vec<(String, String)> =
-        all.into_iter().enumerate().map(|(i, s)| (format!("slt_fortune_{:05}", i + 1), s)).collect();
-
     let partial = partial_dir(&req.out);
     let partial_key = partial.join("etc/request.json");
-    if partial.exists() && std::fs::read_to_string(&partial_key).ok().as_deref() != Some(key.as_str()) {
-        std::fs::remove_dir_all(&partial).map_err(CorpusError::io(&partial))?;
+    let (items, available) = match labelled(&partial, &key)? {
+        Some(items) => {
+            // Labelled elsewhere (or by an interrupted run): render only.
+            req.tools.check_render()?;
+            (items, 0)
+        }
+        None => {
+            req.tools.check()?;
+            let (items, available) = pick_sentences(req)?;
+            if partial.exists() && std::fs::read_to_string(&partial_key).ok().as_deref() != Some(key.as_str()) {
+                std::fs::remove_dir_all(&partial).map_err(CorpusError::io(&partial))?;
+            }
+            for d in ["etc", "hts"] {
+                let p = partial.join(d);
+                std::fs::create_dir_all(&p).map_err(CorpusError::io(&p))?;
+            }
+            render::write_atomic(&partial_key, key.as_bytes())?;
+            let prompts: String = items.iter().map(|(id, s)| format!("( {id} \"{s}\" )\n")).collect();
+            render::write_atomic(&partial.join("etc/txt.done.data"), prompts.as_bytes())?;
+            render::label(&req.tools, &partial, &items, req.jobs.max(1))?;
+            (items, available)
+        }
+    };
+    if req.labels_only {
+        return Ok(Report {
+            out: req.out.clone(),
+            utterances: items.len(),
+            sentences_available: available,
+            audio_seconds: 0.0,
+            reused: false,
+            labels: Some(partial),
+            elapsed_seconds: started.elapsed().as_secs_f64(),
+        });
     }
-    for d in ["etc", "wav", "lab", "f0", "hts"] {
+    for d in ["wav", "lab", "f0"] {
         let p = partial.join(d);
         std::fs::create_dir_all(&p).map_err(CorpusError::io(&p))?;
     }
-    render::write_atomic(&partial_key, key.as_bytes())?;
-    let prompts: String = items.iter().map(|(id, s)| format!("( {id} \"{s}\" )\n")).collect();
-    render::write_atomic(&partial.join("etc/txt.done.data"), prompts.as_bytes())?;
-
-    render::label(&req.tools, &partial, &items, req.jobs.max(1))?;
     render::render(&req.tools, &partial, &items, req.jobs.max(1), progress)?;
     let audio_seconds = render::audio_seconds(&partial)?;
 
@@ -200,8 +232,48 @@ pub fn make(req: &Request, progress: &mut dyn FnMut(usize, usize)) -> Result<Rep
         sentences_available: available,
         audio_seconds,
         reused: false,
+        labels: None,
         elapsed_seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// The first `req.utterances` plain sentences of the fixed shuffle, with
+/// their ids, and how many plain sentences exist.
+fn pick_sentences(req: &Request) -> Result<(Vec<(String, String)>, usize), CorpusError> {
+    let lexicon = sentences::festival_words(&req.tools.lexicon)?;
+    let mut all = sentences::collect(&req.tools.fortunes, &lexicon)?;
+    let available = all.len();
+    if available < req.utterances {
+        return Err(CorpusError::Recipe(format!(
+            "asked for {} utterances but only {available} plain sentences exist in {}",
+            req.utterances,
+            req.tools.fortunes.display()
+        )));
+    }
+    sentences::shuffle(&mut all, req.seed);
+    all.truncate(req.utterances);
+    let items = all.into_iter().enumerate().map(|(i, s)| (format!("slt_fortune_{:05}", i + 1), s)).collect();
+    Ok((items, available))
+}
+
+/// The items of a partial corpus made for this request whose labels are all
+/// written (`None` when it is absent, for another request, or unlabelled).
+fn labelled(partial: &Path, key: &str) -> Result<Option<Vec<(String, String)>>, CorpusError> {
+    if std::fs::read_to_string(partial.join("etc/request.json")).ok().as_deref() != Some(key) {
+        return Ok(None);
+    }
+    let prompts = partial.join("etc/txt.done.data");
+    let Ok(text) = std::fs::read_to_string(&prompts) else { return Ok(None) };
+    let mut items = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let parsed = line.trim().strip_prefix("( ").and_then(|l| l.strip_suffix("\" )")).and_then(|l| l.split_once(" \""));
+        let Some((id, sentence)) = parsed else {
+            return Err(CorpusError::Recipe(format!("{}:{}: not a prompt line: {line:?}", prompts.display(), n + 1)));
+        };
+        items.push((id.to_string(), sentence.to_string()));
+    }
+    let all = items.iter().all(|(id, _)| partial.join("hts").join(format!("{id}.lab")).is_file());
+    Ok(all.then_some(items))
 }
 
 fn partial_dir(out: &Path) -> PathBuf {

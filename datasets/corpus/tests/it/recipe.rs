@@ -62,7 +62,7 @@ fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
 fn embedded_corpus_is_deterministic_and_has_exact_labels() {
     let d = tempfile::tempdir().unwrap();
     let req =
-        |out: &str| Request { out: d.path().join(out), utterances: 4, seed: 2017, jobs: 2, tools: Tools::default() };
+        |out: &str| Request { out: d.path().join(out), utterances: 4, seed: 2017, jobs: 2, labels_only: false, tools: Tools::default() };
     let mut calls = Vec::new();
     let a = make(&req("a"), &mut |done, total| calls.push((done, total)))
         .expect("the recipe's Debian packages are installed");
@@ -74,6 +74,23 @@ fn embedded_corpus_is_deterministic_and_has_exact_labels() {
     assert!(again.reused);
     assert!((again.audio_seconds - a.audio_seconds).abs() < 1e-9 && (b.audio_seconds - a.audio_seconds).abs() < 1e-9);
     assert!(!d.path().join("a.partial").exists());
+
+    // Labels on one machine, audio on another: the render step needs only
+    // hts_engine, sox and the voice, and gives the same files.
+    let labels = make(&Request { labels_only: true, ..req("split") }, &mut |_, _| {}).unwrap();
+    assert_eq!(labels.labels.as_deref(), Some(d.path().join("split.partial").as_path()));
+    assert!(!d.path().join("split.partial/wav").exists() && !d.path().join("split").exists());
+    let gone = Tools {
+        festival: "/nonexistent/festival".into(),
+        lexicon: "/nonexistent/cmudict".into(),
+        fortunes: "/nonexistent/fortunes".into(),
+        ..Tools::default()
+    };
+    let rendered = make(&Request { tools: gone.clone(), ..req("split") }, &mut |_, _| {}).unwrap();
+    assert_eq!(rendered.utterances, 4);
+    assert_eq!(files(&d.path().join("a")), files(&d.path().join("split")), "labels-then-render equals one run");
+    let missing = make(&Request { tools: gone, ..req("fresh") }, &mut |_, _| {}).unwrap_err();
+    assert!(missing.to_string().contains("/nonexistent/festival"), "{missing}");
 
     let c = read(d.path().join("a").to_str().unwrap(), None).unwrap();
     assert_eq!(c.kind, CorpusKind::Arctic);

@@ -26,7 +26,8 @@ dropout = 0.0
 [data]
 kind = "features"
 url = "{features}"
-validation_fraction = 0.0
+validation_fraction = 0.3
+seed = 5
 
 [optimizer]
 lr = 3e-3
@@ -158,6 +159,22 @@ fn align_writes_textgrids_parquet_and_a_scored_report() {
     // PPER is reported with the Viterbi decoder (a barely trained model: any rate in [0, ∞)).
     let pper = report["pper"]["error_rate"].as_f64().expect("report.json has the PPER");
     assert!(pper.is_finite() && pper >= 0.0 && report["pper"]["reference_pairs"].as_u64().unwrap() > 8 * 5);
+
+    // --held-out: only the utterances the run held out (its fraction and seed).
+    let held_out = d.path().join("aligned-held-out");
+    ok(&dv(&[
+        "align", "--features", features.to_str().unwrap(), "--checkpoint", ck.to_str().unwrap(), "--out",
+        held_out.to_str().unwrap(), "--held-out", "--pper-beam", "0",
+    ]));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(held_out.join("report.json")).unwrap()).unwrap();
+    let ids: Vec<String> = (1..=8).map(|i| format!("slt_fortune_{i:05}")).collect();
+    let expected: Vec<&String> = ids.iter().filter(|id| dv_train::is_validation(id, 5, 0.3)).collect();
+    assert!(!expected.is_empty() && expected.len() < 8, "this seed holds out some but not all: {expected:?}");
+    assert_eq!((report["held_out"].as_bool(), report["aligned"].as_u64()), (Some(true), Some(expected.len() as u64)));
+    let df = dv_manifest::read_parquet(&held_out.join("alignments.parquet")).unwrap();
+    let mut got: Vec<String> = df.column("id").unwrap().str().unwrap().iter().map(|s| s.unwrap().to_string()).collect();
+    got.sort();
+    assert_eq!(got.iter().collect::<Vec<_>>(), expected);
 
     // §3.2's decoder: no transcript, chained pairs; every utterance gets boundaries, and
     // only those decoding the reference pairs are scored against it.

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Hours of embedded corpus on the GPU machine, and what they train (issues 5 and 6).
+# Run from the repository root on the device machine, as consecutive calls on one warm machine:
+#   benchmarks/hours/run.sh start  $OUT   # unpack; start the paper-size G2P (background);
+#                                         # render 5,000 utterances from the carried labels,
+#                                         # featurize them, start the segmentation runs (background)
+#   benchmarks/hours/run.sh watch  $OUT   # sleep WATCH_S (default 540), then copy the logs back
+#   benchmarks/hours/run.sh finish $OUT   # stop the segmentation runs; G2P PER/WER (beam 5, all
+#                                         # test words, on the GPU); `dv align` held out and all
+# Carried (.carry, made on the dev VM): dv.xz, cmudict.dict, labels5000.tar.xz (from
+# `dv corpus make-default --utterances 5000 --labels-only`), render/ (hts_engine, sox, their
+# libraries and the slt .htsvoice copied from Debian 12). Work directory: $WORK (/root/dvwork).
+# Background runs use setsid so they outlive a call; they end with the machine.
+set -uo pipefail
+phase=$1 out=$2
+here=$(cd "$(dirname "$0")/../.." && pwd)
+work=${WORK:-/root/dvwork}
+mkdir -p "$work" "$out"
+source "$here/benchmarks/device_env.sh"
+device_env "$here/.carry/dv.xz" "$work"   # $dv, LD_LIBRARY_PATH
+export DV_HOME=$work DV_CMUDICT=$here/.carry/cmudict.dict
+corpus=$work/corpora/cmu_us_slt_fortunes_5000
+features=$work/features/slt5000
+stamp() { echo "[$(date +%T)] $*" | tee -a "$out/phases.txt"; }
+
+# The G2P run config: the compact one with the paper preset on the GPU.
+g2p_config() {
+    sed -e 's/^preset = "compact"/preset = "paper"/' -e 's/^device = "cpu"/device = "cuda"/' \
+        -e "s#runs/g2p-compact#$work/g2p-paper#g" -e 's/^keep_last = 2/keep_last = 1/' \
+        "$here/trainers/train/configs/g2p-compact.toml" > "$work/g2p-paper.toml"
+}
+
+# seg_config NAME CONV GRU LAYERS BATCH LR: a segmentation run on the 5,000 utterances.
+seg_config() {
+    sed -e "s/^conv_channels = 8/conv_channels = $2/" -e "s/^gru = 64/gru = $3/" \
+        -e "s/^gru_layers = 2/gru_layers = $4/" -e "s/^batch = 8/batch = $5/" -e "s/^lr = 1e-3/lr = $6/" \
+        -e "s#features/cmu_us_slt_fortunes_300#$features#" -e 's/^device = "cpu"/device = "cuda"/' \
+        -e 's/^steps = 3000/steps = 100000/' -e 's/^validate_every = 200/validate_every = 500/' \
+        -e 's/^every = 200/every = 500/' -e 's/^keep_last = 3/keep_last = 2/' -e 's/^log_every = 20/log_every = 100/' \
+        -e "s#runs/segmentation-embedded#$work/$1#g" \
+        "$here/trainers/train/configs/segmentation-embedded.toml" > "$work/$1.toml"
+}
+
+snapshot() {
+    nvidia-smi --query-gpu=name,utilization.gpu,memory.used --format=csv > "$out/gpu.csv" 2>&1
+    for r in g2p-paper seg-mid seg-paper; do
+        [ -d "$work/$r" ] || continue
+        mkdir -p "$out/$r"
+        cp "$work/$r/metrics.jsonl" "$out/$r/" 2>/dev/null
+        cp "$work/$r.toml" "$out/$r/run.toml" 2>/dev/null
+        tail -5 "$work/$r.log" > "$out/$r/log-tail.txt" 2>/dev/null
+        ls "$work/$r/checkpoints" > "$out/$r/checkpoints.txt" 2>/dev/null
+    done
+}
+
+case $phase in
+start)
+    stamp "start on $(nvidia-smi --query-gpu=name --format=csv,noheader)"
+    g2p_config
+    (cd "$work" && setsid nohup "$dv" train --config g2p-paper.toml > g2p-paper.log 2>&1 &)
+    stamp "G2P paper-size training started (background)"
+    mkdir -p "$work/corpora"
+    tar xJf "$here/.carry/labels5000.tar.xz" -C "$work/corpora"
+    r=$here/.carry/render
+    LD_LIBRARY_PATH="$r/lib:$LD_LIBRARY_PATH" "$dv" corpus make-default --utterances 5000 --out "$corpus" \
+        --hts-engine "$r/bin/hts_engine" --sox "$r/bin/sox" --voice "$r/cmu_us_slt_arctic_hts.htsvoice" --jobs 14 \
+        2>&1 | tail -3 | tee "$out/render.txt"
+    stamp "rendered"
+    "$dv" corpus inspect "$corpus" --manifest "$work/manifest5000.parquet" 2>&1 | tee "$out/inspect.txt" | head -20
+    "$dv" featurize --corpus "$corpus" --out "$features" --jobs 14 2>&1 | tail -4 | tee "$out/featurize.txt"
+    stamp "featurized"
+    seg_config seg-mid 32 256 3 32 1e-3
+    seg_config seg-paper 32 512 3 32 3e-4
+    for r in seg-mid seg-paper; do
+        (cd "$work" && setsid nohup "$dv" train --config $r.toml > $r.log 2>&1 &)
+    done
+    stamp "segmentation runs started (background)"
+    sleep "${START_TAIL_S:-60}"
+    snapshot
+    ;;
+watch)
+    sleep "${WATCH_S:-540}"
+    snapshot
+    stamp "watched"
+    ;;
+finish)
+    pkill -f "config seg-" ; sleep 3
+    snapshot
+    last=$(ls "$work/g2p-paper/checkpoints"/step-*.safetensors | tail -1)
+    stamp "G2P evaluation of $last"
+    timeout "${EVAL_S:-240}" "$dv" evaluate --checkpoint "$last" --device cuda 2>&1 | tail -2 | tee "$out/g2p-paper/eval.txt"
+    for r in seg-mid seg-paper; do
+        ck=$(ls "$work/$r/checkpoints"/step-*.safetensors 2>/dev/null | tail -1)
+        [ -n "$ck" ] || continue
+        for split in held-out all; do
+            flag=$([ $split = held-out ] && echo --held-out)
+            timeout 150 "$dv" align --features "$features" --checkpoint "$ck" --device cuda --batch 32 \
+                --out "$work/aligned-$r-$split" $flag 2>&1 | tail -12 > "$out/$r/align-$split.txt"
+            cp "$work/aligned-$r-$split/report.json" "$out/$r/align-$split.json"
+        done
+        "$dv" plot "$work/$r/metrics.jsonl" --out "$out/$r/loss.png" > /dev/null 2>&1
+    done
+    "$dv" plot "$work/g2p-paper/metrics.jsonl" --out "$out/g2p-paper/loss.png" > /dev/null 2>&1
+    stamp "finished"
+    ;;
+esac
+cd "$out" && tar czf all.tgz --exclude=all.tgz . && find . -mindepth 1 -not -name all.tgz -not -name phases.txt -delete
