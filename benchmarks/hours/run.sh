@@ -28,6 +28,9 @@ g2p_config() {
     sed -e 's/^preset = "compact"/preset = "paper"/' -e 's/^device = "cpu"/device = "cuda"/' \
         -e "s#runs/g2p-compact#$work/g2p-paper#g" -e 's/^keep_last = 2/keep_last = 1/' \
         "$here/trainers/train/configs/g2p-compact.toml" > "$work/g2p-paper.toml"
+    # it shares the machine with a segmentation run: a few libtorch threads each (with a
+    # thread per core each, the two ran 3-6x slower than alone: run -a)
+    sed -i "s/^device = \"cuda\"/device = \"cuda\"\nthreads_per_rank = ${G2P_THREADS:-3}/" "$work/g2p-paper.toml"
 }
 
 # seg_config NAME CONV GRU LAYERS BATCH LR: a segmentation run on the 5,000 utterances.
@@ -37,7 +40,7 @@ seg_config() {
         -e "s#features/cmu_us_slt_fortunes_300#$features#" -e 's/^device = "cpu"/device = "cuda"/' \
         -e 's/^steps = 3000/steps = 100000/' -e 's/^validate_every = 200/validate_every = 500/' \
         -e 's/^every = 200/every = 500/' -e 's/^keep_last = 3/keep_last = 2/' -e 's/^log_every = 20/log_every = 100/' \
-        -e "s#runs/segmentation-embedded#$work/$1#g" \
+        -e "s#runs/segmentation-embedded#$work/$1#g" -e "s/^device = \"cuda\"/device = \"cuda\"\nthreads_per_rank = ${SEG_THREADS:-8}/" \
         "$here/trainers/train/configs/segmentation-embedded.toml" > "$work/$1.toml"
 }
 
@@ -70,8 +73,7 @@ start)
     "$dv" featurize --corpus "$corpus" --out "$features" --jobs 14 2>&1 | tail -4 | tee "$out/featurize.txt"
     stamp "featurized"
     seg_config seg-mid 32 256 3 32 1e-3
-    seg_config seg-paper 32 512 3 32 3e-4
-    for r in seg-mid seg-paper; do
+    for r in seg-mid; do
         (cd "$work" && setsid nohup "$dv" train --config $r.toml > $r.log 2>&1 &)
     done
     stamp "segmentation runs started (background)"
@@ -84,7 +86,7 @@ watch)
     stamp "watched"
     ;;
 finish)
-    pkill -f "config seg-" ; sleep 3
+    pkill -f "config [s]eg-" ; sleep 3
     snapshot
     last=$(ls "$work/g2p-paper/checkpoints"/step-*.safetensors | tail -1)
     stamp "G2P evaluation of $last"
@@ -92,16 +94,17 @@ finish)
     for r in seg-mid seg-paper; do
         ck=$(ls "$work/$r/checkpoints"/step-*.safetensors 2>/dev/null | tail -1)
         [ -n "$ck" ] || continue
-        for split in held-out all; do
+        for split in ${ALIGN_SPLITS:-held-out}; do
             flag=$([ $split = held-out ] && echo --held-out)
             timeout 150 "$dv" align --features "$features" --checkpoint "$ck" --device cuda --batch 32 \
                 --out "$work/aligned-$r-$split" $flag 2>&1 | tail -12 > "$out/$r/align-$split.txt"
             cp "$work/aligned-$r-$split/report.json" "$out/$r/align-$split.json"
         done
         "$dv" plot "$work/$r/metrics.jsonl" --out "$out/$r/loss.png" > /dev/null 2>&1
+        mkdir -p "$out/ck" && split -b 15M "$ck" "$out/ck/$r-$(basename "$ck")."   # cat parts > checkpoint
     done
     "$dv" plot "$work/g2p-paper/metrics.jsonl" --out "$out/g2p-paper/loss.png" > /dev/null 2>&1
     stamp "finished"
     ;;
 esac
-cd "$out" && tar czf all.tgz --exclude=all.tgz . && find . -mindepth 1 -not -name all.tgz -not -name phases.txt -delete
+cd "$out" && tar czf all.tgz --exclude=all.tgz --exclude=ck . && find . -mindepth 1 -not -name all.tgz -not -name phases.txt -not -path './ck*' -delete
