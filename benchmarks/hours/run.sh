@@ -6,7 +6,10 @@
 #                                         # featurize them, start the segmentation runs (background)
 #   benchmarks/hours/run.sh watch  $OUT   # sleep WATCH_S (default 540), then copy the logs back
 #   benchmarks/hours/run.sh finish $OUT   # stop the segmentation runs; G2P PER/WER (beam 5, all
-#                                         # test words, on the GPU); `dv align` held out and all
+#                                         # test words, on the GPU); `dv align` of the held-out set
+#   G2P_DROPOUT=0.3 G2P_STEPS=6000 benchmarks/hours/run.sh g2p $OUT
+#                                         # the paper-size G2P alone in the foreground with another
+#                                         # dropout, then PER/WER of its last checkpoint
 # Carried (.carry, made on the dev VM): dv.xz, cmudict.dict, labels5000.tar.xz (from
 # `dv corpus make-default --utterances 5000 --labels-only`), render/ (hts_engine, sox, their
 # libraries and the slt .htsvoice copied from Debian 12). Work directory: $WORK (/root/dvwork).
@@ -79,6 +82,23 @@ start)
     stamp "segmentation runs started (background)"
     sleep "${START_TAIL_S:-60}"
     snapshot
+    ;;
+g2p)
+    g2p_config
+    sed -i -e 's/^preset = "paper"/[model.sizes]\nembed = 256\nhidden = 1024\nlayers = 3\nbeam = 5\ndropout = '"$G2P_DROPOUT"'/' \
+        -e "s/^steps = 20000/steps = $G2P_STEPS/" -e "s/^threads_per_rank = .*/threads_per_rank = 8/" \
+        -e "s#$work/g2p-paper#$work/g2p-dropout#g" "$work/g2p-paper.toml"
+    mv "$work/g2p-paper.toml" "$work/g2p-dropout.toml"
+    stamp "G2P with dropout $G2P_DROPOUT for $G2P_STEPS steps"
+    (cd "$work" && "$dv" train --config g2p-dropout.toml > g2p-dropout.log 2>&1)
+    mkdir -p "$out/g2p-dropout"
+    cp "$work/g2p-dropout/metrics.jsonl" "$work/g2p-dropout.toml" "$out/g2p-dropout/"
+    tail -3 "$work/g2p-dropout.log" > "$out/g2p-dropout/log-tail.txt"
+    last=$(ls "$work/g2p-dropout/checkpoints"/step-*.safetensors | tail -1)
+    stamp "G2P evaluation of $last"
+    timeout "${EVAL_S:-240}" "$dv" evaluate --checkpoint "$last" --device cuda 2>&1 | tail -2 | tee "$out/g2p-dropout/eval.txt"
+    "$dv" plot "$work/g2p-dropout/metrics.jsonl" --out "$out/g2p-dropout/loss.png" > /dev/null 2>&1
+    stamp "finished"
     ;;
 watch)
     sleep "${WATCH_S:-540}"

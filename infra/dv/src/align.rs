@@ -367,7 +367,7 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
         "confidence_median": q.median,
         "quarantine": {"k": a.quarantine_k, "spread": q.spread, "threshold": q.threshold, "ids": q.ids},
         "boundary_error": summary.as_ref().map(|s| json!({
-            "utterances": s.utterances, "boundaries": s.boundaries, "mean_abs_ms": s.mean_abs_ms,
+            "utterances": s.utterances, "boundaries": s.boundaries, "mean_abs_ms": s.mean_abs_ms, "mean_signed_ms": s.mean_signed_ms,
             "max_abs_ms": s.max_abs_ms, "within_10ms": s.within_10ms, "within_20ms": s.within_20ms,
             "within_25ms": s.within_25ms,
         })),
@@ -392,10 +392,11 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
     println!("quarantined    {} below {:.3}: {}", q.ids.len(), q.threshold, q.ids.join(" "));
     match summary {
         Some(s) => println!(
-            "boundaries     {} in {} utterances vs reference: mean |error| {:.1} ms, within 10/20/25 ms {:.1}% / {:.1}% / {:.1}%",
+            "boundaries     {} in {} utterances vs reference: mean |error| {:.1} ms (mean shift {:+.1} ms), within 10/20/25 ms {:.1}% / {:.1}% / {:.1}%",
             s.boundaries,
             s.utterances,
             s.mean_abs_ms,
+            s.mean_signed_ms,
             100.0 * s.within_10ms,
             100.0 * s.within_20ms,
             100.0 * s.within_25ms

@@ -27,6 +27,7 @@ pub struct BoundaryErrors {
     utterances: usize,
     boundaries: usize,
     abs_sum_ms: f64,
+    signed_sum_ms: f64,
     max_abs_ms: f64,
     within: [usize; 3],
 }
@@ -40,6 +41,9 @@ pub struct BoundarySummary {
     pub boundaries: usize,
     /// Mean absolute boundary error in milliseconds.
     pub mean_abs_ms: f64,
+    /// Mean signed error (predicted − reference) in milliseconds: a
+    /// systematic shift of the aligner's boundaries, late when positive.
+    pub mean_signed_ms: f64,
     /// Largest absolute boundary error in milliseconds.
     pub max_abs_ms: f64,
     /// Share of boundaries (0 to 1) within 10 ms.
@@ -78,6 +82,7 @@ impl BoundaryErrors {
         for (p, r) in boundary(pred).into_iter().zip(boundary(reference)) {
             let err_ms = (p - r).abs() * 1000.0;
             self.abs_sum_ms += err_ms;
+            self.signed_sum_ms += (p - r) * 1000.0;
             self.max_abs_ms = self.max_abs_ms.max(err_ms);
             for (count, tol) in self.within.iter_mut().zip(TOLERANCES_MS) {
                 *count += usize::from(err_ms <= tol + SLACK_MS);
@@ -99,6 +104,7 @@ impl BoundaryErrors {
             utterances: self.utterances,
             boundaries: self.boundaries,
             mean_abs_ms: self.abs_sum_ms / n,
+            mean_signed_ms: self.signed_sum_ms / n,
             max_abs_ms: self.max_abs_ms,
             within_10ms: share(0),
             within_20ms: share(1),

@@ -19,6 +19,7 @@ fn known_shifts_give_known_errors() {
     let s = m.summary().unwrap();
     assert_eq!((s.utterances, s.boundaries), (1, 3));
     assert!((s.mean_abs_ms - 50.0 / 3.0).abs() < 1e-9, "{}", s.mean_abs_ms);
+    assert!((s.mean_signed_ms - 20.0 / 3.0).abs() < 1e-9, "{}", s.mean_signed_ms);
     assert!((s.max_abs_ms - 30.0).abs() < 1e-9);
     assert_eq!((s.within_10ms, s.within_20ms, s.within_25ms), (1.0 / 3.0, 2.0 / 3.0, 2.0 / 3.0));
 
@@ -28,6 +29,7 @@ fn known_shifts_give_known_errors() {
     let s = m.summary().unwrap();
     assert_eq!((s.utterances, s.boundaries), (2, 5));
     assert!((s.mean_abs_ms - 15.0).abs() < 1e-9, "{}", s.mean_abs_ms);
+    assert!((s.mean_signed_ms - 9.0).abs() < 1e-9, "(5 - 15 + 30 + 0 + 25) / 5: {}", s.mean_signed_ms);
     assert_eq!((s.within_10ms, s.within_20ms, s.within_25ms), (2.0 / 5.0, 3.0 / 5.0, 4.0 / 5.0));
 }
 
