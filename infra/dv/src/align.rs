@@ -17,7 +17,10 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use dv_align::{constrained_pair_beam, ctc_prefix_beam, ctc_viterbi, edit_distance, phone_timing, quarantine, BoundaryErrors, PhoneInterval, TextGrid};
+use dv_align::{
+    clamp_edge_pauses, constrained_pair_beam, ctc_prefix_beam, ctc_viterbi, edit_distance, phone_timing, quarantine,
+    speech_extent, BoundaryErrors, PhoneInterval, TextGrid,
+};
 use dv_plot::{Heatmap, Marker, Rgb};
 use dv_text::{Phoneme, PhonemePair};
 use dv_train::checkpoint::decode;
@@ -68,6 +71,12 @@ pub(crate) struct AlignArgs {
     /// `[data] validation_fraction` and `seed`), to measure the aligner on unseen audio.
     #[arg(long)]
     held_out: bool,
+    /// The pauses at the ends of an utterance end where speech starts and stops: the first and
+    /// last frames within this many dB of the loudest (as `librosa.effects.trim`; Coqui TTS's
+    /// default `trim_db`). CTC does not tie the first and last pairs to a moment, so the model's
+    /// own boundaries there are not used when they fall inside the pause. 0 keeps the model's.
+    #[arg(long, default_value_t = 45.0)]
+    trim_db: f64,
 }
 
 /// The mu-law audio and its rate of utterance `id` in a featurize output.
@@ -136,6 +145,14 @@ fn plot(out: &Path, features: &str, u: &Aligned, reference: Option<&[f64]>) -> a
 }
 
 /// The merged phone sequence a pair-label sequence spells (`sil HH … sil`).
+/// Each frame's mean log-mel level in dB from its MFCCs: the orthonormal
+/// DCT's c0 is √n_mels × the mean of the log-mel bands (`dv_audio::Mfcc`).
+fn mfcc_levels_db(mfcc: &[f32], frames: usize) -> Vec<f64> {
+    let n_mels = dv_audio::MfccConfig::default().n_mels as f64;
+    let coefficients = mfcc.len() / frames.max(1);
+    mfcc.chunks_exact(coefficients.max(1)).map(|f| f[0] as f64 / n_mels.sqrt()).collect()
+}
+
 fn phones_of(labels: &[i64]) -> Vec<Phoneme> {
     let pairs: Vec<PhonemePair> =
         labels.iter().filter_map(|&l| usize::try_from(l - 1).ok().and_then(PhonemePair::from_index)).collect();
@@ -183,6 +200,9 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
     if a.batch == 0 {
         bail!("--batch must be at least 1");
     }
+    if !(a.trim_db.is_finite() && a.trim_db >= 0.0) {
+        bail!("--trim-db {}: expected a level in dB, 0 or more", a.trim_db);
+    }
     let (model, step, cfg) = load_model(&a.checkpoint, device)?;
     let (validation_fraction, seed) = match (&cfg.data, a.held_out) {
         (_, false) => (0.0, 0),
@@ -217,6 +237,7 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
     let mut failed: Vec<(String, String)> = Vec::new();
     let mut errors = BoundaryErrors::new();
     let mut unscored = 0usize;
+    let mut trimmed = 0usize;
     // `--decoder beam`: utterances whose decoded pairs differ from the reference (not scored).
     let mut different = 0usize;
     if a.decoder != "viterbi" && a.decoder != "beam" {
@@ -296,7 +317,7 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
                 viterbi_s += tv.elapsed().as_secs_f64();
                 path.and_then(|al| phone_timing(&al, FRAME_SECONDS, duration))
             };
-            let timing = match timing {
+            let mut timing = match timing {
                 Ok(t) => t,
                 Err(e) => {
                     failed.push((id, e.to_string()));
@@ -304,7 +325,16 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
                 }
             };
             let pair_labels: Vec<i64> = labels.iter().map(|&l| l as i64).collect();
-            let phones: Vec<String> = phones_of(&pair_labels).iter().map(|p| p.to_string()).collect();
+            let phonemes = phones_of(&pair_labels);
+            if a.trim_db > 0.0 {
+                let levels = mfcc_levels_db(data.mfcc(i).unwrap_or_default(), frames);
+                if let Some(extent) = speech_extent(&levels, FRAME_SECONDS, a.trim_db) {
+                    let pause = |p: Option<&Phoneme>| p == Some(&Phoneme::Sil);
+                    trimmed +=
+                        clamp_edge_pauses(&mut timing.phones, pause(phonemes.first()), pause(phonemes.last()), extent);
+                }
+            }
+            let phones: Vec<String> = phonemes.iter().map(|p| p.to_string()).collect();
             match data.reference_boundaries(i) {
                 Some(bounds) if labels == reference_labels => errors.add(&timing.phones, &intervals(bounds, duration))?,
                 Some(_) => different += 1,
@@ -373,6 +403,8 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
         })),
         "without_reference": unscored,
         "decoder": a.decoder,
+        "trim_db": a.trim_db,
+        "edge_boundaries_trimmed": trimmed,
         "viterbi": if gpu.is_some() { "cuda" } else { "cpu" },
         "viterbi_seconds": viterbi_s,
         "decoded_other_pairs": different,

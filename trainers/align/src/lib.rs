@@ -20,8 +20,8 @@
 //! * **Phoneme boundaries** ([`phone_timing`]): the segmentation model of
 //!   §3.2 emits phoneme *pairs* (`sil HH EH L OW sil` is aligned as `(sil,HH)
 //!   (HH,EH) (EH,L) (L,OW) (OW,sil)`); the boundary between phonemes `k` and
-//!   `k + 1` is the midpoint in time of pair `k`'s span (frame `y` covers
-//!   `[y, y + 1) · step`). Output: `n` contiguous [`PhoneInterval`]s in
+//!   `k + 1` is the midpoint in time of pair `k`'s span (frames are centred:
+//!   frame `y` covers `[y − ½, y + ½) · step`, clipped at 0). Output: `n` contiguous [`PhoneInterval`]s in
 //!   seconds from 0 to the utterance's duration, each of positive length,
 //!   and a confidence, the path's mean log-likelihood per frame.
 //! * **TextGrids** ([`TextGrid`]): Praat's long text format, one
@@ -103,7 +103,9 @@ mod textgrid;
 mod viterbi;
 
 pub use beam::{ctc_prefix_beam, edit_distance};
-pub use boundary::{phone_timing, PhoneInterval, PhoneTiming};
+pub use boundary::{
+    clamp_edge_pauses, phone_timing, speech_extent, PhoneInterval, PhoneTiming,
+};
 pub use cuda::{cuda_available, GpuAligner, MasDeviceBatch, CTC_MAX_LABELS, MAS_MAX_TEXT};
 pub use error::AlignError;
 pub use mas::{

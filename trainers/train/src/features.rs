@@ -308,6 +308,11 @@ impl Features {
         self.utterances.get(index).map(|u| u.labels.as_slice())
     }
 
+    /// MFCCs of utterance `index`: `[frames, 20]`, frame-major.
+    pub fn mfcc(&self, index: usize) -> Option<&[f32]> {
+        self.utterances.get(index).map(|u| u.mfcc.as_slice())
+    }
+
     /// MFCC frames of utterance `index`.
     pub fn frames_of(&self, index: usize) -> Option<usize> {
         self.utterances.get(index).map(|u| u.frames)

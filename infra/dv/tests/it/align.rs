@@ -120,6 +120,8 @@ fn align_writes_textgrids_parquet_and_a_scored_report() {
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["aligned"], 8);
     assert_eq!(report["viterbi"], "cpu", "--viterbi auto with a CPU model runs the CPU reference");
+    assert_eq!(report["trim_db"], 45.0, "edge pauses end where speech starts by default");
+    assert!(report["edge_boundaries_trimmed"].as_u64().unwrap() <= 2 * 8);
     assert_eq!(report["without_reference"], 0, "the embedded corpus has exact boundaries for every utterance");
     let b = &report["boundary_error"];
     assert_eq!(b["utterances"], 8);
@@ -159,6 +161,12 @@ fn align_writes_textgrids_parquet_and_a_scored_report() {
     // PPER is reported with the Viterbi decoder (a barely trained model: any rate in [0, ∞)).
     let pper = report["pper"]["error_rate"].as_f64().expect("report.json has the PPER");
     assert!(pper.is_finite() && pper >= 0.0 && report["pper"]["reference_pairs"].as_u64().unwrap() > 8 * 5);
+
+    let o = dv(&[
+        "align", "--features", features.to_str().unwrap(), "--checkpoint", ck.to_str().unwrap(), "--out",
+        out.to_str().unwrap(), "--trim-db", "-3",
+    ]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--trim-db -3: expected a level in dB"));
 
     // --held-out: only the utterances the run held out (its fraction and seed).
     let held_out = d.path().join("aligned-held-out");

@@ -1,4 +1,6 @@
-use dv_align::{ctc_viterbi, phone_timing, AlignError, CtcAlignment, PhoneInterval, PhoneTiming, Span};
+use dv_align::{
+    clamp_edge_pauses, ctc_viterbi, phone_timing, speech_extent, AlignError, CtcAlignment, PhoneInterval, PhoneTiming, Span,
+};
 
 use crate::rng::SplitMix64;
 
@@ -22,9 +24,10 @@ fn check_invariants(t: &PhoneTiming, spans: &[Span], step: f64, duration: f64) {
     }
     for (k, w) in t.phones.windows(2).enumerate() {
         assert_eq!(w[0].end.to_bits(), w[1].start.to_bits(), "gap or overlap at boundary {k}");
-        // The boundary lies inside its pair's span, in time.
+        // The boundary lies inside its pair's span, in time (centred frames).
         let s = spans[k];
-        assert!(w[0].end > s.start as f64 * step && w[0].end < s.end as f64 * step, "{k}: {s:?} -> {}", w[0].end);
+        let (from, to) = ((s.start as f64 - 0.5).max(0.0) * step, (s.end as f64 - 0.5) * step);
+        assert!(w[0].end > from && w[0].end < to, "{k}: {s:?} -> {}", w[0].end);
     }
 }
 
@@ -33,7 +36,8 @@ fn hand_made_spans_give_midpoint_boundaries() {
     // `sil HH EH L sil`: 4 pairs over 20 frames of 10 ms.
     let a = alignment(20, &[(2, 3), (5, 8), (8, 9), (12, 14)], -10.0);
     let t = phone_timing(&a, 0.01, 0.2).unwrap();
-    let want = [(0.0, 0.025), (0.025, 0.065), (0.065, 0.085), (0.085, 0.13), (0.13, 0.2)];
+    // Centred frames: a span's midpoint is (start + end - 1) / 2 frames.
+    let want = [(0.0, 0.02), (0.02, 0.06), (0.06, 0.08), (0.08, 0.125), (0.125, 0.2)];
     assert_eq!(t.phones.len(), want.len());
     for (p, &(s, e)) in t.phones.iter().zip(&want) {
         assert!((p.start - s).abs() < 1e-12 && (p.end - e).abs() < 1e-12, "{p:?} != ({s}, {e})");
@@ -43,15 +47,16 @@ fn hand_made_spans_give_midpoint_boundaries() {
     // With a step exact in binary every boundary is exact.
     let t = phone_timing(&a, 0.0625, 1.5).unwrap();
     let bounds: Vec<f64> = t.phones.iter().map(|p| p.end).collect();
-    assert_eq!(bounds, [0.15625, 0.40625, 0.53125, 0.8125, 1.5]);
-    assert_eq!(t.phones[0], PhoneInterval { start: 0.0, end: 0.15625 });
+    assert_eq!(bounds, [0.125, 0.375, 0.5, 0.78125, 1.5]);
+    assert_eq!(t.phones[0], PhoneInterval { start: 0.0, end: 0.125 });
 }
 
 #[test]
 fn a_pair_on_frame_zero_still_leaves_the_first_phone_a_duration() {
     let a = alignment(4, &[(0, 1), (1, 2), (3, 4)], -2.0);
     let t = phone_timing(&a, 0.01, 0.04).unwrap();
-    assert!((t.phones[0].end - 0.005).abs() < 1e-15);
+    // Frame 0 stands for [0, step / 2): the midpoint of [0, 0.005) is 0.0025.
+    assert!((t.phones[0].end - 0.0025).abs() < 1e-15, "{:?}", t.phones[0]);
     check_invariants(&t, &a.spans, 0.01, 0.04);
     // No pairs: one phone over the whole utterance.
     let t = phone_timing(&alignment(3, &[], -1.5), 0.01, 0.03).unwrap();
@@ -75,7 +80,7 @@ fn random_spans_give_monotone_contiguous_phones() {
         let frames = y + rng.range(0, 3).max(usize::from(y == 0));
         let step = [0.01, 0.0125, 0.005][rng.range(0, 2)];
         // Anywhere after the last boundary, before or past `frames * step`.
-        let last = spans.last().map_or(0.0, |&(s, e)| (s + e) as f64 * step / 2.0);
+        let last = spans.last().map_or(0.0, |&(s, e)| ((s as f64 - 0.5).max(0.0) + e as f64 - 0.5) * step / 2.0);
         let duration = last + step * (0.01 + 2.0 * rng.unit() as f64);
         let a = alignment(frames, &spans, -(rng.range(1, 1000) as f32));
         let t = phone_timing(&a, step, duration).unwrap();
@@ -106,7 +111,7 @@ fn viterbi_on_phoneme_pairs_puts_boundaries_at_the_spikes() {
     let t = phone_timing(&a, 0.01, 0.52).unwrap();
     check_invariants(&t, &a.spans, 0.01, 0.52);
     for (k, &y) in spike.iter().enumerate() {
-        let want = (y as f64 + 0.5) * 0.01;
+        let want = y as f64 * 0.01; // the spike frame's centre
         assert!((t.phones[k].end - want).abs() < 1e-12, "boundary {k}: {} != {want}", t.phones[k].end);
     }
     assert_eq!(t.confidence, a.score as f64 / frames as f64);
@@ -133,9 +138,9 @@ fn bad_inputs_are_typed_errors() {
         Err(AlignError::InvalidSpan { index: 1, start: 4, end: 6, .. })
     ));
     assert!(matches!(err(10, &[(2, 5), (8, 11)], -1.0, 0.01, 0.2), Err(AlignError::InvalidSpan { index: 1, .. })));
-    // Last boundary at 0.065 s: a duration of 0.065 leaves the last phone empty.
-    assert!(matches!(err(10, &ok, -1.0, 0.01, 0.065), Err(AlignError::BoundaryPastEnd { .. })));
-    assert!(err(10, &ok, -1.0, 0.01, 0.0651).is_ok());
+    // Last boundary at 0.06 s: a duration of 0.06 leaves the last phone empty.
+    assert!(matches!(err(10, &ok, -1.0, 0.01, 0.06), Err(AlignError::BoundaryPastEnd { .. })));
+    assert!(err(10, &ok, -1.0, 0.01, 0.0601).is_ok());
 }
 
 /// Users of other aligners hit "beam too narrow" on long files; the exact
@@ -167,8 +172,53 @@ fn a_sixty_second_utterance_aligns_every_boundary() {
     let t = phone_timing(&a, 0.01, 60.0).unwrap();
     assert_eq!(t.phones.len(), pairs + 1);
     for k in 0..pairs {
-        let want = (spike(k) as f64 + 0.5) * 0.01;
+        let want = spike(k) as f64 * 0.01;
         assert!((t.phones[k].end - want).abs() < 1e-9, "boundary {k}: {} vs {want}", t.phones[k].end);
     }
     check_invariants(&t, &a.spans, 0.01, 60.0);
+}
+
+#[test]
+fn speech_extent_is_the_first_and_last_frame_within_top_db_of_the_loudest() {
+    // Silence at -80 dB, speech from frame 3 to frame 6, a -70 dB click at frame 8.
+    let levels = [-80.0, -80.0, -79.0, -30.0, -20.0, -25.0, -40.0, -80.0, -70.0, f64::NEG_INFINITY];
+    let (on, off) = speech_extent(&levels, 0.01, 45.0).unwrap();
+    assert!((on - 0.025).abs() < 1e-12 && (off - 0.065).abs() < 1e-12, "{on} {off}");
+    // 55 dB reaches the click.
+    let (on, off) = speech_extent(&levels, 0.01, 55.0).unwrap();
+    assert!((on - 0.025).abs() < 1e-12 && (off - 0.085).abs() < 1e-12, "{on} {off}");
+    // Frame 0 starts at 0, not half a frame before.
+    assert_eq!(speech_extent(&[-10.0, -80.0], 0.01, 45.0), Some((0.0, 0.005)));
+    assert_eq!(speech_extent(&[f64::NEG_INFINITY, f64::NAN], 0.01, 45.0), None);
+    assert_eq!(speech_extent(&[], 0.01, 45.0), None);
+}
+
+#[test]
+fn edge_pauses_move_only_inside_the_pause_and_keep_every_phone() {
+    let phones = |b: &[f64]| {
+        let mut e = vec![0.0];
+        e.extend_from_slice(b);
+        e.push(1.0);
+        e.windows(2).map(|w| PhoneInterval { start: w[0], end: w[1] }).collect::<Vec<_>>()
+    };
+    // sil A B sil with the model's edge boundaries deep in the pauses.
+    let mut p = phones(&[0.02, 0.4, 0.98]);
+    assert_eq!(clamp_edge_pauses(&mut p, true, true, (0.15, 0.8)), 2);
+    assert_eq!(p, phones(&[0.15, 0.4, 0.8]));
+    // Already inside speech: left alone.
+    let mut p = phones(&[0.2, 0.4, 0.7]);
+    assert_eq!(clamp_edge_pauses(&mut p, true, true, (0.15, 0.8)), 0);
+    assert_eq!(p, phones(&[0.2, 0.4, 0.7]));
+    // A move that would empty a phone is not made.
+    let mut p = phones(&[0.02, 0.1, 0.98]);
+    assert_eq!(clamp_edge_pauses(&mut p, true, false, (0.15, 0.8)), 0);
+    let mut p = phones(&[0.02, 0.9, 0.98]);
+    assert_eq!(clamp_edge_pauses(&mut p, false, true, (0.15, 0.8)), 0);
+    // No pause at an end: that end is not touched.
+    let mut p = phones(&[0.02, 0.4, 0.98]);
+    assert_eq!(clamp_edge_pauses(&mut p, false, true, (0.15, 0.8)), 1);
+    assert_eq!(p, phones(&[0.02, 0.4, 0.8]));
+    // One phone: nothing to move.
+    let mut p = phones(&[]);
+    assert_eq!(clamp_edge_pauses(&mut p, true, true, (0.15, 0.8)), 0);
 }
