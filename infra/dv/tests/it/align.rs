@@ -164,7 +164,7 @@ fn align_writes_textgrids_parquet_and_a_scored_report() {
 
     let o = dv(&[
         "align", "--features", features.to_str().unwrap(), "--checkpoint", ck.to_str().unwrap(), "--out",
-        out.to_str().unwrap(), "--trim-db", "-3",
+        out.to_str().unwrap(), "--trim-db=-3",
     ]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("--trim-db -3: expected a level in dB"));
 
