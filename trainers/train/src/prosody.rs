@@ -11,8 +11,18 @@
 //! (end − start)` in 100 Hz, with a mask that is 1 where the contour is
 //! voiced there. Stress is whatever the labels carry (the embedded corpus:
 //! none). Validation is by utterance id ([`crate::is_validation`]).
+//!
+//! With `alignments` (a `dv align` output's `alignments.parquet`), the
+//! training utterances take their phone times from the aligner instead of
+//! the corpus's labels ([`retime`]), as for a corpus without reference
+//! times; the held-out utterances keep the reference times, so `dv evaluate`
+//! still scores against the truth. An utterance the aligner did not label,
+//! or whose aligned phones are not its own, is skipped and counted.
 
-use dv_text::{F0Contour, CONDITIONING_RATE};
+use std::collections::HashMap;
+
+use dv_text::{F0Contour, Phoneme, TimedPhoneme, CONDITIONING_RATE};
+use polars::prelude::*;
 use serde::{Deserialize, Serialize};
 use tch::{Device, Tensor};
 
@@ -29,6 +39,10 @@ use crate::TrainError;
 pub struct ProsodyConfig {
     /// A `dv featurize --out` directory: a local path or a `file://` URL.
     pub url: String,
+    /// A `dv align` output's `alignments.parquet`: training phone times from
+    /// the aligner (module docs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alignments: Option<String>,
     #[serde(default = "default_validation_fraction")]
     pub validation_fraction: f64,
     #[serde(default)]
@@ -123,18 +137,116 @@ impl Prosody {
             },
             64,
         )?;
+        let aligned = config.alignments.as_deref().map(read_alignments).transpose()?;
         let (mut train, mut validation) =
             (Prosody { examples: vec![], f0_points }, Prosody { examples: vec![], f0_points });
+        let (mut unaligned, mut mismatched) = (0usize, 0usize);
         for u in chunks.train.utterances() {
-            let e = prosody_example(u, f0_points);
             if is_validation(&u.id, config.seed, config.validation_fraction) {
-                validation.examples.push(e);
-            } else {
-                train.examples.push(e);
+                validation.examples.push(prosody_example(u, f0_points));
+                continue;
+            }
+            let Some(aligned) = &aligned else {
+                train.examples.push(prosody_example(u, f0_points));
+                continue;
+            };
+            match aligned.get(&u.id).map(|a| retime(&u.phones, a)) {
+                Some(Some(phones)) => {
+                    let u = ChunkUtterance { phones, ..u.clone() };
+                    train.examples.push(prosody_example(&u, f0_points));
+                }
+                Some(None) => mismatched += 1,
+                None => unaligned += 1,
             }
         }
-        Ok(ProsodySplit { train, validation, skipped: chunks.skipped.to_string() })
+        let mut skipped = chunks.skipped.to_string();
+        if aligned.is_some() {
+            skipped += &format!("; aligner times: {unaligned} not aligned, {mismatched} aligned to other phones");
+        }
+        Ok(ProsodySplit { train, validation, skipped })
     }
+}
+
+/// One aligned phone: phoneme, start and end in seconds.
+pub type AlignedPhone = (Phoneme, f64, f64);
+
+/// `alignments.parquet` of `dv align` (columns `id`, `phones`, `starts`,
+/// `ends`) by utterance id.
+pub fn read_alignments(path: &str) -> Result<HashMap<String, Vec<AlignedPhone>>, TrainError> {
+    let local = path.strip_prefix("file://").unwrap_or(path);
+    let bad = |reason: String| TrainError::Features { path: local.into(), reason };
+    let file = std::fs::File::open(local).map_err(|e| bad(e.to_string()))?;
+    let df = ParquetReader::new(file).finish().map_err(|e| bad(e.to_string()))?;
+    let col = |name: &str| df.column(name).map_err(|e| bad(format!("column {name}: {e}")));
+    let ids = col("id")?.str().map_err(|e| bad(format!("column id: {e}")))?.clone();
+    let phones = col("phones")?.list().map_err(|e| bad(format!("column phones: {e}")))?.clone();
+    let starts = col("starts")?.list().map_err(|e| bad(format!("column starts: {e}")))?.clone();
+    let ends = col("ends")?.list().map_err(|e| bad(format!("column ends: {e}")))?.clone();
+    let floats = |l: &ListChunked, i: usize| -> Option<Vec<f64>> { l.get_as_series(i)?.f64().ok()?.iter().collect() };
+    let mut out = HashMap::with_capacity(df.height());
+    for i in 0..df.height() {
+        let row = (|| {
+            let id = ids.get(i)?.to_string();
+            let names: Vec<Phoneme> = phones
+                .get_as_series(i)?
+                .str()
+                .ok()?
+                .iter()
+                .map(|p| p.and_then(|p| Phoneme::from_festival(p).ok()).map(|p| p.phoneme))
+                .collect::<Option<_>>()?;
+            let (st, en) = (floats(&starts, i)?, floats(&ends, i)?);
+            (names.len() == st.len() && st.len() == en.len())
+                .then(|| (id, names.into_iter().zip(st).zip(en).map(|((p, s), e)| (p, s, e)).collect()))
+        })();
+        let Some((id, row)) = row else {
+            return Err(bad(format!("row {i}: not an id with phones, starts and ends of one length")));
+        };
+        out.insert(id, row);
+    }
+    Ok(out)
+}
+
+/// The reference phones `phones` with the aligner's times. The aligner
+/// labels the sequence [`crate::pair_labels`] makes: runs of silences merged
+/// into one, a silence added at either end when the phones lack one. A
+/// merged run's aligned span is shared among its members in proportion to
+/// their reference durations. `None` when the aligned phonemes are not
+/// these phones'.
+pub fn retime(phones: &[TimedPhoneme], aligned: &[AlignedPhone]) -> Option<Vec<TimedPhoneme>> {
+    // Groups of reference indices, one per merged phone.
+    let mut groups: Vec<(Phoneme, Vec<usize>)> = Vec::new();
+    for (i, p) in phones.iter().enumerate() {
+        let ph = p.phoneme.phoneme;
+        match groups.last_mut() {
+            Some((last, members)) if ph == Phoneme::Sil && *last == Phoneme::Sil => members.push(i),
+            _ => groups.push((ph, vec![i])),
+        }
+    }
+    let lead = usize::from(groups.first().is_some_and(|g| g.0 != Phoneme::Sil));
+    let trail = usize::from(groups.last().is_some_and(|g| g.0 != Phoneme::Sil));
+    if aligned.len() != groups.len() + lead + trail {
+        return None;
+    }
+    let mut out = phones.to_vec();
+    for ((ph, members), &(aph, start, end)) in groups.iter().zip(&aligned[lead..]) {
+        if *ph != aph {
+            return None;
+        }
+        let total: f64 = members.iter().map(|&i| (phones[i].end - phones[i].start).max(0.0)).sum();
+        let mut t = start;
+        for (k, &i) in members.iter().enumerate() {
+            let share = if total > 0.0 {
+                (phones[i].end - phones[i].start).max(0.0) / total
+            } else {
+                1.0 / members.len() as f64
+            };
+            let next = if k + 1 == members.len() { end } else { t + share * (end - start) };
+            out[i].start = t;
+            out[i].end = next;
+            t = next;
+        }
+    }
+    Some(out)
 }
 
 impl Dataset for Prosody {

@@ -91,3 +91,37 @@ fn targets_come_from_phone_times_and_the_contour() {
     assert!(aa[2..22].iter().all(|&v| (v - 2.0).abs() < 1e-6) && aa[22..].iter().all(|&m| m == 1.0));
     assert!(sil[22..].iter().all(|&m| m == 0.0));
 }
+
+#[test]
+fn aligner_times_replace_the_reference_times_run_by_run() {
+    let ph = |p: Phoneme, s, e| TimedPhoneme { phoneme: StressedPhoneme::new(p, Stress::None), start: s, end: e };
+    // Two reference silences in a row (merged into one for the aligner), no silence at the end
+    // (the aligner labels one more there).
+    let reference = [
+        ph(Phoneme::Sil, 0.0, 0.1),
+        ph(Phoneme::Hh, 0.1, 0.2),
+        ph(Phoneme::Sil, 0.2, 0.25),
+        ph(Phoneme::Sil, 0.25, 0.35),
+        ph(Phoneme::Ay, 0.35, 0.6),
+    ];
+    let aligned = [
+        (Phoneme::Sil, 0.0, 0.12),
+        (Phoneme::Hh, 0.12, 0.19),
+        (Phoneme::Sil, 0.19, 0.39),
+        (Phoneme::Ay, 0.39, 0.58),
+        (Phoneme::Sil, 0.58, 0.6),
+    ];
+    let got = dv_train::prosody::retime(&reference, &aligned).expect("same phones");
+    let times: Vec<(f64, f64)> = got.iter().map(|p| (p.start, p.end)).collect();
+    // The merged silence's 0.2 s is shared 1:2 as the reference's 0.05 s and 0.1 s.
+    let want = [(0.0, 0.12), (0.12, 0.19), (0.19, 0.19 + 0.2 / 3.0), (0.19 + 0.2 / 3.0, 0.39), (0.39, 0.58)];
+    for (g, w) in times.iter().zip(want) {
+        assert!((g.0 - w.0).abs() < 1e-12 && (g.1 - w.1).abs() < 1e-12, "{times:?}");
+    }
+    assert_eq!(got.iter().map(|p| p.phoneme).collect::<Vec<_>>(), reference.iter().map(|p| p.phoneme).collect::<Vec<_>>());
+    // Other phonemes, or another count: not this utterance's alignment.
+    let mut wrong = aligned;
+    wrong[1].0 = Phoneme::K;
+    assert!(dv_train::prosody::retime(&reference, &wrong).is_none());
+    assert!(dv_train::prosody::retime(&reference, &aligned[..4]).is_none());
+}
