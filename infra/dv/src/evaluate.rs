@@ -72,6 +72,8 @@ pub(crate) fn run(a: EvaluateArgs) -> anyhow::Result<()> {
     if let Some(f) = a.features {
         data.url = f;
     }
+    // Scored against the corpus's labels, also where the run trained on aligner times.
+    data.alignments = None;
     let (model, step) = crate::export::load_duration(&a.checkpoint)?;
     let split = Prosody::load(&data, model.config.f0_points as usize)?;
     let set = if a.train_split { &split.train } else { &split.validation };
