@@ -79,7 +79,12 @@ pub fn time_multi(
     let distinct = (pool_frames - frames).max(1);
     let slots = gpu.slots();
     let starts: Vec<StreamStart> = (0..slots)
-        .map(|s| StreamStart { slot: s, cond_frame: (s * 7) % distinct, samples: steps * (repeats.max(1) + 1), seed: s as u64 })
+        .map(|s| StreamStart {
+            slot: s,
+            cond_frame: (s * 7) % distinct,
+            samples: steps * (repeats.max(1) + 1),
+            seed: s as u64,
+        })
         .collect();
     gpu.start(&starts)?;
     gpu.advance(steps, sampling, None, false)?; // warm-up (and a first check below)

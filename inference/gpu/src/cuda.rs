@@ -6,7 +6,9 @@
 use std::sync::Arc;
 
 use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags, CUfunction_attribute};
-use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DriverError, LaunchArgs};
+use cudarc::driver::{
+    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DriverError, LaunchArgs,
+};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::{self, CompileError, CompileOptions, Ptx};
 use dv_synth::Conditioning;
@@ -38,7 +40,11 @@ fn event_ms(events: Option<(CudaEvent, CudaEvent)>) -> Result<f32, GpuError> {
 
 /// A kernel's phase clock (poisoned with −1 before the launch), checked
 /// written.
-fn read_clock(s: &Arc<CudaStream>, prof: Option<CudaSlice<i64>>, what: &'static str) -> Result<Option<Vec<i64>>, GpuError> {
+fn read_clock(
+    s: &Arc<CudaStream>,
+    prof: Option<CudaSlice<i64>>,
+    what: &'static str,
+) -> Result<Option<Vec<i64>>, GpuError> {
     let Some(p) = prof else { return Ok(None) };
     let v = s.clone_dtoh(&p).map_err(driver("cuMemcpyDtoH(phase clock)"))?;
     let unwritten = v.iter().filter(|&&c| c < 0).count();
@@ -82,11 +88,7 @@ pub fn compile_ptx(src: &str, kernel: &str, arch: &str) -> Result<Ptx, GpuError>
     if let Ok(defs) = std::env::var("DV_GPU_DEFINES") {
         options.extend(defs.split_whitespace().map(|d| format!("-D{d}")));
     }
-    let opts = CompileOptions {
-        options,
-        name: Some(kernel.to_string()),
-        ..Default::default()
-    };
+    let opts = CompileOptions { options, name: Some(kernel.to_string()), ..Default::default() };
     nvrtc::compile_ptx_with_opts(src, opts).map_err(|e| GpuError::Compile {
         kernel: kernel.to_string(),
         log: match e {
@@ -110,7 +112,9 @@ impl GpuDevice {
     /// Opens device `ordinal`.
     pub fn new(ordinal: usize) -> Result<Self, GpuError> {
         if !driver_available() {
-            return Err(GpuError::CudaUnavailable { reason: "the CUDA driver library (libcuda.so.1) cannot be loaded".into() });
+            return Err(GpuError::CudaUnavailable {
+                reason: "the CUDA driver library (libcuda.so.1) cannot be loaded".into(),
+            });
         }
         let ctx = CudaContext::new(ordinal)
             .map_err(|e| GpuError::CudaUnavailable { reason: format!("device {ordinal}: {e}") })?;
@@ -279,11 +283,17 @@ impl SingleStream {
     pub fn new(dev: Arc<GpuDevice>, w: &Weights, plan: SinglePlan) -> Result<Self, GpuError> {
         if dev.capability.0 < 9 {
             return Err(GpuError::Unsupported {
-                what: format!("kernel 1 needs thread-block clusters (compute capability 9.0; {} has {:?})", dev.name, dev.capability),
+                what: format!(
+                    "kernel 1 needs thread-block clusters (compute capability 9.0; {} has {:?})",
+                    dev.name, dev.capability
+                ),
             });
         }
-        let layout =
-            if plan.helpers > 0 { SingleLayout::chain_block(w, plan.bf16) } else { SingleLayout::new(w, plan.cluster, plan.bf16)? };
+        let layout = if plan.helpers > 0 {
+            SingleLayout::chain_block(w, plan.bf16)
+        } else {
+            SingleLayout::new(w, plan.cluster, plan.bf16)?
+        };
         let (module, func) = dev.load(&plan.source(&w.sizes), plan.entry(), plan.smem_bytes)?;
         if plan.cluster > 8 {
             func.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
@@ -349,10 +359,18 @@ impl SingleStream {
     ) -> Result<SingleRun, GpuError> {
         let sizes = &self.sizes;
         if cond.width() != sizes.conditioning_width() {
-            return Err(GpuError::Shape { what: "conditioning width (ℓ·2r)", expected: sizes.conditioning_width(), got: cond.width() });
+            return Err(GpuError::Shape {
+                what: "conditioning width (ℓ·2r)",
+                expected: sizes.conditioning_width(),
+                got: cond.width(),
+            });
         }
         if n == 0 || n > cond.frames() * sizes.hop || n > i32::MAX as usize {
-            return Err(GpuError::Shape { what: "samples (at most frames × hop)", expected: cond.frames() * sizes.hop, got: n });
+            return Err(GpuError::Shape {
+                what: "samples (at most frames × hop)",
+                expected: cond.frames() * sizes.hop,
+                got: n,
+            });
         }
         if let Some(f) = forced {
             if f.len() != n {
@@ -477,10 +495,20 @@ pub struct MultiStream {
 impl MultiStream {
     /// `slots` is rounded up to whole blocks; `pool` is the conditioning
     /// every stream reads from (`[frames, ℓ·2r]`).
-    pub fn new(dev: Arc<GpuDevice>, w: &Weights, plan: MultiPlan, slots: usize, pool: &Conditioning) -> Result<Self, GpuError> {
+    pub fn new(
+        dev: Arc<GpuDevice>,
+        w: &Weights,
+        plan: MultiPlan,
+        slots: usize,
+        pool: &Conditioning,
+    ) -> Result<Self, GpuError> {
         let sizes = w.sizes.clone();
         if pool.width() != sizes.conditioning_width() {
-            return Err(GpuError::Shape { what: "conditioning width (ℓ·2r)", expected: sizes.conditioning_width(), got: pool.width() });
+            return Err(GpuError::Shape {
+                what: "conditioning width (ℓ·2r)",
+                expected: sizes.conditioning_width(),
+                got: pool.width(),
+            });
         }
         let slots = slots.max(1).div_ceil(plan.streams_per_block) * plan.streams_per_block;
         let layout = MultiLayout::new(w, true, plan.bf16);
@@ -602,7 +630,11 @@ impl MultiStream {
         }
         if let Some(f) = forced {
             if f.len() != self.slots * steps {
-                return Err(GpuError::Shape { what: "forced samples [slots, steps]", expected: self.slots * steps, got: f.len() });
+                return Err(GpuError::Shape {
+                    what: "forced samples [slots, steps]",
+                    expected: self.slots * steps,
+                    got: f.len(),
+                });
             }
         }
         let dev = self.dev.clone();

@@ -60,8 +60,8 @@ mod source;
 
 pub use bench::{floor, time_multi, time_single, Floor, MultiTiming, SingleTiming, SAMPLE_RATE};
 pub use cuda::{
-    compile_ptx, driver_available, nvrtc_available, GpuDevice, PROFILE_PHASES, PROFILE_PHASES_MULTI, PROFILE_PHASES_SMALL, MultiRun, MultiStream, SingleRun, SingleStream,
-    StreamStart,
+    compile_ptx, driver_available, nvrtc_available, GpuDevice, MultiRun, MultiStream, SingleRun, SingleStream,
+    StreamStart, PROFILE_PHASES, PROFILE_PHASES_MULTI, PROFILE_PHASES_SMALL,
 };
 pub use error::GpuError;
 pub use model::{Sizes, Weights};

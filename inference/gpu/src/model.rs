@@ -72,9 +72,9 @@ impl Sizes {
 #[derive(Debug, Clone)]
 pub struct Weights {
     pub sizes: Sizes,
-    pub embed_cur: Vec<f32>,  // [A, r]
-    pub embed_prev: Vec<f32>, // [A, r]
-    pub embed_bias: Vec<f32>, // [r]
+    pub embed_cur: Vec<f32>,   // [A, r]
+    pub embed_prev: Vec<f32>,  // [A, r]
+    pub embed_bias: Vec<f32>,  // [r]
     pub w_prev: Vec<Vec<f32>>, // ℓ × [2r, r]
     pub w_cur: Vec<Vec<f32>>,  // ℓ × [2r, r]
     pub gate_b: Vec<f32>,      // [ℓ, 2r]
@@ -94,7 +94,9 @@ impl Weights {
     pub fn from_voice(voice: &Voice) -> Result<Self, GpuError> {
         let cfg = voice.config();
         if cfg.quantization_channels != A {
-            return Err(GpuError::Unsupported { what: format!("{} output classes (only {A})", cfg.quantization_channels) });
+            return Err(GpuError::Unsupported {
+                what: format!("{} output classes (only {A})", cfg.quantization_channels),
+            });
         }
         // The tensors as dv-synth reads them (by name, shapes checked at load).
         let ww = dv_synth::WavenetWeights::new(voice)?;

@@ -87,7 +87,8 @@ pub fn single_parity(gpu: &SingleStream, voice: &Voice, cond: &Conditioning, n: 
 /// The rows `[first, first + frames)` of `cond` as a conditioning of its own.
 fn rows(cond: &Conditioning, first: usize, frames: usize) -> Conditioning {
     let w = cond.width();
-    Conditioning::new(frames, w, cond.data()[first * w..(first + frames) * w].to_vec()).expect("rows of a valid conditioning")
+    Conditioning::new(frames, w, cond.data()[first * w..(first + frames) * w].to_vec())
+        .expect("rows of a valid conditioning")
 }
 
 /// Kernel 2 against the reference: every slot of `gpu` runs, each from its
@@ -106,7 +107,11 @@ pub fn multi_parity(
     let slots = gpu.slots();
     let frames_per = steps.div_ceil(hop);
     if pool.frames() < frames_per + slots {
-        return Err(GpuError::Shape { what: "conditioning pool frames", expected: frames_per + slots, got: pool.frames() });
+        return Err(GpuError::Shape {
+            what: "conditioning pool frames",
+            expected: frames_per + slots,
+            got: pool.frames(),
+        });
     }
     let half = steps / 2;
     // Slot k starts at pool row k; the last checked slot stops early and
@@ -152,7 +157,8 @@ pub fn multi_parity(
         gpu.start(&[StreamStart { slot, cond_frame: slot, samples: n, seed: 0 }])?;
         let tf = gpu.advance(steps, mode, Some(&forced), true)?;
         let p = tf.probs.expect("asked for");
-        total.max_prob_diff = total.max_prob_diff.max(max_diff(&p[slot * steps * A..(slot * steps + n) * A], &ref_probs));
+        total.max_prob_diff =
+            total.max_prob_diff.max(max_diff(&p[slot * steps * A..(slot * steps + n) * A], &ref_probs));
     }
     if let Some(j) = joiner {
         // The joining stream: compare its samples with its own reference.

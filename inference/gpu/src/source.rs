@@ -56,7 +56,9 @@ impl SinglePlan {
         smem_limit: usize,
     ) -> Result<Self, GpuError> {
         let (l, r, s) = (sizes.layers, sizes.residual, sizes.skip);
-        let bad = |why: String| Err(GpuError::Unsupported { what: format!("the chain-block kernel for {}: {why}", sizes.name()) });
+        let bad = |why: String| {
+            Err(GpuError::Unsupported { what: format!("the chain-block kernel for {}: {why}", sizes.name()) })
+        };
         check_dilations(sizes)?;
         if helpers == 0 || helpers > 15 || s % helpers != 0 || A % helpers != 0 {
             return bad(format!("{helpers} helper blocks (1 to 15, dividing s = {s} and {A})"));
@@ -69,14 +71,23 @@ impl SinglePlan {
             return bad(format!("{chain_warps} chain warps (1, 2 or 4)"));
         }
         let (sh, ah) = (s / helpers, A / helpers);
-        if threads % sh != 0 || threads % ah != 0 || !(threads / sh).is_power_of_two() || !(threads / ah).is_power_of_two()
-            || threads / sh > 32 || threads / ah > 32
+        if threads % sh != 0
+            || threads % ah != 0
+            || !(threads / sh).is_power_of_two()
+            || !(threads / ah).is_power_of_two()
+            || threads / sh > 32
+            || threads / ah > 32
         {
-            return bad(format!("{helpers} helpers: {sh} skip and {ah} output rows per helper do not split {threads} threads"));
+            return bad(format!(
+                "{helpers} helpers: {sh} skip and {ah} output rows per helper do not split {threads} threads"
+            ));
         }
         let wbytes = if bf16 { 2 } else { 4 };
         let gp = (chain_warps * 2 * r).max(A);
-        let block0 = wbytes * (2 * l * 2 * r * r + (l - 1) * r * r) + 16 + 4 * (3 * l * 2 * r + 3 * l * r + (l - 1) * r + gp + 3 * chain_warps * r + A) + 8;
+        let block0 = wbytes * (2 * l * 2 * r * r + (l - 1) * r * r)
+            + 16
+            + 4 * (3 * l * 2 * r + 3 * l * r + (l - 1) * r + gp + 3 * chain_warps * r + A)
+            + 8;
         let helper = wbytes * (sh * l * r + ah * s + ah * A) + 16 + 4 * (l * r + s + A);
         let smem_bytes = block0.max(helper);
         if smem_bytes > smem_limit {
@@ -147,13 +158,27 @@ impl SinglePlan {
         debug_assert!((2 * u * tpp) % 32 == 0 && (ac * tpz) % 32 == 0 && r % (2 * tpr) == 0);
         let wbytes = if bf16 { 2 } else { 4 };
         let weights = wbytes * (2 * l * 2 * u * r + (l - 1) * u * r);
-        let buffers = 4 * (r + 2 * l * 2 * u + l * r + l * u + 2 * cluster * r + 2 * s + 2 * ac + 3 * A + gate_warps * 2 * u) + 16 + 16;
+        let buffers = 4
+            * (r + 2 * l * 2 * u + l * r + l * u + 2 * cluster * r + 2 * s + 2 * ac + 3 * A + gate_warps * 2 * u)
+            + 16
+            + 16;
         let smem_weights = weights + buffers <= smem_limit;
         let smem_bytes = if smem_weights { weights + buffers } else { buffers };
         if smem_bytes > smem_limit {
             return bad(format!("{smem_bytes} bytes of shared memory per block (the device allows {smem_limit})"));
         }
-        Ok(Self { cluster, threads, tpr, tpp, tpz, smem_weights, bf16, smem_bytes, helpers: 0, chain_warps: gate_warps })
+        Ok(Self {
+            cluster,
+            threads,
+            tpr,
+            tpp,
+            tpz,
+            smem_weights,
+            bf16,
+            smem_bytes,
+            helpers: 0,
+            chain_warps: gate_warps,
+        })
     }
 
     /// The kernel's entry point.
@@ -263,7 +288,9 @@ impl MultiPlan {
 /// Both kernels index the history rings with `t & (d − 1)`.
 fn check_dilations(sizes: &Sizes) -> Result<(), GpuError> {
     if sizes.dilations.len() != sizes.layers || !sizes.dilations.iter().all(|d| d.is_power_of_two()) {
-        return Err(GpuError::Unsupported { what: format!("dilations {:?} (powers of two, one per layer)", sizes.dilations) });
+        return Err(GpuError::Unsupported {
+            what: format!("dilations {:?} (powers of two, one per layer)", sizes.dilations),
+        });
     }
     Ok(())
 }

@@ -82,17 +82,18 @@ impl ConditioningNetwork {
         let out_dim = voice.config().conditioning_width();
         let proj_w = take(voice, "cond.proj.weight")?;
         let proj_b = take(voice, "cond.proj.bias")?;
-        for (what, expected, got) in [("cond.proj.weight", out_dim * 2 * h, proj_w.len()), ("cond.proj.bias", out_dim, proj_b.len())]
-            .into_iter()
-            .chain(layers.iter().flat_map(|l| {
-                [&l.fwd, &l.bwd].into_iter().flat_map(move |d| {
-                    [
-                        ("cond.qrnn.*.w_prev", 3 * h * l.input_dim, d.w_prev.len()),
-                        ("cond.qrnn.*.w_cur", 3 * h * l.input_dim, d.w_cur.len()),
-                        ("cond.qrnn.*.bias", 3 * h, d.bias.len()),
-                    ]
-                })
-            }))
+        for (what, expected, got) in
+            [("cond.proj.weight", out_dim * 2 * h, proj_w.len()), ("cond.proj.bias", out_dim, proj_b.len())]
+                .into_iter()
+                .chain(layers.iter().flat_map(|l| {
+                    [&l.fwd, &l.bwd].into_iter().flat_map(move |d| {
+                        [
+                            ("cond.qrnn.*.w_prev", 3 * h * l.input_dim, d.w_prev.len()),
+                            ("cond.qrnn.*.w_cur", 3 * h * l.input_dim, d.w_cur.len()),
+                            ("cond.qrnn.*.bias", 3 * h, d.bias.len()),
+                        ]
+                    })
+                }))
         {
             if expected != got {
                 return Err(SynthError::Shape { what, expected, got });
@@ -308,7 +309,13 @@ fn fo_pool(
         for ((av, &b), &x) in a.iter_mut().zip(bias).zip(cur) {
             *av = b + x;
         }
-        let prev = if step == 0 { None } else if reverse { Some(t + 1) } else { Some(t - 1) };
+        let prev = if step == 0 {
+            None
+        } else if reverse {
+            Some(t + 1)
+        } else {
+            Some(t - 1)
+        };
         if let Some(tp) = prev {
             for (av, &p) in a.iter_mut().zip(&g[tp * w + at + 3 * h..tp * w + at + 6 * h]) {
                 *av += p;

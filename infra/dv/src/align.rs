@@ -209,7 +209,8 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
         (dv_train::DataConfig::Features(f), true) => (f.validation_fraction, f.seed),
         (_, true) => bail!("--held-out: {} was not trained on features", a.checkpoint.display()),
     };
-    let split = Features::load(&FeaturesConfig { url: a.features.clone(), validation_fraction, seed, max_frames: None })?;
+    let split =
+        Features::load(&FeaturesConfig { url: a.features.clone(), validation_fraction, seed, max_frames: None })?;
     let data = if a.held_out { split.validation } else { split.train };
     if data.is_empty() {
         bail!("{}: no utterance can be aligned ({})", a.features, split.skipped);
@@ -267,8 +268,10 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
         let tv = Instant::now();
         let gpu_paths = match &gpu {
             Some(g) => {
-                let all: Vec<Vec<u32>> =
-                    chunk.iter().map(|&i| data.labels(i).unwrap_or_default().iter().map(|&l| l as u32).collect()).collect();
+                let all: Vec<Vec<u32>> = chunk
+                    .iter()
+                    .map(|&i| data.labels(i).unwrap_or_default().iter().map(|&l| l as u32).collect())
+                    .collect();
                 let l_max = all.iter().map(Vec::len).max().unwrap_or(0).max(1);
                 let mut padded = vec![1u32; chunk.len() * l_max];
                 for (b, l) in all.iter().enumerate() {
@@ -336,7 +339,9 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
             }
             let phones: Vec<String> = phonemes.iter().map(|p| p.to_string()).collect();
             match data.reference_boundaries(i) {
-                Some(bounds) if labels == reference_labels => errors.add(&timing.phones, &intervals(bounds, duration))?,
+                Some(bounds) if labels == reference_labels => {
+                    errors.add(&timing.phones, &intervals(bounds, duration))?
+                }
                 Some(_) => different += 1,
                 None => unscored += 1,
             }
@@ -436,7 +441,11 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
         None => println!("boundaries     no reference boundaries to compare with"),
     }
     if a.decoder == "viterbi" {
-        println!("viterbi        {} s on the {}", format_args!("{viterbi_s:.3}"), if gpu.is_some() { "GPU" } else { "CPU" });
+        println!(
+            "viterbi        {} s on the {}",
+            format_args!("{viterbi_s:.3}"),
+            if gpu.is_some() { "GPU" } else { "CPU" }
+        );
     }
     if a.decoder == "beam" {
         println!("decoder        beam of {} over chained pairs: {different} utterance(s) decoded other pairs than the reference (their boundaries are not scored)", a.beam_width);

@@ -147,7 +147,11 @@ impl JsonOut {
     fn new(p: &Option<PathBuf>) -> anyhow::Result<Self> {
         Ok(Self(match p {
             Some(p) => Some(
-                std::fs::OpenOptions::new().create(true).append(true).open(p).with_context(|| format!("{}", p.display()))?,
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)
+                    .with_context(|| format!("{}", p.display()))?,
             ),
             None => None,
         }))
@@ -179,7 +183,13 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
 
 fn single(a: SingleArgs) -> anyhow::Result<()> {
     let dev = Arc::new(GpuDevice::new(a.common.device)?);
-    println!("{} (compute {:?}, {} SMs, {} B shared/block)", dev.name(), dev.compute_capability(), dev.multiprocessors(), dev.shared_memory_limit());
+    println!(
+        "{} (compute {:?}, {} SMs, {} B shared/block)",
+        dev.name(),
+        dev.compute_capability(),
+        dev.multiprocessors(),
+        dev.shared_memory_limit()
+    );
     let mut json = JsonOut::new(&a.common.json)?;
     let mut failed = 0;
     let n = (a.seconds * dv_gpu::SAMPLE_RATE) as usize;
@@ -235,7 +245,9 @@ fn single(a: SingleArgs) -> anyhow::Result<()> {
                     } else {
                         None
                     };
-                    let (ms, us, rtf) = timing.as_ref().map_or((f64::NAN, f64::NAN, f64::NAN), |t| (t.median_ms, t.us_per_sample, t.real_time_factor));
+                    let (ms, us, rtf) = timing
+                        .as_ref()
+                        .map_or((f64::NAN, f64::NAN, f64::NAN), |t| (t.median_ms, t.us_per_sample, t.real_time_factor));
                     println!(
                         "| {name} | {} | {cluster} | {threads} | {} | {:.2e}{} | {}/{} | {ms:.1} | {us:.2} | {rtf:.2}x |",
                         prec(bf16),
@@ -251,9 +263,15 @@ fn single(a: SingleArgs) -> anyhow::Result<()> {
                         let parts: Vec<String> = c
                             .iter()
                             .zip(if plan.helpers > 0 { dv_gpu::PROFILE_PHASES_SMALL } else { dv_gpu::PROFILE_PHASES })
-                            .map(|(&v, name)| format!("{name} {:.0} ({:.0}%)", v as f64 / per, 100.0 * v as f64 / total as f64))
+                            .map(|(&v, name)| {
+                                format!("{name} {:.0} ({:.0}%)", v as f64 / per, 100.0 * v as f64 / total as f64)
+                            })
                             .collect();
-                        eprintln!("  cycles per sample, block 0 thread 0: {:.0} = {}", total as f64 / per, parts.join("; "));
+                        eprintln!(
+                            "  cycles per sample, block 0 thread 0: {:.0} = {}",
+                            total as f64 / per,
+                            parts.join("; ")
+                        );
                     }
                     json.put(json!({
                         "phase_cycles": phases.map(|c| c.to_vec()),
@@ -294,7 +312,15 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
         for &bf16 in &precisions(&a.common)? {
             for &per_block in &a.per_block {
                 let mma = bf16;
-                let plan = match MultiPlan::new(&w.sizes, per_block, a.threads, bf16, a.stages, a.panel_bytes, dev.shared_memory_limit()) {
+                let plan = match MultiPlan::new(
+                    &w.sizes,
+                    per_block,
+                    a.threads,
+                    bf16,
+                    a.stages,
+                    a.panel_bytes,
+                    dev.shared_memory_limit(),
+                ) {
                     Ok(p) => p,
                     Err(e) => {
                         println!("{} per block {per_block}: not run: {e}", prec(bf16));
@@ -306,7 +332,13 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                 let pool = random_conditioning(voice.config(), a.common.parity_steps.div_ceil(hop) + pstreams + 1, 5);
                 let mut gpu = MultiStream::new(dev.clone(), &w, plan, pstreams, &pool)?;
                 let reference = if bf16 { dv_gpu::parity::bf16_rounded(&voice)? } else { voice.clone() };
-                let par = multi_parity(&mut gpu, &reference, &pool, a.common.parity_steps, &[0, 1, per_block + 3, pstreams - 2])?;
+                let par = multi_parity(
+                    &mut gpu,
+                    &reference,
+                    &pool,
+                    a.common.parity_steps,
+                    &[0, 1, per_block + 3, pstreams - 2],
+                )?;
                 let ok = par.max_prob_diff <= tolerance(bf16) && (bf16 || par.mode_mismatches == 0);
                 println!(
                     "{} ({}), {per_block} streams/block, {} threads: parity max|Δp| {:.2e}, mode mismatches {}/{}{}",
@@ -329,13 +361,26 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                 }
                 drop(gpu);
                 let pool = random_conditioning(voice.config(), (a.repeats + 1) * a.steps.div_ceil(hop) + 64, 9);
-                println!("| streams | ms / {} steps | samples/s per stream | real-time factor | samples/s in all |", a.steps);
+                println!(
+                    "| streams | ms / {} steps | samples/s per stream | real-time factor | samples/s in all |",
+                    a.steps
+                );
                 println!("|---|---|---|---|---|");
                 let mut best = 0;
                 for &n in &a.streams {
                     let mut gpu = MultiStream::new(dev.clone(), &w, plan, n, &pool)?;
-                    let t = dv_gpu::time_multi(&mut gpu, pool.frames(), hop, a.steps, GpuSampling::new(Sampling::Direct)?, a.repeats)?;
-                    println!("| {} | {:.1} | {:.0} | {:.2}x | {:.3e} |", t.streams, t.median_ms, t.per_stream_rate, t.real_time_factor, t.total_rate);
+                    let t = dv_gpu::time_multi(
+                        &mut gpu,
+                        pool.frames(),
+                        hop,
+                        a.steps,
+                        GpuSampling::new(Sampling::Direct)?,
+                        a.repeats,
+                    )?;
+                    println!(
+                        "| {} | {:.1} | {:.0} | {:.2}x | {:.3e} |",
+                        t.streams, t.median_ms, t.per_stream_rate, t.real_time_factor, t.total_rate
+                    );
                     if t.real_time_factor >= 1.0 {
                         best = best.max(t.streams);
                     }
@@ -366,9 +411,19 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                         let parts: Vec<String> = c
                             .iter()
                             .zip(dv_gpu::PROFILE_PHASES_MULTI)
-                            .map(|(&v, name)| format!("{name} {:.0} ({:.0}%)", v as f64 / a.steps as f64, 100.0 * v as f64 / total as f64))
+                            .map(|(&v, name)| {
+                                format!(
+                                    "{name} {:.0} ({:.0}%)",
+                                    v as f64 / a.steps as f64,
+                                    100.0 * v as f64 / total as f64
+                                )
+                            })
                             .collect();
-                        println!("cycles per step, block 0 thread 0, {n} streams: {:.0} = {}", total as f64 / a.steps as f64, parts.join("; "));
+                        println!(
+                            "cycles per step, block 0 thread 0, {n} streams: {:.0} = {}",
+                            total as f64 / a.steps as f64,
+                            parts.join("; ")
+                        );
                         json.put(json!({"bench": "gpu-streams-profile", "sizes": w.sizes.name(), "bf16": bf16, "streams": n, "phase_cycles": c.to_vec()}))?;
                     }
                 }

@@ -77,7 +77,11 @@ fn duration_section(d: &DurationModel, stress: bool) -> dv_voice::DurationConfig
 }
 
 /// The duration model's golden outputs for one utterance (eval mode, CPU).
-fn duration_golden_of(d: &DurationModel, config: &VoiceConfig, example: &ProsodyExample) -> anyhow::Result<DurationGolden> {
+fn duration_golden_of(
+    d: &DurationModel,
+    config: &VoiceConfig,
+    example: &ProsodyExample,
+) -> anyhow::Result<DurationGolden> {
     let data = dv_train::Prosody { examples: vec![example.clone()], f0_points: d.config.f0_points as usize };
     let b = data.batch(&[0], tch::Device::Cpu)?;
     let out = tch::no_grad(|| d.forward(&b.inputs, false, 0, &[0]))?.f_squeeze_dim(0)?;
@@ -178,7 +182,8 @@ fn add_duration(voice: &Path, duration: &Path, features: Option<&String>, out: &
     let split = dv_train::Prosody::load(&data, d.config.f0_points as usize)?;
     let set = if split.validation.examples.is_empty() { &split.train } else { &split.validation };
     let example = set.examples.first().with_context(|| format!("{}: no utterances", data.url))?;
-    let stress = split.train.examples.iter().chain(&split.validation.examples).any(|e| e.phonemes.iter().any(|p| p.1 != 0));
+    let stress =
+        split.train.examples.iter().chain(&split.validation.examples).any(|e| e.phonemes.iter().any(|p| p.1 != 0));
     let mut config = v.config().clone();
     // A package written before `conditioning.stress` existed reads as
     // stress-bearing; when the WaveNet was trained on the same featurize
@@ -189,8 +194,11 @@ fn add_duration(voice: &Path, duration: &Path, features: Option<&String>, out: &
         let canon = |p: &str| std::fs::canonicalize(p.strip_prefix("file://").unwrap_or(p)).ok();
         a == b || (canon(a).is_some() && canon(a) == canon(b))
     };
-    let manifest = std::fs::read(Path::new(data.url.strip_prefix("file://").unwrap_or(&data.url)).join("manifest.json"));
-    let same_manifest = manifest.is_ok_and(|m| !config.lineage.corpus_manifest_sha256.is_empty() && sha256_hex(&m) == config.lineage.corpus_manifest_sha256);
+    let manifest =
+        std::fs::read(Path::new(data.url.strip_prefix("file://").unwrap_or(&data.url)).join("manifest.json"));
+    let same_manifest = manifest.is_ok_and(|m| {
+        !config.lineage.corpus_manifest_sha256.is_empty() && sha256_hex(&m) == config.lineage.corpus_manifest_sha256
+    });
     if same_manifest || same(wavenet_features, &data.url) {
         config.conditioning.stress = stress;
     }
@@ -285,7 +293,13 @@ pub(crate) fn run(a: ExportArgs) -> anyhow::Result<()> {
         tensors.sort_by(|x, y| x.0.cmp(&y.0));
         let bytes = dv_train::checkpoint::encode(&ck.state, &tensors)?;
         crate::write_atomic(out, &bytes)?;
-        println!("wrote {}: {} model tensors of {name} (step {}), {:.1} MB", out.display(), tensors.len(), ck.state.step, bytes.len() as f64 / 1e6);
+        println!(
+            "wrote {}: {} model tensors of {name} (step {}), {:.1} MB",
+            out.display(),
+            tensors.len(),
+            ck.state.step,
+            bytes.len() as f64 / 1e6
+        );
         return Ok(());
     }
     let Some(out) = a.out.clone() else { bail!("give --out") };
@@ -355,7 +369,10 @@ pub(crate) fn run(a: ExportArgs) -> anyhow::Result<()> {
     let duration = dur.as_ref().zip(example.as_ref()).map(|((d, _), e)| (d, e));
     let config = export(&model, chunks, index, a.golden_frames, lineage, duration, &out)?;
     if let Some((_, step)) = &dur {
-        println!("included the duration/F0 model of {} (step {step})", a.duration.as_ref().map_or(String::new(), |p| p.display().to_string()));
+        println!(
+            "included the duration/F0 model of {} (step {step})",
+            a.duration.as_ref().map_or(String::new(), |p| p.display().to_string())
+        );
     }
     if let Some(g) = &a.g2p {
         add_g2p(&out, g, a.golden_words, &out)?;

@@ -87,7 +87,11 @@ pub(crate) fn sentences(
 }
 
 /// The conditioning frames of each sentence of `text` (module docs).
-pub(crate) fn text_frames(voice: &Voice, text: &str, cmudict: Option<PathBuf>) -> anyhow::Result<Vec<(String, Vec<f32>)>> {
+pub(crate) fn text_frames(
+    voice: &Voice,
+    text: &str,
+    cmudict: Option<PathBuf>,
+) -> anyhow::Result<Vec<(String, Vec<f32>)>> {
     let cfg = voice.config();
     let model = DurationModel::new(voice).with_context(|| {
         "this voice package has no duration/F0 model, so it cannot speak text: export it with \
@@ -98,16 +102,18 @@ pub(crate) fn text_frames(voice: &Voice, text: &str, cmudict: Option<PathBuf>) -
     let norm = F0Normalization { min_hz: cfg.f0.min_hz as f32, max_hz: cfg.f0.max_hz as f32 };
     let mut out = Vec::new();
     for (words, seq) in sentences(text, &lex, g2p.as_ref())? {
-        let inputs: Vec<(usize, usize)> = seq
-            .iter()
-            .map(|p| (p.phoneme.index(), if model.uses_stress() { p.stress.index() } else { 0 }))
-            .collect();
+        let inputs: Vec<(usize, usize)> =
+            seq.iter().map(|p| (p.phoneme.index(), if model.uses_stress() { p.stress.index() } else { 0 })).collect();
         let prosody = model.predict(&inputs)?;
         let mut phones = Vec::with_capacity(seq.len());
         let mut t = 0.0;
         for (p, pr) in seq.iter().zip(&prosody) {
             let stress = if cfg.conditioning.stress { p.stress } else { Stress::None };
-            phones.push(TimedPhoneme { phoneme: StressedPhoneme::new(p.phoneme, stress), start: t, end: t + pr.duration_s });
+            phones.push(TimedPhoneme {
+                phoneme: StressedPhoneme::new(p.phoneme, stress),
+                start: t,
+                end: t + pr.duration_s,
+            });
             t += pr.duration_s;
         }
         let step = 1.0 / CONDITIONING_RATE as f64;
@@ -124,7 +130,8 @@ pub(crate) fn text_frames(voice: &Voice, text: &str, cmudict: Option<PathBuf>) -
             let (ph, pr) = (&phones[k], &prosody[k]);
             let d = ph.end - ph.start;
             if pr.voiced() && d > 0.0 && !pr.f0_hz.is_empty() {
-                let pos = (((time - ph.start) / d) * pr.f0_hz.len() as f64).floor().clamp(0.0, pr.f0_hz.len() as f64 - 1.0);
+                let pos =
+                    (((time - ph.start) / d) * pr.f0_hz.len() as f64).floor().clamp(0.0, pr.f0_hz.len() as f64 - 1.0);
                 *v = pr.f0_hz[pos as usize].max(0.0);
             }
         }

@@ -216,7 +216,10 @@ pub(crate) fn run(a: SynthArgs) -> anyhow::Result<()> {
     if let Some((c, l)) = golden_parity(&voice)? {
         eprintln!("golden parity with the trainer: conditioning max |Δ| {c:.2e}, logits max |Δ| {l:.2e}");
         if l.is_nan() || c.is_nan() || l >= 1e-2 || c >= 1e-3 {
-            bail!("{}: the package's golden outputs do not match this sampler (logits off by {l:.3e})", a.voice.display());
+            bail!(
+                "{}: the package's golden outputs do not match this sampler (logits off by {l:.3e})",
+                a.voice.display()
+            );
         }
     }
     let sampling = parse_sampling(&a.sampling)?;

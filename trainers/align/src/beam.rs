@@ -34,7 +34,11 @@ pub fn ctc_prefix_beam(
     prune: usize,
 ) -> Result<(Vec<u32>, f64), AlignError> {
     if log_probs.len() != frames * classes {
-        return Err(AlignError::ShapeMismatch { what: "CTC beam log-probabilities", expected: frames * classes, got: log_probs.len() });
+        return Err(AlignError::ShapeMismatch {
+            what: "CTC beam log-probabilities",
+            expected: frames * classes,
+            got: log_probs.len(),
+        });
     }
     if blank >= classes {
         return Err(AlignError::InvalidLabel { item: 0, position: 0, label: blank as i64, classes, blank });

@@ -103,16 +103,14 @@ mod textgrid;
 mod viterbi;
 
 pub use beam::{ctc_prefix_beam, edit_distance};
-pub use boundary::{
-    clamp_edge_pauses, phone_timing, speech_extent, PhoneInterval, PhoneTiming,
-};
+pub use boundary::{clamp_edge_pauses, phone_timing, speech_extent, PhoneInterval, PhoneTiming};
 pub use cuda::{cuda_available, GpuAligner, MasDeviceBatch, CTC_MAX_LABELS, MAS_MAX_TEXT};
 pub use error::AlignError;
 pub use mas::{
     durations, maximum_path, maximum_path_batch, maximum_path_in_place, MasAlignment, MasLen, MasShape, Score,
 };
-pub use pair_beam::{constrained_pair_beam, PairDecoding};
 pub use metrics::{BoundaryErrors, BoundarySummary, TOLERANCES_MS};
+pub use pair_beam::{constrained_pair_beam, PairDecoding};
 pub use quarantine::{quarantine, Quarantine, DEFAULT_K, MAD_SCALE};
 pub use textgrid::{Interval, IntervalTier, TextGrid, PHONES_TIER};
 pub use viterbi::{ctc_viterbi, ctc_viterbi_batch, CtcAlignment, CtcLen, CtcShape, Span};

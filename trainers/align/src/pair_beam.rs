@@ -46,7 +46,11 @@ pub fn constrained_pair_beam(
     prune: usize,
 ) -> Result<PairDecoding, AlignError> {
     if log_probs.len() != frames * classes {
-        return Err(AlignError::ShapeMismatch { what: "pair beam log-probabilities", expected: frames * classes, got: log_probs.len() });
+        return Err(AlignError::ShapeMismatch {
+            what: "pair beam log-probabilities",
+            expected: frames * classes,
+            got: log_probs.len(),
+        });
     }
     if blank >= classes {
         return Err(AlignError::InvalidLabel { item: 0, position: 0, label: blank as i64, classes, blank });
@@ -55,7 +59,8 @@ pub fn constrained_pair_beam(
         return Err(AlignError::Empty { item: 0, what: "frames, beam width or prune" });
     }
     // (labels, last frame was blank) → best hypothesis
-    let mut beams: Vec<((Vec<u32>, bool), Hyp)> = vec![((vec![], true), Hyp { labels: vec![], spans: vec![], score: 0.0 })];
+    let mut beams: Vec<((Vec<u32>, bool), Hyp)> =
+        vec![((vec![], true), Hyp { labels: vec![], spans: vec![], score: 0.0 })];
     let mut order: Vec<usize> = (0..classes).collect();
     for t in 0..frames {
         let row = &log_probs[t * classes..(t + 1) * classes];

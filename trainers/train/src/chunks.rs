@@ -94,7 +94,11 @@ impl std::fmt::Display for ChunkSkips {
             f,
             "skipped utterances: no reference phones {}, unknown phone {}, bad times {}, wrong sample rate {}, \
              malformed {}; unusable chunks {}",
-            self.no_reference, self.unknown_phone, self.bad_times, self.wrong_sample_rate, self.malformed,
+            self.no_reference,
+            self.unknown_phone,
+            self.bad_times,
+            self.wrong_sample_rate,
+            self.malformed,
             self.chunks_unusable
         )
     }
@@ -232,13 +236,15 @@ fn read_utterances(path: &Path, rate: u32, skips: &mut ChunkSkips) -> Result<Vec
             skips.count(Reason::WrongRate);
             continue;
         }
-        let hz: Option<Vec<f32>> = f0.get_as_series(i).and_then(|s| s.f32().ok().map(|c| c.iter().map(|v| v.unwrap_or(0.0)).collect()));
+        let hz: Option<Vec<f32>> =
+            f0.get_as_series(i).and_then(|s| s.f32().ok().map(|c| c.iter().map(|v| v.unwrap_or(0.0)).collect()));
         let Some(hz) = hz else {
             skips.count(Reason::Malformed);
             continue;
         };
-        let phone_names: Option<Vec<String>> =
-            names.get_as_series(i).and_then(|s| s.str().ok().and_then(|c| c.iter().map(|p| p.map(String::from)).collect()));
+        let phone_names: Option<Vec<String>> = names
+            .get_as_series(i)
+            .and_then(|s| s.str().ok().and_then(|c| c.iter().map(|p| p.map(String::from)).collect()));
         let Some(phone_names) = phone_names.filter(|v| !v.is_empty()) else {
             skips.count(Reason::NoReference);
             continue;
@@ -284,12 +290,17 @@ fn read_chunks(path: &Path) -> Result<Vec<(String, ChunkRef)>, TrainError> {
         Ok(c.iter().map(|v| v.map(|x| x as u64)).collect())
     };
     let ids = df.column("id").map_err(|e| data_err(path, e))?.str().map_err(|e| data_err(path, e))?.clone();
-    let ws = df.column("window_start").map_err(|e| data_err(path, e))?.cast(&DataType::Int64).map_err(|e| data_err(path, e))?;
+    let ws = df
+        .column("window_start")
+        .map_err(|e| data_err(path, e))?
+        .cast(&DataType::Int64)
+        .map_err(|e| data_err(path, e))?;
     let ws = ws.i64().map_err(|e| data_err(path, e))?.clone();
     let (wn, cx, tg) = (u64col("window_samples")?, u64col("context_samples")?, u64col("target_samples")?);
     let mut out = Vec::new();
     for i in 0..df.height() {
-        if let (Some(id), Some(s), Some(n), Some(c), Some(t)) = (ids.get(i), ws.get(i), wn.get(i), cx.get(i), tg.get(i)) {
+        if let (Some(id), Some(s), Some(n), Some(c), Some(t)) = (ids.get(i), ws.get(i), wn.get(i), cx.get(i), tg.get(i))
+        {
             out.push((
                 id.to_string(),
                 ChunkRef {
@@ -321,9 +332,8 @@ impl Chunks {
         let index: HashMap<String, usize> = utterances.iter().enumerate().map(|(i, u)| (u.id.clone(), i)).collect();
         let norm = match (config.f0_min_hz, config.f0_max_hz) {
             (Some(min_hz), Some(max_hz)) => F0Normalization { min_hz, max_hz },
-            (None, None) => {
-                F0Normalization::observed(utterances.iter().flat_map(|u| u.f0_hz.iter())).unwrap_or(F0Normalization::PRAAT_RANGE)
-            }
+            (None, None) => F0Normalization::observed(utterances.iter().flat_map(|u| u.f0_hz.iter()))
+                .unwrap_or(F0Normalization::PRAAT_RANGE),
             _ => {
                 return Err(TrainError::Config {
                     path: "[data]".into(),
@@ -446,7 +456,9 @@ impl Dataset for Chunks {
         }
         let (b, n) = (indices.len() as i64, window.unwrap_or(0) as i64);
         Ok(Batch {
-            inputs: Tensor::from_slice(&cond).f_view([b, n / self.hop as i64, CONDITIONING_DIM as i64])?.f_to_device(device)?,
+            inputs: Tensor::from_slice(&cond)
+                .f_view([b, n / self.hop as i64, CONDITIONING_DIM as i64])?
+                .f_to_device(device)?,
             input_lengths: ends,
             targets: Tensor::from_slice(&codes).f_view([b, n])?.f_to_device(device)?,
             target_lengths: starts,

@@ -54,12 +54,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::data::SyntheticConfig;
-use crate::features::{FeaturesConfig, FEATURE_MFCC, PAIR_CLASSES};
-use crate::optim::{AdamConfig, StepAnnealing};
 use crate::chunks::ChunksConfig;
+use crate::data::SyntheticConfig;
 use crate::duration::DurationConfig;
+use crate::features::{FeaturesConfig, FEATURE_MFCC, PAIR_CLASSES};
 use crate::g2p::G2pConfig;
+use crate::optim::{AdamConfig, StepAnnealing};
 use crate::pronunciation::LexiconConfig;
 use crate::prosody::ProsodyConfig;
 use crate::segmentation::SegmentationConfig;
@@ -255,7 +255,9 @@ impl RunConfig {
                     return bad(format!("data.validation_fraction = {} is not in [0, 1)", c.validation_fraction));
                 }
                 if self.duration_sizes(path).is_err() {
-                    return bad("[data] kind = \"prosody\" trains the duration model: set [model] kind = \"duration\"".into());
+                    return bad(
+                        "[data] kind = \"prosody\" trains the duration model: set [model] kind = \"duration\"".into()
+                    );
                 }
             }
             DataConfig::Synthetic { data, .. } => {
@@ -320,7 +322,10 @@ impl RunConfig {
     /// The model's sizes: the preset, then the explicit sizes if given.
     pub fn segmentation_sizes(&self, path: &str) -> Result<SegmentationConfig, TrainError> {
         let ModelConfig::Segmentation { preset, sizes } = &self.model else {
-            return Err(TrainError::Config { path: path.into(), reason: "the model is not a segmentation model".into() });
+            return Err(TrainError::Config {
+                path: path.into(),
+                reason: "the model is not a segmentation model".into(),
+            });
         };
         match (preset, sizes) {
             (_, Some(s)) => Ok(s.clone()),

@@ -86,14 +86,7 @@ fn default_lambdas() -> [f64; 3] {
 
 impl DurationConfig {
     pub fn paper() -> DurationConfig {
-        DurationConfig {
-            fc: 256,
-            gru: 128,
-            gru_layers: 2,
-            f0_points: 20,
-            dropout: 0.2,
-            lambdas: default_lambdas(),
-        }
+        DurationConfig { fc: 256, gru: 128, gru_layers: 2, f0_points: 20, dropout: 0.2, lambdas: default_lambdas() }
     }
 
     pub fn tiny() -> DurationConfig {
@@ -140,9 +133,8 @@ impl DurationModel {
         let fc1 = nn::linear(&p / "fc1", DURATION_INPUT, c.fc, Default::default());
         let fc2 = nn::linear(&p / "fc2", c.fc, c.fc, Default::default());
         let rnn = nn::RNNConfig { num_layers: 1, batch_first: true, ..Default::default() };
-        let gru = (0..c.gru_layers)
-            .map(|k| nn::gru(&p / "gru" / k, if k == 0 { c.fc } else { c.gru }, c.gru, rnn))
-            .collect();
+        let gru =
+            (0..c.gru_layers).map(|k| nn::gru(&p / "gru" / k, if k == 0 { c.fc } else { c.gru }, c.gru, rnn)).collect();
         let out = nn::linear(&p / "out", c.gru, c.outputs(), Default::default());
         Ok(DurationModel { config: c, vs, fc1, fc2, gru, out })
     }
@@ -177,17 +169,30 @@ impl DurationModel {
         let [l1, l2, l3] = self.config.lambdas;
         let (b, pmax) = (out.size()[0], out.size()[1]);
         let dur = out.f_select(2, 0)?.f_sub(&targets.f_select(2, 0)?)?.f_abs()?; // [b, P]
-        let voiced =
-            out.f_select(2, 1)?.f_binary_cross_entropy_with_logits::<Tensor>(&targets.f_select(2, 1)?, None, None, tch::Reduction::None)?; // [b, P]
+        let voiced = out.f_select(2, 1)?.f_binary_cross_entropy_with_logits::<Tensor>(
+            &targets.f_select(2, 1)?,
+            None,
+            None,
+            tch::Reduction::None,
+        )?; // [b, P]
         let f0 = out.f_narrow(2, 2, k)?; // [b, P, k]
         let mask = targets.f_narrow(2, 2 + k, k)?;
-        let f0_err = f0.f_sub(&targets.f_narrow(2, 2, k)?)?.f_abs()?.f_mul(&mask)?.f_sum_dim_intlist(2, false, Kind::Float)?;
-        let smooth = f0.f_narrow(2, 1, k - 1)?.f_sub(&f0.f_narrow(2, 0, k - 1)?)?.f_abs()?.f_sum_dim_intlist(2, false, Kind::Float)?;
-        let per = dur.f_add(&voiced.f_mul_scalar(l1)?)?.f_add(&f0_err.f_mul_scalar(l2)?)?.f_add(&smooth.f_mul_scalar(l3)?)?; // [b, P]
+        let f0_err =
+            f0.f_sub(&targets.f_narrow(2, 2, k)?)?.f_abs()?.f_mul(&mask)?.f_sum_dim_intlist(2, false, Kind::Float)?;
+        let smooth = f0.f_narrow(2, 1, k - 1)?.f_sub(&f0.f_narrow(2, 0, k - 1)?)?.f_abs()?.f_sum_dim_intlist(
+            2,
+            false,
+            Kind::Float,
+        )?;
+        let per =
+            dur.f_add(&voiced.f_mul_scalar(l1)?)?.f_add(&f0_err.f_mul_scalar(l2)?)?.f_add(&smooth.f_mul_scalar(l3)?)?; // [b, P]
         let steps = Tensor::f_arange(pmax, (Kind::Int64, out.device()))?.f_view([1, pmax])?;
         let lens = Tensor::from_slice(lengths).f_to_device(out.device())?.f_view([b, 1])?;
         let m = steps.f_lt_tensor(&lens)?.f_to_kind(Kind::Float)?;
-        Ok(per.f_mul(&m)?.f_sum_dim_intlist(1, false, Kind::Float)?.f_div(&lens.f_view([b])?.f_to_kind(Kind::Float)?.f_clamp_min(1.0)?)?)
+        Ok(per
+            .f_mul(&m)?
+            .f_sum_dim_intlist(1, false, Kind::Float)?
+            .f_div(&lens.f_view([b])?.f_to_kind(Kind::Float)?.f_clamp_min(1.0)?)?)
     }
 }
 

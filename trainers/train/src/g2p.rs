@@ -142,11 +142,19 @@ impl G2p {
     ///
     /// # Shapes
     /// `letters` `[b, n]` int64 (0-padded), `lengths` `b` → `L × [1, b, H]`.
-    pub fn encode(&self, letters: &Tensor, lengths: &[i64], train: bool, seed: u64, ids: &[usize]) -> Result<Vec<Tensor>, TrainError> {
+    pub fn encode(
+        &self,
+        letters: &Tensor,
+        lengths: &[i64],
+        train: bool,
+        seed: u64,
+        ids: &[usize],
+    ) -> Result<Vec<Tensor>, TrainError> {
         let (b, n) = (letters.size()[0], letters.size()[1]);
         let mut x = Tensor::f_embedding(&self.enc_embed, letters, 0, false, false)?; // [b, n, E]
         let mut states = Vec::with_capacity(self.enc.len());
-        let last = Tensor::from_slice(&lengths.iter().map(|l| l - 1).collect::<Vec<_>>()).f_to_device(letters.device())?;
+        let last =
+            Tensor::from_slice(&lengths.iter().map(|l| l - 1).collect::<Vec<_>>()).f_to_device(letters.device())?;
         for (k, (f, bw)) in self.enc.iter().enumerate() {
             let fo = f.seq(&x).0; // [b, n, H]
             let h = self.config.hidden;
@@ -166,13 +174,21 @@ impl G2p {
     /// # Shapes
     /// `inputs` `[b, T]` int64 decoder input tokens, `states` `L × [1, b, H]`
     /// → logits `[b, T, 201]` and the new states.
-    pub fn decode(&self, inputs: &Tensor, states: &[Tensor], train: bool, seed: u64, ids: &[usize]) -> Result<(Tensor, Vec<Tensor>), TrainError> {
+    pub fn decode(
+        &self,
+        inputs: &Tensor,
+        states: &[Tensor],
+        train: bool,
+        seed: u64,
+        ids: &[usize],
+    ) -> Result<(Tensor, Vec<Tensor>), TrainError> {
         let mut x = Tensor::f_embedding(&self.dec_embed, inputs, -1, false, false)?; // [b, T, E]
         let mut out_states = Vec::with_capacity(self.dec.len());
         for (k, (g, s)) in self.dec.iter().zip(states).enumerate() {
             let (y, st) = g.seq_init(&x, &nn::GRUState(s.shallow_clone()));
             out_states.push(st.0);
-            x = dropout(&y, self.config.dropout, train, seed, 20 + k as u64, ids)?; // [b, T, H]
+            x = dropout(&y, self.config.dropout, train, seed, 20 + k as u64, ids)?;
+            // [b, T, H]
         }
         Ok((nn::Module::forward(&self.out, &x), out_states))
     }
@@ -185,7 +201,11 @@ impl G2p {
     /// (without EOS) and the score.
     pub fn beam(&self, letters: &[i64], width: usize) -> Result<(Vec<i64>, f64), TrainError> {
         if letters.is_empty() || width == 0 {
-            return Err(TrainError::Shape { what: "g2p beam search", expected: "a word of ≥ 1 letter, width ≥ 1".into(), got: format!("{} letters, width {width}", letters.len()) });
+            return Err(TrainError::Shape {
+                what: "g2p beam search",
+                expected: "a word of ≥ 1 letter, width ≥ 1".into(),
+                got: format!("{} letters, width {width}", letters.len()),
+            });
         }
         let device = self.vs.device();
         let n = letters.len() as i64;
@@ -204,7 +224,9 @@ impl G2p {
                 let prev = *toks.last().unwrap_or(&BOS);
                 let inp = Tensor::from_slice(&[prev]).f_view([1, 1])?.f_to_device(device)?;
                 let (logits, ns) = tch::no_grad(|| self.decode(&inp, st, false, 0, &[0]))?;
-                let lp = Vec::<f32>::try_from(logits.f_log_softmax(-1, Kind::Float)?.f_to_device(tch::Device::Cpu)?.f_view([-1])?)?;
+                let lp = Vec::<f32>::try_from(
+                    logits.f_log_softmax(-1, Kind::Float)?.f_to_device(tch::Device::Cpu)?.f_view([-1])?,
+                )?;
                 for (t, &v) in lp.iter().enumerate() {
                     cands.push((h, t as i64, score + v as f64));
                 }

@@ -55,14 +55,14 @@ mod config;
 pub mod conformance;
 mod data;
 pub mod duration;
-pub mod g2p;
 mod error;
 mod features;
+pub mod g2p;
 mod mlflow;
 mod model;
 mod optim;
-pub mod prosody;
 pub mod pronunciation;
+pub mod prosody;
 pub mod qrnn;
 mod rendezvous;
 mod sampler;
@@ -72,25 +72,25 @@ mod trainer;
 mod wavenet;
 
 pub use checkpoint::{CheckpointData, CheckpointState};
+pub use chunks::{stressed_phone, ChunkSkips, ChunkSplit, ChunkUtterance, Chunks, ChunksConfig};
 pub use collective::{Collective, CollectiveError, LocalCollective};
 pub use config::{CheckpointConfig, DataConfig, ModelConfig, RunConfig, TrackingConfig, TrainConfig};
 pub use data::{Dataset, Synthetic, SyntheticConfig};
-pub use chunks::{stressed_phone, ChunkSkips, ChunkSplit, ChunkUtterance, Chunks, ChunksConfig};
-pub use error::TrainError;
-pub use wavenet::{Wavenet, WavenetConfig, SILENCE_CODE};
 pub use duration::{DurationConfig, DurationModel};
-pub use g2p::{G2p, G2pConfig};
-pub use pronunciation::{G2pMetrics, LexiconConfig, Pronunciations};
-pub use prosody::{Prosody, ProsodyConfig, ProsodyExample, ProsodyMetrics};
+pub use error::TrainError;
 pub use features::{
     ctc_min_frames, is_validation, pair_labels, reference_boundaries, FeatureSplit, Features, FeaturesConfig, Skipped,
     FEATURE_MFCC, FRAME_SECONDS, PAIR_CLASSES,
 };
+pub use g2p::{G2p, G2pConfig};
 pub use mlflow::MlflowRun;
 pub use model::{dropout, with_rng, Batch, Model};
 pub use optim::{clip_grad_norm, Adam, AdamConfig, StepAnnealing};
+pub use pronunciation::{G2pMetrics, LexiconConfig, Pronunciations};
+pub use prosody::{Prosody, ProsodyConfig, ProsodyExample, ProsodyMetrics};
 pub use rendezvous::{share_id, RankEnv};
 pub use sampler::{splitmix64, Buckets, Sampler};
 pub use segmentation::{Segmentation, SegmentationConfig};
 pub use tracking::{curves, loss_chart, Tracker};
 pub use trainer::{device_of, train_rank, train_threads, Lead, Log, RunSummary, BUCKET_FLOATS};
+pub use wavenet::{Wavenet, WavenetConfig, SILENCE_CODE};

@@ -75,9 +75,9 @@ pub struct Adam {
 
 impl Adam {
     pub fn new(config: AdamConfig, params: &[Tensor]) -> Result<Adam, TrainError> {
-        let flat_ok = params.first().is_some_and(|p0| {
-            params.iter().all(|p| p.kind() == tch::Kind::Float && p.device() == p0.device())
-        });
+        let flat_ok = params
+            .first()
+            .is_some_and(|p0| params.iter().all(|p| p.kind() == tch::Kind::Float && p.device() == p0.device()));
         if flat_ok {
             let total: i64 = params.iter().map(|p| p.numel() as i64).sum();
             let opts = (tch::Kind::Float, params[0].device());

@@ -282,7 +282,8 @@ impl Dataset for Prosody {
             }
             targets[k * pmax * width..k * pmax * width + e.targets.len()].copy_from_slice(&e.targets);
         }
-        let seconds: f64 = ex.iter().map(|e| e.targets.chunks(width).map(|r| r[0] as f64).sum::<f64>() * DURATION_UNIT_S).sum();
+        let seconds: f64 =
+            ex.iter().map(|e| e.targets.chunks(width).map(|r| r[0] as f64).sum::<f64>() * DURATION_UNIT_S).sum();
         Ok(Batch {
             inputs: Tensor::from_slice(&inputs).f_view([b as i64, pmax as i64, DURATION_INPUT])?.f_to_device(device)?,
             input_lengths: ex.iter().map(|e| e.phonemes.len() as i64).collect(),

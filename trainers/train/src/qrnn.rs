@@ -93,7 +93,8 @@ pub fn fo_pool(cand: &Tensor, log_f: &Tensor) -> Result<Tensor, TrainError> {
     let lf = log_f.f_constant_pad_nd([0, 0, 0, pad])?.f_view([b, blocks, block, h])?;
     let cum = lf.f_cumsum(2, Kind::Float)?; // [b, n, B, H]: F_t within the block
     let diff = cum.f_unsqueeze(3)?.f_sub(&cum.f_unsqueeze(2)?)?; // [b, n, B(t), B(k), H]: F_t − F_k
-    let causal = Tensor::f_ones([block, block], (Kind::Bool, cand.device()))?.f_tril(0)?.f_view([1, 1, block, block, 1])?;
+    let causal =
+        Tensor::f_ones([block, block], (Kind::Bool, cand.device()))?.f_tril(0)?.f_view([1, 1, block, block, 1])?;
     let weights = diff.f_masked_fill(&causal.f_logical_not()?, f64::NEG_INFINITY)?.f_exp()?; // k > t → 0
     let local = weights.f_mul(&g.f_unsqueeze(2)?)?.f_sum_dim_intlist(3, false, Kind::Float)?; // [b, n, B, H]
     let decay = cum.f_exp()?; // [b, n, B, H]: Π f from the block start to t
@@ -133,7 +134,10 @@ pub struct BiQrnn {
 
 impl BiQrnn {
     pub fn new(p: nn::Path, input: i64, hidden: i64) -> BiQrnn {
-        BiQrnn { fwd: QrnnDirection::new(&p / "fwd", input, hidden), bwd: QrnnDirection::new(&p / "bwd", input, hidden) }
+        BiQrnn {
+            fwd: QrnnDirection::new(&p / "fwd", input, hidden),
+            bwd: QrnnDirection::new(&p / "bwd", input, hidden),
+        }
     }
 
     /// Both directions' `z`, not yet stacked.

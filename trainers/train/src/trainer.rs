@@ -15,22 +15,22 @@ use dv_store::Store;
 use tch::{Device, Kind, Tensor};
 
 use crate::checkpoint::{code_version, decode, encode, step_name, steps_present, CheckpointState};
-use crate::collective::{Collective, LocalCollective};
 use crate::chunks::Chunks;
+use crate::collective::{Collective, LocalCollective};
 use crate::config::{DataConfig, ModelConfig, RunConfig};
 use crate::data::{Dataset, Synthetic, SyntheticConfig};
+use crate::duration::DurationModel;
 use crate::features::{Features, FRAME_SECONDS};
+use crate::g2p::G2p;
 use crate::mlflow::MlflowRun;
 use crate::model::Model;
 use crate::optim::{clip_grad_norm, Adam};
-use crate::sampler::{splitmix64, Sampler};
-use crate::segmentation::Segmentation;
-use crate::wavenet::Wavenet;
-use crate::duration::DurationModel;
-use crate::g2p::G2p;
 use crate::pronunciation::Pronunciations;
 use crate::prosody::Prosody;
+use crate::sampler::{splitmix64, Sampler};
+use crate::segmentation::Segmentation;
 use crate::tracking::Tracker;
+use crate::wavenet::Wavenet;
 use crate::TrainError;
 
 /// Gradients are all-reduced in flat buckets of at most this many floats (4 MiB).
@@ -106,7 +106,12 @@ fn build_data(cfg: &RunConfig) -> Result<(Datasets, Vec<String>), TrainError> {
             if split.train.len() < cfg.train.batch {
                 return Err(TrainError::Config {
                     path: "[data] url".into(),
-                    reason: format!("{} has {} training utterances, fewer than one batch of {}", c.url, split.train.len(), cfg.train.batch),
+                    reason: format!(
+                        "{} has {} training utterances, fewer than one batch of {}",
+                        c.url,
+                        split.train.len(),
+                        cfg.train.batch
+                    ),
                 });
             }
             let val: Option<Box<dyn Dataset>> =
@@ -132,7 +137,12 @@ fn build_data(cfg: &RunConfig) -> Result<(Datasets, Vec<String>), TrainError> {
             if split.train.len() < cfg.train.batch {
                 return Err(TrainError::Config {
                     path: "[data] url".into(),
-                    reason: format!("{} has {} training chunks, fewer than one batch of {}", c.url, split.train.len(), cfg.train.batch),
+                    reason: format!(
+                        "{} has {} training chunks, fewer than one batch of {}",
+                        c.url,
+                        split.train.len(),
+                        cfg.train.batch
+                    ),
                 });
             }
             let val: Option<Box<dyn Dataset>> =
@@ -193,7 +203,9 @@ impl Dataset for ValidationSlice {
 
 fn build_model(cfg: &RunConfig, device: Device) -> Result<Box<dyn Model>, TrainError> {
     match cfg.model {
-        ModelConfig::Segmentation { .. } => Ok(Box::new(Segmentation::new(&cfg.segmentation_sizes("[model]")?, device)?)),
+        ModelConfig::Segmentation { .. } => {
+            Ok(Box::new(Segmentation::new(&cfg.segmentation_sizes("[model]")?, device)?))
+        }
         ModelConfig::Wavenet { .. } => Ok(Box::new(Wavenet::new(&cfg.wavenet_sizes("[model]")?, device)?)),
         ModelConfig::Duration { .. } => Ok(Box::new(DurationModel::new(&cfg.duration_sizes("[model]")?, device)?)),
         ModelConfig::G2p { .. } => Ok(Box::new(G2p::new(&cfg.g2p_sizes("[model]")?, device)?)),

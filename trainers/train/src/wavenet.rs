@@ -116,11 +116,9 @@ impl WavenetConfig {
             "40x64x256" | "paper" => sized(40, 64, 256),
             "40x64x128" => sized(40, 64, 128),
             "40x32x128" => sized(40, 32, 128),
-            "tiny" => Some(WavenetConfig {
-                dilation_cycle: 3,
-                conditioning_hidden: 8,
-                ..WavenetConfig::sized(4, 8, 16)
-            }),
+            "tiny" => {
+                Some(WavenetConfig { dilation_cycle: 3, conditioning_hidden: 8, ..WavenetConfig::sized(4, 8, 16) })
+            }
             _ => None,
         }
     }
@@ -261,7 +259,8 @@ impl Wavenet {
         let last = self.qrnn.len() - 1;
         for (k, layer) in self.qrnn.iter().enumerate() {
             let (f, b) = layer.directions(&x)?; // [b, F, H] each
-            x = if k == last { interleave(&f, &b)? } else { Tensor::f_cat(&[f, b], 2)? }; // [b, F, 2H]
+            x = if k == last { interleave(&f, &b)? } else { Tensor::f_cat(&[f, b], 2)? };
+            // [b, F, 2H]
         }
         Ok(x.f_matmul(&self.proj_w.f_tr()?)?.f_add(&self.proj_b)?)
     }

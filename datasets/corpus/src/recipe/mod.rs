@@ -266,7 +266,8 @@ fn labelled(partial: &Path, key: &str) -> Result<Option<Vec<(String, String)>>, 
     let Ok(text) = std::fs::read_to_string(&prompts) else { return Ok(None) };
     let mut items = Vec::new();
     for (n, line) in text.lines().enumerate() {
-        let parsed = line.trim().strip_prefix("( ").and_then(|l| l.strip_suffix("\" )")).and_then(|l| l.split_once(" \""));
+        let parsed =
+            line.trim().strip_prefix("( ").and_then(|l| l.strip_suffix("\" )")).and_then(|l| l.split_once(" \""));
         let Some((id, sentence)) = parsed else {
             return Err(CorpusError::Recipe(format!("{}:{}: not a prompt line: {line:?}", prompts.display(), n + 1)));
         };

@@ -68,7 +68,14 @@ impl Tally {
 #[test]
 fn pitch_matches_praat_on_the_embedded_corpus() {
     let d = tempfile::tempdir().unwrap();
-    let req = Request { out: d.path().join("c"), utterances: 12, seed: 2017, jobs: 2, labels_only: false, tools: Tools::default() };
+    let req = Request {
+        out: d.path().join("c"),
+        utterances: 12,
+        seed: 2017,
+        jobs: 2,
+        labels_only: false,
+        tools: Tools::default(),
+    };
     make(&req, &mut |_, _| {}).expect("the recipe's Debian packages are installed");
     let corpus = read(req.out.to_str().unwrap(), None).unwrap();
     let meta: serde_json::Value =

@@ -61,8 +61,14 @@ fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
 #[test]
 fn embedded_corpus_is_deterministic_and_has_exact_labels() {
     let d = tempfile::tempdir().unwrap();
-    let req =
-        |out: &str| Request { out: d.path().join(out), utterances: 4, seed: 2017, jobs: 2, labels_only: false, tools: Tools::default() };
+    let req = |out: &str| Request {
+        out: d.path().join(out),
+        utterances: 4,
+        seed: 2017,
+        jobs: 2,
+        labels_only: false,
+        tools: Tools::default(),
+    };
     let mut calls = Vec::new();
     let a = make(&req("a"), &mut |done, total| calls.push((done, total)))
         .expect("the recipe's Debian packages are installed");

@@ -23,12 +23,16 @@ fn nvrtc_compiles_both_kernels_for_every_preset() {
             assert!(ptx.contains(".entry wavenet_single"), "{name}");
             assert!(ptx.contains("barrier.cluster.arrive"), "{name}: no cluster barrier");
             assert!(ptx.contains("mapa.shared::cluster"), "{name}: no distributed shared memory");
-            assert!(ptx.contains(&format!(".reqnctapercluster {cluster}")) || ptx.contains(".explicitcluster"), "{name}");
+            assert!(
+                ptx.contains(&format!(".reqnctapercluster {cluster}")) || ptx.contains(".explicitcluster"),
+                "{name}"
+            );
         }
         if w.sizes.residual >= 64 {
             let plan = SinglePlan::with_gate_warps(&w.sizes, 16, 2, false, smem).unwrap();
             assert_eq!(plan.threads, 64 + w.sizes.skip);
-            compile_ptx(&plan.source(&w.sizes), plan.entry(), "compute_90").unwrap_or_else(|e| panic!("{name} 2 gate warps: {e}"));
+            compile_ptx(&plan.source(&w.sizes), plan.entry(), "compute_90")
+                .unwrap_or_else(|e| panic!("{name} 2 gate warps: {e}"));
         } else {
             assert!(SinglePlan::with_gate_warps(&w.sizes, 16, 4, false, smem).is_err(), "{name}: 8 inputs per warp");
         }

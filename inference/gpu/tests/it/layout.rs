@@ -1,7 +1,7 @@
 //! The per-block slices of kernel 1 and the whole matrices of kernel 2 hold
 //! exactly the voice's weights, each where the kernel indexes it.
 use dv_gpu::model::{bf16_bits, bf16_value, gate_row, MultiLayout, SingleLayout, Stored, A};
-use dv_gpu::{Weights, SinglePlan, MultiPlan};
+use dv_gpu::{MultiPlan, SinglePlan, Weights};
 use dv_synth::random::random_voice;
 use dv_voice::WavenetConfig;
 

@@ -114,7 +114,11 @@ fn align_writes_textgrids_parquet_and_a_scored_report() {
     ]);
     if !dv_align::cuda_available() {
         assert!(!o.status.success());
-        assert!(String::from_utf8_lossy(&o.stderr).contains("CUDA unavailable"), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("CUDA unavailable"),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
     }
 
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
@@ -163,18 +167,33 @@ fn align_writes_textgrids_parquet_and_a_scored_report() {
     assert!(pper.is_finite() && pper >= 0.0 && report["pper"]["reference_pairs"].as_u64().unwrap() > 8 * 5);
 
     let o = dv(&[
-        "align", "--features", features.to_str().unwrap(), "--checkpoint", ck.to_str().unwrap(), "--out",
-        out.to_str().unwrap(), "--trim-db=-3",
+        "align",
+        "--features",
+        features.to_str().unwrap(),
+        "--checkpoint",
+        ck.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--trim-db=-3",
     ]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("--trim-db -3: expected a level in dB"));
 
     // --held-out: only the utterances the run held out (its fraction and seed).
     let held_out = d.path().join("aligned-held-out");
     ok(&dv(&[
-        "align", "--features", features.to_str().unwrap(), "--checkpoint", ck.to_str().unwrap(), "--out",
-        held_out.to_str().unwrap(), "--held-out", "--pper-beam", "0",
+        "align",
+        "--features",
+        features.to_str().unwrap(),
+        "--checkpoint",
+        ck.to_str().unwrap(),
+        "--out",
+        held_out.to_str().unwrap(),
+        "--held-out",
+        "--pper-beam",
+        "0",
     ]));
-    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(held_out.join("report.json")).unwrap()).unwrap();
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(held_out.join("report.json")).unwrap()).unwrap();
     let ids: Vec<String> = (1..=8).map(|i| format!("slt_fortune_{i:05}")).collect();
     let expected: Vec<&String> = ids.iter().filter(|id| dv_train::is_validation(id, 5, 0.3)).collect();
     assert!(!expected.is_empty() && expected.len() < 8, "this seed holds out some but not all: {expected:?}");
@@ -188,16 +207,38 @@ fn align_writes_textgrids_parquet_and_a_scored_report() {
     // only those decoding the reference pairs are scored against it.
     let beam_out = d.path().join("aligned-beam");
     let printed = ok(&dv(&[
-        "align", "--features", features.to_str().unwrap(), "--checkpoint", ck.to_str().unwrap(), "--out",
-        beam_out.to_str().unwrap(), "--decoder", "beam", "--beam-width", "8", "--pper-beam", "0",
+        "align",
+        "--features",
+        features.to_str().unwrap(),
+        "--checkpoint",
+        ck.to_str().unwrap(),
+        "--out",
+        beam_out.to_str().unwrap(),
+        "--decoder",
+        "beam",
+        "--beam-width",
+        "8",
+        "--pper-beam",
+        "0",
     ]));
     assert!(printed.contains("decoder        beam of 8 over chained pairs"), "{printed}");
-    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(beam_out.join("report.json")).unwrap()).unwrap();
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(beam_out.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["decoder"], "beam");
     let scored = report["boundary_error"]["utterances"].as_u64().unwrap_or(0);
     assert_eq!(scored + report["decoded_other_pairs"].as_u64().unwrap(), report["aligned"].as_u64().unwrap());
     assert!(report["pper"].is_null());
-    let o = dv(&["align", "--features", features.to_str().unwrap(), "--checkpoint", ck.to_str().unwrap(), "--out", beam_out.to_str().unwrap(), "--decoder", "nope"]);
+    let o = dv(&[
+        "align",
+        "--features",
+        features.to_str().unwrap(),
+        "--checkpoint",
+        ck.to_str().unwrap(),
+        "--out",
+        beam_out.to_str().unwrap(),
+        "--decoder",
+        "nope",
+    ]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("--decoder nope"));
 }
 

@@ -136,19 +136,38 @@ fn train_export_check_parity_and_synthesize() {
     let metrics = ok(&dv(&["evaluate", "--checkpoint", dck.to_str().unwrap(), "--train-split"]));
     assert!(metrics.contains("duration MAE") && metrics.contains("4 utterances"), "{metrics}");
     let text_voice = d.path().join("text-voice");
-    ok(&dv(&["export", "--voice", voice.to_str().unwrap(), "--duration", dck.to_str().unwrap(), "--out", text_voice.to_str().unwrap()]));
+    ok(&dv(&[
+        "export",
+        "--voice",
+        voice.to_str().unwrap(),
+        "--duration",
+        dck.to_str().unwrap(),
+        "--out",
+        text_voice.to_str().unwrap(),
+    ]));
     let tv = dv_voice::Voice::read(&text_voice).unwrap();
     let dc = tv.config().duration.as_ref().expect("the package has a duration model");
     assert!(!dc.stress && !tv.config().conditioning.stress, "the embedded corpus's labels carry no stress");
     assert!(tv.golden().and_then(|g| g.duration.as_ref()).is_some(), "duration golden outputs are written");
-    let printed = ok(&dv(&["synth", "--voice", text_voice.to_str().unwrap(), "-o", wav.to_str().unwrap(), "Hello world. Good bye!"]));
+    let printed = ok(&dv(&[
+        "synth",
+        "--voice",
+        text_voice.to_str().unwrap(),
+        "-o",
+        wav.to_str().unwrap(),
+        "Hello world. Good bye!",
+    ]));
     assert!(printed.contains("wrote"), "{printed}");
     let bytes = std::fs::read(&wav).unwrap();
     let n = u32::from_le_bytes(bytes[40..44].try_into().unwrap()) as usize / 2;
     assert!(n > 0 && bytes.len() == 44 + 2 * n, "{} bytes for {n} samples", bytes.len());
     // A word the lexicon lacks is named.
     let o = dv(&["synth", "--voice", text_voice.to_str().unwrap(), "-o", wav.to_str().unwrap(), "zxqvbnm"]);
-    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("zxqvbnm"), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        !o.status.success() && String::from_utf8_lossy(&o.stderr).contains("zxqvbnm"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 
     // A tiny G2P model trained for a few steps on CMUDict: added to the
     // package with golden words, it pronounces the word the lexicon lacks.
@@ -167,13 +186,29 @@ fn train_export_check_parity_and_synthesize() {
     let gck = d.path().join("gck/step-0000000003.safetensors");
     let g2p_voice = d.path().join("g2p-voice");
     let printed = ok(&dv(&[
-        "export", "--voice", text_voice.to_str().unwrap(), "--g2p", gck.to_str().unwrap(), "--golden-words", "5", "--out",
+        "export",
+        "--voice",
+        text_voice.to_str().unwrap(),
+        "--g2p",
+        gck.to_str().unwrap(),
+        "--golden-words",
+        "5",
+        "--out",
         g2p_voice.to_str().unwrap(),
     ]));
     assert!(printed.contains("5 golden words"), "{printed}");
     let pron = ok(&dv(&["g2p", "--voice", g2p_voice.to_str().unwrap(), "zxqvbnm", "hello"]));
     assert!(pron.contains("zxqvbnm\tg2p\t") && pron.contains("hello\tlexicon\tHH"), "{pron}");
-    let o = dv(&["synth", "--voice", g2p_voice.to_str().unwrap(), "-o", wav.to_str().unwrap(), "--max-seconds", "0.2", "zxqvbnm"]);
+    let o = dv(&[
+        "synth",
+        "--voice",
+        g2p_voice.to_str().unwrap(),
+        "-o",
+        wav.to_str().unwrap(),
+        "--max-seconds",
+        "0.2",
+        "zxqvbnm",
+    ]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("golden parity of the G2P model: 0 of 5 words"), "{err}");

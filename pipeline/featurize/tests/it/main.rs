@@ -10,7 +10,14 @@ use polars::prelude::*;
 /// A TSV corpus: `n` rendered utterances, one missing file, and one FLAC
 /// cut in half (its header is fine, so only decoding finds the fault).
 fn corpus(dir: &Path, n: usize) -> PathBuf {
-    let req = Request { out: dir.join("slt"), utterances: n, seed: 2017, jobs: 2, labels_only: false, tools: Tools::default() };
+    let req = Request {
+        out: dir.join("slt"),
+        utterances: n,
+        seed: 2017,
+        jobs: 2,
+        labels_only: false,
+        tools: Tools::default(),
+    };
     make(&req, &mut |_, _| {}).expect("the recipe's Debian packages are installed");
     let mut tsv = String::from("path\ttext\tspeaker\n");
     for i in 1..=n {

@@ -1,5 +1,6 @@
 use dv_align::{
-    clamp_edge_pauses, ctc_viterbi, phone_timing, speech_extent, AlignError, CtcAlignment, PhoneInterval, PhoneTiming, Span,
+    clamp_edge_pauses, ctc_viterbi, phone_timing, speech_extent, AlignError, CtcAlignment, PhoneInterval, PhoneTiming,
+    Span,
 };
 
 use crate::rng::SplitMix64;

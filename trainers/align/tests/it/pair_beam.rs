@@ -19,7 +19,17 @@ fn class(p: u16, a: u16, b: u16) -> usize {
 fn peaked_posteriors_give_the_chain_and_its_spans() {
     let p = 3;
     let classes = 1 + 9;
-    let path = [class(p, 0, 1), class(p, 0, 1), class(p, 0, 1), 0, class(p, 1, 2), class(p, 1, 2), class(p, 2, 0), class(p, 2, 0), class(p, 2, 0)];
+    let path = [
+        class(p, 0, 1),
+        class(p, 0, 1),
+        class(p, 0, 1),
+        0,
+        class(p, 1, 2),
+        class(p, 1, 2),
+        class(p, 2, 0),
+        class(p, 2, 0),
+        class(p, 2, 0),
+    ];
     let mut lp = vec![-8.0f32; path.len() * classes];
     for (t, &c) in path.iter().enumerate() {
         lp[t * classes + c] = -0.01;
@@ -90,5 +100,8 @@ fn bad_inputs_are_typed_errors() {
     assert!(matches!(constrained_pair_beam(&[0.0; 5], 1, 5, 0, &f, 0, 2), Err(AlignError::Empty { .. })));
     let mut nan = vec![0.0f32; 10];
     nan[7] = f32::NAN;
-    assert!(matches!(constrained_pair_beam(&nan, 2, 5, 0, &f, 4, 2), Err(AlignError::NonFinite { row: 1, col: 2, .. })));
+    assert!(matches!(
+        constrained_pair_beam(&nan, 2, 5, 0, &f, 4, 2),
+        Err(AlignError::NonFinite { row: 1, col: 2, .. })
+    ));
 }

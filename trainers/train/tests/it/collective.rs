@@ -56,7 +56,9 @@ fn all_reduce_sums_and_broadcast_copies_on_every_world_size() {
 #[test]
 fn the_conformance_suite_passes_on_threads() {
     for world in [1, 2, 3] {
-        for result in on_ranks(world, Duration::from_secs(60), |c| dv_train::conformance::run_suite(c, tch::Device::Cpu)) {
+        for result in
+            on_ranks(world, Duration::from_secs(60), |c| dv_train::conformance::run_suite(c, tch::Device::Cpu))
+        {
             assert_eq!(result.unwrap().len(), 4, "world {world}");
         }
     }

@@ -9,7 +9,14 @@ use tch::{nn::OptimizerConfig, Device, Kind, Tensor};
 
 fn batch(inputs: Tensor, targets: Tensor, lengths: Vec<i64>) -> Batch {
     let ids = (0..lengths.len()).collect();
-    Batch { inputs, input_lengths: lengths.clone(), targets, target_lengths: lengths, example_ids: ids, audio_seconds: None }
+    Batch {
+        inputs,
+        input_lengths: lengths.clone(),
+        targets,
+        target_lengths: lengths,
+        example_ids: ids,
+        audio_seconds: None,
+    }
 }
 
 #[test]
@@ -18,7 +25,13 @@ fn outputs_have_the_paper_shape() {
     let x = Tensor::zeros([3, 7, 45], (Kind::Float, Device::Cpu));
     assert_eq!(m.forward(&x, false, 0, &[0, 1, 2]).unwrap().size(), vec![3, 7, 22]);
     let names: Vec<String> = m.named_parameters().into_iter().map(|(n, _)| n).collect();
-    for want in ["duration.fc1.weight", "duration.fc2.bias", "duration.gru.0.weight_ih_l0", "duration.gru.1.bias_hh_l0", "duration.out.weight"] {
+    for want in [
+        "duration.fc1.weight",
+        "duration.fc2.bias",
+        "duration.gru.0.weight_ih_l0",
+        "duration.gru.1.bias_hh_l0",
+        "duration.out.weight",
+    ] {
         assert!(names.iter().any(|n| n == want), "{want} missing from {names:?}");
     }
 }
@@ -118,7 +131,10 @@ fn aligner_times_replace_the_reference_times_run_by_run() {
     for (g, w) in times.iter().zip(want) {
         assert!((g.0 - w.0).abs() < 1e-12 && (g.1 - w.1).abs() < 1e-12, "{times:?}");
     }
-    assert_eq!(got.iter().map(|p| p.phoneme).collect::<Vec<_>>(), reference.iter().map(|p| p.phoneme).collect::<Vec<_>>());
+    assert_eq!(
+        got.iter().map(|p| p.phoneme).collect::<Vec<_>>(),
+        reference.iter().map(|p| p.phoneme).collect::<Vec<_>>()
+    );
     // Other phonemes, or another count: not this utterance's alignment.
     let mut wrong = aligned;
     wrong[1].0 = Phoneme::K;

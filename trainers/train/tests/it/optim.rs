@@ -78,7 +78,8 @@ fn flat_adam_over_float32_tensors_gives_the_same_bits_as_per_tensor_adam() {
     // check that they are the state the step uses.
     tch::manual_seed(5);
     let shapes: [&[i64]; 3] = [&[3, 4], &[5], &[2, 3, 2]];
-    let params: Vec<Tensor> = shapes.iter().map(|s| Tensor::randn(*s, (Kind::Float, tch::Device::Cpu)).set_requires_grad(true)).collect();
+    let params: Vec<Tensor> =
+        shapes.iter().map(|s| Tensor::randn(*s, (Kind::Float, tch::Device::Cpu)).set_requires_grad(true)).collect();
     let mut adam = Adam::new(config(0.01), &params).unwrap();
     let reference: Vec<Tensor> = params.iter().map(|p| p.detach().copy()).collect();
     let mut m_ref: Vec<Tensor> = Vec::new();

@@ -34,7 +34,8 @@ fn fo_pooling_matches_eq_23_by_hand() {
     let c0 = 0.75 * 0.5; // 0.375
     let c1 = 0.5 * c0 + 0.5 * -1.0; // −0.3125
     let c2 = 0.9 * c1 + 0.1 * 2.0; // −0.08125
-    let got = Vec::<f32>::try_from(fo_pool(&log_f.ones_like().f_mul(&cand).unwrap(), &log_f).unwrap().view([-1])).unwrap();
+    let got =
+        Vec::<f32>::try_from(fo_pool(&log_f.ones_like().f_mul(&cand).unwrap(), &log_f).unwrap().view([-1])).unwrap();
     for (g, want) in got.iter().zip([c0, c1, c2]) {
         assert!((*g as f64 - want).abs() < 1e-6, "got {got:?}, want {:?}", [c0, c1, c2]);
     }
@@ -98,10 +99,13 @@ fn inputs(c: &WavenetConfig, frames: i64, seed: u64) -> (Tensor, Tensor) {
 
 #[test]
 fn presets_have_the_table_2_sizes_and_receptive_fields() {
-    for (name, l, r, s) in [(
-        "20x32x128", 20, 32, 128), ("20x64x128", 20, 64, 128), ("40x64x256", 40, 64, 256), ("40x64x128", 40, 64, 128),
-        ("40x32x128", 40, 32, 128)]
-    {
+    for (name, l, r, s) in [
+        ("20x32x128", 20, 32, 128),
+        ("20x64x128", 20, 64, 128),
+        ("40x64x256", 40, 64, 256),
+        ("40x64x128", 40, 64, 128),
+        ("40x32x128", 40, 32, 128),
+    ] {
         let c = WavenetConfig::preset(name).unwrap();
         assert_eq!((c.layers, c.residual_channels, c.skip_channels), (l, r, s));
         // Cycles of 10: 1 + 2 + … + 512 = 1023 per cycle.
