@@ -9,7 +9,11 @@
 #                                         # test words, on the GPU); `dv align` of the held-out set
 #   G2P_DROPOUT=0.3 G2P_STEPS=6000 benchmarks/hours/run.sh g2p $OUT
 #                                         # the paper-size G2P alone in the foreground with another
-#                                         # dropout, then PER/WER of its last checkpoint
+#                                         # dropout, then PER/WER of its best-on-dev and last checkpoints
+#                                         # (G2P_BG=1: in the background; `g2p-eval` evaluates it later)
+#   benchmarks/hours/run.sh wavenet $OUT  # render + featurize if not yet; the (40, 64, 256) WaveNet
+#                                         # in the background, resumed from .carry/wavenet-ck/ if there
+#   benchmarks/hours/run.sh wavenet-finish $OUT   # stop it; its curve and last checkpoint (split)
 # Carried (.carry, made on the dev VM): dv.xz, cmudict.dict, labels5000.tar.xz (from
 # `dv corpus make-default --utterances 5000 --labels-only`), render/ (hts_engine, sox, their
 # libraries and the slt .htsvoice copied from Debian 12). Work directory: $WORK (/root/dvwork).
@@ -49,7 +53,7 @@ seg_config() {
 
 snapshot() {
     nvidia-smi --query-gpu=name,utilization.gpu,memory.used --format=csv > "$out/gpu.csv" 2>&1
-    for r in g2p-paper seg-mid seg-paper; do
+    for r in g2p-paper g2p-dropout seg-mid seg-paper wavenet; do
         [ -d "$work/$r" ] || continue
         mkdir -p "$out/$r"
         cp "$work/$r/metrics.jsonl" "$out/$r/" 2>/dev/null
@@ -59,15 +63,12 @@ snapshot() {
     done
 }
 
-case $phase in
-start)
-    stamp "start on $(nvidia-smi --query-gpu=name --format=csv,noheader)"
-    g2p_config
-    (cd "$work" && setsid nohup "$dv" train --config g2p-paper.toml > g2p-paper.log 2>&1 &)
-    stamp "G2P paper-size training started (background)"
+# Renders the carried labels and featurizes them, once per machine.
+render_featurize() {
+    [ -f "$features/manifest.json" ] && return
     mkdir -p "$work/corpora"
     tar xJf "$here/.carry/labels5000.tar.xz" -C "$work/corpora"
-    r=$here/.carry/render
+    local r=$here/.carry/render
     LD_LIBRARY_PATH="$r/lib:$LD_LIBRARY_PATH" "$dv" corpus make-default --utterances 5000 --out "$corpus" \
         --hts-engine "$r/bin/hts_engine" --sox "$r/bin/sox" --voice "$r/cmu_us_slt_arctic_hts.htsvoice" --jobs 14 \
         2>&1 | tail -3 | tee "$out/render.txt"
@@ -75,6 +76,15 @@ start)
     "$dv" corpus inspect "$corpus" --manifest "$work/manifest5000.parquet" 2>&1 | tee "$out/inspect.txt" | head -20
     "$dv" featurize --corpus "$corpus" --out "$features" --jobs 14 2>&1 | tail -4 | tee "$out/featurize.txt"
     stamp "featurized"
+}
+
+case $phase in
+start)
+    stamp "start on $(nvidia-smi --query-gpu=name --format=csv,noheader)"
+    g2p_config
+    (cd "$work" && setsid nohup "$dv" train --config g2p-paper.toml > g2p-paper.log 2>&1 &)
+    stamp "G2P paper-size training started (background)"
+    render_featurize
     seg_config seg-mid 32 256 3 32 1e-3
     for r in seg-mid; do
         (cd "$work" && setsid nohup "$dv" train --config $r.toml > $r.log 2>&1 &)
@@ -83,20 +93,63 @@ start)
     sleep "${START_TAIL_S:-60}"
     snapshot
     ;;
+wavenet)
+    # The (40, 64, 256) WaveNet, bf16, one GPU, on the 5,000 utterances' chunks (background).
+    # Resumes from a checkpoint carried in .carry/wavenet-ck/ as 15 MB parts (what `wavenet-finish`
+    # returns under ck/).
+    render_featurize
+    d=$work/wavenet
+    mkdir -p "$d/ck"
+    for first in "$here"/.carry/wavenet-ck/*.safetensors.aa; do
+        [ -e "$first" ] || continue
+        name=$(basename "$first" .aa)
+        cat "$here/.carry/wavenet-ck/$name".* > "$d/ck/$name"
+        stamp "resuming from $name ($(stat -c %s "$d/ck/$name") bytes)"
+    done
+    sed -e "s|@L@|40|" -e "s|@R@|64|" -e "s|@S@|256|" -e "s|@BF16@|true|" -e "s|@BATCH@|8|" -e "s|@STEPS@|1000000|" \
+        -e "s|@LOG@|50|" -e "s|@VAL@|1000|" -e "s|@CKPT@|500|" -e "s|@PROFILE@|false|" -e "s|@DIR@|$d|g" \
+        -e "s|@FEATURES@|$features|" -e "s/^device = \"cuda\"/device = \"cuda\"\nthreads_per_rank = ${WN_THREADS:-8}/" \
+        "$here/benchmarks/wavenet/wavenet.toml.in" > "$work/wavenet.toml"
+    (cd "$work" && setsid nohup "$dv" train --config wavenet.toml > wavenet.log 2>&1 &)
+    stamp "WaveNet training started (background)"
+    sleep "${START_TAIL_S:-60}"
+    snapshot
+    ;;
+wavenet-finish)
+    pkill -f "config [w]avenet" ; sleep 3
+    snapshot
+    d=$work/wavenet
+    "$dv" plot "$d/metrics.jsonl" --out "$out/wavenet/loss.png" > /dev/null 2>&1
+    ck=$(ls "$d/ck"/step-*.safetensors | tail -1)
+    mkdir -p "$out/ck" && split -b 15M "$ck" "$out/ck/$(basename "$ck")."   # cat parts > checkpoint
+    stamp "WaveNet stopped at $(basename "$ck")"
+    ;;
 g2p)
     g2p_config
     sed -i -e 's/^preset = "paper"/[model.sizes]\nembed = 256\nhidden = 1024\nlayers = 3\nbeam = 5\ndropout = '"$G2P_DROPOUT"'/' \
-        -e "s/^steps = 20000/steps = $G2P_STEPS/" -e "s/^threads_per_rank = .*/threads_per_rank = 8/" \
+        -e "s/^steps = 20000/steps = $G2P_STEPS/" -e "s/^threads_per_rank = .*/threads_per_rank = ${G2P_THREADS:-8}/" \
         -e "s#$work/g2p-paper#$work/g2p-dropout#g" "$work/g2p-paper.toml"
     mv "$work/g2p-paper.toml" "$work/g2p-dropout.toml"
     stamp "G2P with dropout $G2P_DROPOUT for $G2P_STEPS steps"
-    (cd "$work" && "$dv" train --config g2p-dropout.toml > g2p-dropout.log 2>&1)
+    if [ -n "${G2P_BG:-}" ]; then   # background: `g2p-eval` evaluates it later
+        (cd "$work" && setsid nohup "$dv" train --config g2p-dropout.toml > g2p-dropout.log 2>&1 &)
+        stamp "G2P started (background)"
+    else
+        (cd "$work" && "$dv" train --config g2p-dropout.toml > g2p-dropout.log 2>&1)
+        G2P_WAIT_S=0 "$0" g2p-eval "$out"
+        exit
+    fi
+    ;;
+g2p-eval)
+    # Waits for the G2P run to end (at most G2P_WAIT_S), then PER/WER of its best-on-dev and last checkpoints.
+    for _ in $(seq "${G2P_WAIT_S:-0}"); do pgrep -f "config [g]2p-dropout" > /dev/null || break; sleep 1; done
     mkdir -p "$out/g2p-dropout"
     cp "$work/g2p-dropout/metrics.jsonl" "$work/g2p-dropout.toml" "$out/g2p-dropout/"
     tail -3 "$work/g2p-dropout.log" > "$out/g2p-dropout/log-tail.txt"
-    last=$(ls "$work/g2p-dropout/checkpoints"/step-*.safetensors | tail -1)
-    stamp "G2P evaluation of $last"
-    timeout "${EVAL_S:-240}" "$dv" evaluate --checkpoint "$last" --device cuda 2>&1 | tail -2 | tee "$out/g2p-dropout/eval.txt"
+    for ck in "$work/g2p-dropout/checkpoints/best.safetensors" $(ls "$work/g2p-dropout/checkpoints"/step-*.safetensors | tail -1); do
+        stamp "G2P evaluation of $ck"
+        timeout "${EVAL_S:-240}" "$dv" evaluate --checkpoint "$ck" --device cuda 2>&1 | tail -2 | tee -a "$out/g2p-dropout/eval.txt"
+    done
     "$dv" plot "$work/g2p-dropout/metrics.jsonl" --out "$out/g2p-dropout/loss.png" > /dev/null 2>&1
     stamp "finished"
     ;;
