@@ -11,8 +11,10 @@
 #                                         # the paper-size G2P alone in the foreground with another
 #                                         # dropout, then PER/WER of its best-on-dev and last checkpoints
 #                                         # (G2P_BG=1: in the background; `g2p-eval` evaluates it later)
+#   benchmarks/hours/run.sh prepare $OUT  # render + featurize only (features at $WORK/features/slt5000)
 #   benchmarks/hours/run.sh wavenet $OUT  # render + featurize if not yet; the (40, 64, 256) WaveNet
 #                                         # in the background, resumed from .carry/wavenet-ck/ if there
+#                                         # (the parts `wavenet-finish` returns, or one .safetensors.xz)
 #   benchmarks/hours/run.sh wavenet-finish $OUT   # stop it; its curve and last checkpoint (split)
 # Carried (.carry, made on the dev VM): dv.xz, cmudict.dict, labels5000.tar.xz (from
 # `dv corpus make-default --utterances 5000 --labels-only`), render/ (hts_engine, sox, their
@@ -93,6 +95,9 @@ start)
     sleep "${START_TAIL_S:-60}"
     snapshot
     ;;
+prepare)
+    render_featurize
+    ;;
 wavenet)
     # The (40, 64, 256) WaveNet, bf16, one GPU, on the 5,000 utterances' chunks (background).
     # Resumes from a checkpoint carried in .carry/wavenet-ck/ as 15 MB parts (what `wavenet-finish`
@@ -100,14 +105,17 @@ wavenet)
     render_featurize
     d=$work/wavenet
     mkdir -p "$d/ck"
-    for first in "$here"/.carry/wavenet-ck/*.safetensors.aa; do
+    for first in "$here"/.carry/wavenet-ck/*.safetensors.{aa,xz}; do   # parts, or xz (smaller to carry)
         [ -e "$first" ] || continue
-        name=$(basename "$first" .aa)
-        cat "$here/.carry/wavenet-ck/$name".* > "$d/ck/$name"
+        name=$(basename "${first%.*}")
+        case $first in
+        *.xz) xz -dc "$first" > "$d/ck/$name" ;;
+        *) cat "$here/.carry/wavenet-ck/$name".* > "$d/ck/$name" ;;
+        esac
         stamp "resuming from $name ($(stat -c %s "$d/ck/$name") bytes)"
     done
     sed -e "s|@L@|40|" -e "s|@R@|64|" -e "s|@S@|256|" -e "s|@BF16@|true|" -e "s|@BATCH@|8|" -e "s|@STEPS@|1000000|" \
-        -e "s|@LOG@|50|" -e "s|@VAL@|1000|" -e "s|@CKPT@|500|" -e "s|@PROFILE@|false|" -e "s|@DIR@|$d|g" \
+        -e "s|@LOG@|50|" -e "s|@VAL@|1000|" -e "s|@CKPT@|500|" -e "s|@PROFILE@|false|" -e "s|@FUSED@|${FUSED:-true}|" -e "s|@DIR@|$d|g" \
         -e "s|@FEATURES@|$features|" -e "s/^device = \"cuda\"/device = \"cuda\"\nthreads_per_rank = ${WN_THREADS:-8}/" \
         "$here/benchmarks/wavenet/wavenet.toml.in" > "$work/wavenet.toml"
     (cd "$work" && setsid nohup "$dv" train --config wavenet.toml > wavenet.log 2>&1 &)

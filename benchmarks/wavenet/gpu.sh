@@ -3,7 +3,9 @@
 # Run from the repo root on the device, with the xz-compressed stripped dv in .carry/ and a
 # featurize output at $FEATURES:
 #   FEATURES=.carry/features benchmarks/wavenet/gpu.sh .carry/dv.xz $OUT
-# TIMING="L R S BF16 BATCH GPUS ..." picks the timing runs (groups of 6); TRAIN_S seconds of
+# TIMING="L R S BF16 BATCH GPUS ..." picks the timing runs (groups of 6), FUSED=false times
+# libtorch autograd instead of the fused step (`[model.sizes] fused`), TIMING_STEPS (40) steps each,
+# the mean over the windows after TIMING_SKIP (10); TRAIN_S seconds of
 # training afterwards with TRAIN_SIZE="L R S BF16" (0 skips). Everything under $OUT is packed
 # into $OUT/all.tgz.
 set -uo pipefail
@@ -23,7 +25,7 @@ cfg() {  # cfg NAME L R S BF16 BATCH STEPS LOG VAL CKPT PROFILE
     local d=$out/$1; mkdir -p "$d"
     sed -e "s|@L@|$2|" -e "s|@R@|$3|" -e "s|@S@|$4|" -e "s|@BF16@|$5|" -e "s|@BATCH@|$6|" -e "s|@STEPS@|$7|" \
         -e "s|@LOG@|$8|" -e "s|@VAL@|$9|" -e "s|@CKPT@|${10}|" -e "s|@PROFILE@|${11}|" \
-        -e "s|@DIR@|$d|g" -e "s|@FEATURES@|$features|" "$here/wavenet.toml.in" > "$d/run.toml"
+        -e "s|@FUSED@|${FUSED:-true}|" -e "s|@DIR@|$d|g" -e "s|@FEATURES@|$features|" "$here/wavenet.toml.in" > "$d/run.toml"
     echo "$d/run.toml"
 }
 run() {  # run NAME GPUS CONFIG TIMEOUT
@@ -45,8 +47,8 @@ run() {  # run NAME GPUS CONFIG TIMEOUT
 
 set -- ${TIMING:-40 64 256 false 8 1 40 64 256 true 8 1}
 while [ $# -ge 6 ]; do
-    name="t_${1}x${2}x${3}_bf16-${4}_b${5}_g${6}"
-    run "$name" "$6" "$(cfg "$name" "$1" "$2" "$3" "$4" "$5" 40 5 0 100000 "${PROFILE:-false}")" 300
+    name="t_${1}x${2}x${3}_bf16-${4}_b${5}_g${6}_fused-${FUSED:-true}"
+    run "$name" "$6" "$(cfg "$name" "$1" "$2" "$3" "$4" "$5" "${TIMING_STEPS:-40}" 5 0 100000 "${PROFILE:-false}")" 300
     shift 6
 done
 if [ -n "${TF32_TIMING:-}" ]; then  # float32 matmuls on TF32 tensor cores (PyTorch's override)
@@ -61,10 +63,10 @@ for d in sorted(glob.glob(f"{out}/t_*")):
         rows = [json.loads(l) for l in open(f"{d}/metrics.jsonl")]
     except OSError:
         print(os.path.basename(d), "no metrics"); continue
-    rows = [r for r in rows if r["step"] > 10]   # skip warm-up windows
+    rows = [r for r in rows if r["step"] > int(os.environ.get("TIMING_SKIP", 10))]   # skip warm-up windows
     if not rows:
         print(os.path.basename(d), "too few steps"); continue
-    batch = int(os.path.basename(d).split("_b")[-1].split("_")[0])
+    batch = int(os.path.basename(d).split("_b")[-1].split("_")[0])  # the last "_b" is "_bN"
     sps = sum(r["samples_per_s"] for r in rows) / len(rows)
     print(f"{os.path.basename(d)}: {1000 * batch / sps:.1f} ms/iteration ({sps:.1f} chunks/s), loss {rows[-1]['loss']:.3f}")
 PY

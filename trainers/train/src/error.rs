@@ -22,6 +22,13 @@ pub enum TrainError {
     /// A libtorch operation failed (shapes, devices, out of memory).
     #[error("libtorch: {0}")]
     Torch(#[from] tch::TchError),
+    /// A fused CUDA kernel could not be loaded or launched, or it disagreed
+    /// with its libtorch reference.
+    #[error("fused WaveNet gate: {0}")]
+    Kernel(#[from] dv_fused::FusedError),
+    /// A fused kernel's output differs from its reference beyond tolerance.
+    #[error("fused WaveNet gate differs from the reference: {0}")]
+    KernelParity(String),
     /// A model was given inputs of the wrong shape.
     #[error("{what}: expected {expected}, got {got}")]
     Shape { what: &'static str, expected: String, got: String },

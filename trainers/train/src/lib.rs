@@ -58,6 +58,7 @@ pub mod duration;
 mod error;
 mod features;
 pub mod g2p;
+mod gate;
 mod mlflow;
 mod model;
 mod optim;

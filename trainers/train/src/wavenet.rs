@@ -25,9 +25,26 @@
 //! does. Receptive field: `2 + Σ d_i` samples (4094 for ℓ = 40), just under
 //! the 0.25 s (4096 samples) of context each training chunk carries.
 
+//!
+//! # Fused training step
+//!
+//! Training (`fused = true`, the default) runs the gated layer stack by
+//! hand: rows are samples "time-major, batch inner" (`t · batch + b`), so
+//! `x(t − d)` is the same matrix `d · batch` rows earlier and each dilated
+//! convolution is two matrix products with no padding or concatenation;
+//! the gate and its conditioning are one fused pass forward and one
+//! backward ([`crate::gate`]: CUDA kernels on a GPU, libtorch operations
+//! elsewhere); the backward of the stack is written out (matrix products
+//! through libtorch). The conditioning network, the embeddings and the
+//! output layers stay on autograd: the stack's gradients reach them, and
+//! the stack's own weights, through a surrogate term whose gradient is
+//! exactly the hand-computed one (`loss + S − S.detach()`). The same math
+//! as [`Wavenet::logits`]; the tests compare losses and every gradient.
+
 use serde::{Deserialize, Serialize};
 use tch::{nn, Kind, Reduction, Tensor};
 
+use crate::gate::Gate;
 use crate::model::{sorted_parameters, Batch, Model};
 use crate::qrnn::{interleave, BiQrnn};
 use crate::TrainError;
@@ -67,6 +84,15 @@ pub struct WavenetConfig {
     /// stay float32).
     #[serde(default)]
     pub bf16: bool,
+    /// Train through the hand-written layer stack with the fused gate
+    /// ([`crate::gate`]; module docs, "Fused training step"). `false`:
+    /// libtorch autograd over [`Wavenet::logits`], the reference (slower).
+    #[serde(default = "yes")]
+    pub fused: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn ten() -> i64 {
@@ -102,6 +128,7 @@ impl WavenetConfig {
             qrnn_layers: 2,
             hop: 64,
             bf16: false,
+            fused: true,
         }
     }
 
@@ -175,6 +202,20 @@ pub struct Wavenet {
     relu_b: Tensor,
     out_w: Tensor,
     out_b: Tensor,
+    /// The fused step's gate (`Gate::Reference` when `fused` is off).
+    gate: Gate,
+}
+
+/// What the fused forward keeps for its backward (compute kind).
+struct Saved {
+    /// All layers' `L`, `[F · b, ℓ · 2r]`.
+    cl: Tensor,
+    /// Each layer's input `x_i`, `[N · b, r]`.
+    x: Vec<Tensor>,
+    /// Each layer's gate pre-activation before `L` and bias, `[N · b, 2r]`.
+    p: Vec<Tensor>,
+    /// All layers' gate outputs, `[N · b, ℓ · r]` (layer-major columns, as `W_skip` reads).
+    h: Tensor,
 }
 
 fn uniform(fan_in: i64) -> nn::Init {
@@ -222,6 +263,11 @@ impl Wavenet {
         let relu_b = (&w / "relu").var("bias", &[a], nn::Init::Const(0.0));
         let out_w = (&w / "out").var("weight", &[a, a], uniform(a));
         let out_b = (&w / "out").var("bias", &[a], nn::Init::Const(0.0));
+        let gate = if c.fused {
+            Gate::for_device(device, r, c.hop, if c.bf16 { Kind::BFloat16 } else { Kind::Float })?
+        } else {
+            Gate::Reference
+        };
         Ok(Wavenet {
             config: c,
             vs,
@@ -238,6 +284,7 @@ impl Wavenet {
             relu_b,
             out_w,
             out_b,
+            gate,
         })
     }
 
@@ -265,16 +312,8 @@ impl Wavenet {
         Ok(x.f_matmul(&self.proj_w.f_tr()?)?.f_add(&self.proj_b)?)
     }
 
-    /// Teacher-forced logits (module docs), time-major: every layer is a
-    /// matrix product over `[b, N, channels]` (faster on GPUs than the
-    /// equivalent channels-first convolutions, measured in
-    /// `benchmarks/wavenet.md`).
-    ///
-    /// # Shapes
-    /// * `frames`: `[b, F, 227]`, `samples`: `[b, N]` int64 codes with
-    ///   `N = F · hop`
-    /// * returns `[b, N, a]` float32: row t is the logits of y(t).
-    pub fn logits(&self, frames: &Tensor, samples: &Tensor) -> Result<Tensor, TrainError> {
+    /// Checks that `frames` `[b, F, 227]` belong to `samples` `[b, F · hop]`.
+    fn check_input(&self, frames: &Tensor, samples: &Tensor) -> Result<(i64, i64, i64), TrainError> {
         let c = &self.config;
         let (b, n) = (samples.size()[0], samples.size()[1]);
         let f = frames.size()[1];
@@ -285,16 +324,56 @@ impl Wavenet {
                 got: format!("{:?}", frames.size()),
             });
         }
-        let r = c.residual_channels;
-        let cond = self.compute(&self.conditioning(frames)?)?; // [b, F, ℓ·2r]
+        Ok((b, n, f))
+    }
+
+    /// The input layer (App. A.1's 2×1 convolution as two embeddings):
+    /// `E_cur[y(t−1)] + E_prev[y(t−2)] + bias`, code 128 before the window.
+    ///
+    /// # Shapes
+    /// `samples` `[b, N]` int64 → `[b, N, r]`, or `[N, b, r]` when
+    /// `time_major` (float32).
+    fn embedded(&self, samples: &Tensor, time_major: bool) -> Result<Tensor, TrainError> {
+        let (b, n) = (samples.size()[0], samples.size()[1]);
         let silence = Tensor::f_full([b, 2], SILENCE_CODE, (Kind::Int64, samples.device()))?;
         let padded = Tensor::f_cat(&[&silence, samples], 1)?; // [b, 2 + N]
-        let cur = padded.f_narrow(1, 1, n)?; // [b, N]: y(t−1)
-        let prev = padded.f_narrow(1, 0, n)?; // [b, N]: y(t−2)
-        let x0 = Tensor::f_embedding(&self.embed_cur, &cur, -1, false, false)?
+        let (mut cur, mut prev) = (padded.f_narrow(1, 1, n)?, padded.f_narrow(1, 0, n)?); // y(t−1), y(t−2)
+        if time_major {
+            (cur, prev) = (cur.f_tr()?, prev.f_tr()?); // [N, b]
+        }
+        Ok(Tensor::f_embedding(&self.embed_cur, &cur, -1, false, false)?
             .f_add(&Tensor::f_embedding(&self.embed_prev, &prev, -1, false, false)?)?
-            .f_add(&self.embed_bias)?; // [b, N, r]
-        let mut x = self.compute(&x0)?;
+            .f_add(&self.embed_bias)?)
+    }
+
+    /// The output layers: skip projection of all layers' gate outputs, relu,
+    /// relu 1×1, output 1×1 (App. A.1).
+    ///
+    /// # Shapes
+    /// `h` `[…, ℓ·r]` (layer-major) → logits `[…, a]` float32.
+    fn head(&self, h: &Tensor) -> Result<Tensor, TrainError> {
+        let zs = h.f_matmul(&self.compute(&self.skip_w.f_tr()?)?)?.f_add(&self.compute(&self.skip_b)?)?.f_relu()?; // [.., s]
+        let za = zs.f_matmul(&self.compute(&self.relu_w.f_tr()?)?)?.f_add(&self.compute(&self.relu_b)?)?.f_relu()?; // [.., a]
+        let logits = za.f_matmul(&self.compute(&self.out_w.f_tr()?)?)?.f_add(&self.compute(&self.out_b)?)?; // [.., a]
+        Ok(logits.f_to_kind(Kind::Float)?)
+    }
+
+    /// Teacher-forced logits (module docs), time-major: every layer is a
+    /// matrix product over `[b, N, channels]` (faster on GPUs than the
+    /// equivalent channels-first convolutions, measured in
+    /// `benchmarks/wavenet.md`). Autograd throughout: the reference of the
+    /// fused training step, and what export's golden outputs come from.
+    ///
+    /// # Shapes
+    /// * `frames`: `[b, F, 227]`, `samples`: `[b, N]` int64 codes with
+    ///   `N = F · hop`
+    /// * returns `[b, N, a]` float32: row t is the logits of y(t).
+    pub fn logits(&self, frames: &Tensor, samples: &Tensor) -> Result<Tensor, TrainError> {
+        let c = &self.config;
+        let (b, n, f) = self.check_input(frames, samples)?;
+        let r = c.residual_channels;
+        let cond = self.compute(&self.conditioning(frames)?)?; // [b, F, ℓ·2r]
+        let mut x = self.compute(&self.embedded(samples, false)?)?; // [b, N, r]
         let mut hs = Vec::with_capacity(self.layers.len());
         for (i, layer) in self.layers.iter().enumerate() {
             let d = c.dilation(i as i64).min(n);
@@ -310,11 +389,7 @@ impl Wavenet {
             }
             hs.push(h);
         }
-        let h = Tensor::f_cat(&hs, 2)?; // [b, N, ℓ·r], layer-major as W_skip expects
-        let zs = h.f_matmul(&self.compute(&self.skip_w.f_tr()?)?)?.f_add(&self.compute(&self.skip_b)?)?.f_relu()?; // [b, N, s]
-        let za = zs.f_matmul(&self.compute(&self.relu_w.f_tr()?)?)?.f_add(&self.compute(&self.relu_b)?)?.f_relu()?; // [b, N, a]
-        let logits = za.f_matmul(&self.compute(&self.out_w.f_tr()?)?)?.f_add(&self.compute(&self.out_b)?)?; // [b, N, a]
-        Ok(logits.f_to_kind(Kind::Float)?)
+        self.head(&Tensor::f_cat(&hs, 2)?) // [b, N, ℓ·r] → [b, N, a]
     }
 
     /// Per-example mean cross-entropy over positions `[start, end)`.
@@ -327,13 +402,169 @@ impl Wavenet {
             .f_reshape([b * n, a])?
             .f_cross_entropy_loss::<Tensor>(&samples.f_reshape([b * n])?, None, Reduction::None, -100, 0.0)?
             .f_view([b, n])?; // [b, N]
-        let steps = Tensor::f_arange(n, (Kind::Int64, samples.device()))?.f_view([1, n])?;
-        let lo = Tensor::from_slice(start).f_to_device(samples.device())?.f_view([-1, 1])?;
-        let hi = Tensor::from_slice(end).f_to_device(samples.device())?.f_view([-1, 1])?;
-        let mask = steps.f_ge_tensor(&lo)?.f_logical_and(&steps.f_lt_tensor(&hi)?)?.f_to_kind(Kind::Float)?; // [b, N]
-        let count = mask.f_sum_dim_intlist(1, false, Kind::Float)?.f_clamp_min(1.0)?;
-        Ok(ce.f_mul(&mask)?.f_sum_dim_intlist(1, false, Kind::Float)?.f_div(&count)?)
+        masked_means(&ce, start, end)
     }
+
+    /// The fused forward of the layer stack (module docs), without autograd.
+    ///
+    /// # Shapes
+    /// `cond` `[b, F, ℓ·2r]`, `x0` `[N, b, r]` (time-major) → [`Saved`] with
+    /// `h` `[N · b, ℓ·r]`.
+    fn stack_forward(&self, cond: &Tensor, x0: &Tensor, (b, n, f): (i64, i64, i64)) -> Result<Saved, TrainError> {
+        let c = &self.config;
+        let (r, l, rows) = (c.residual_channels, c.layers, n * b);
+        let shape = dv_fused::GateShape { r, batch: b, hop: c.hop, frames: f };
+        let cl = self.compute(&cond.f_transpose(0, 1)?.f_contiguous()?.f_view([f * b, l * 2 * r])?)?; // [F·b, ℓ·2r]
+        let mut x = self.compute(&x0.f_reshape([rows, r])?)?; // [N·b, r]
+        let h = Tensor::f_empty([rows, l * r], (x.kind(), x.device()))?;
+        let (mut xs, mut ps) = (Vec::with_capacity(l as usize), Vec::with_capacity(l as usize));
+        for (i, layer) in self.layers.iter().enumerate() {
+            let d = c.dilation(i as i64).min(n);
+            let p = x.f_matmul(&self.compute(&layer.w_cur)?.f_tr()?)?; // [N·b, 2r]: x(t) W_cur
+            if d < n {
+                let past = x.f_narrow(0, 0, (n - d) * b)?; // x(t − d) for t ≥ d
+                let _ = p.f_narrow(0, d * b, (n - d) * b)?.f_addmm_(&past, &self.compute(&layer.w_prev)?.f_tr()?)?;
+            }
+            let z = h.f_narrow(1, i as i64 * r, r)?; // [N·b, r] columns of h
+            self.gate.forward(shape, &p, &cl.f_narrow(1, i as i64 * 2 * r, 2 * r)?, &self.compute(&layer.bias)?, &z)?;
+            let next = match &layer.residual {
+                Some((w_res, b_res)) => {
+                    Some(x.f_addmm(&z, &self.compute(w_res)?.f_tr()?)?.f_add(&self.compute(b_res)?)?)
+                }
+                None => None,
+            };
+            xs.push(x);
+            ps.push(p);
+            if let Some(nx) = next {
+                x = nx;
+            } else {
+                break;
+            }
+        }
+        Ok(Saved { cl, x: xs, p: ps, h })
+    }
+
+    /// The hand-written backward of [`Wavenet::stack_forward`] from the
+    /// gradient of `h`; returns the gradients of `cond` (`[b, F, ℓ·2r]`),
+    /// of `x0` (`[N, b, r]`), both float32, and of each stack weight
+    /// (paired with it).
+    #[allow(clippy::type_complexity)]
+    fn stack_backward(
+        &self,
+        saved: &Saved,
+        g_h: &Tensor,
+        (b, n, f): (i64, i64, i64),
+    ) -> Result<(Tensor, Tensor, Vec<(Tensor, Tensor)>), TrainError> {
+        let c = &self.config;
+        let (r, l, rows) = (c.residual_channels, c.layers, n * b);
+        let shape = dv_fused::GateShape { r, batch: b, hop: c.hop, frames: f };
+        let g_cl = Tensor::f_empty([f * b, l * 2 * r], (Kind::Float, g_h.device()))?;
+        let mut grads = Vec::with_capacity(5 * l as usize);
+        // The gradient of the next layer's input x_{i+1} (none after the last layer).
+        let mut g_x: Option<Tensor> = None;
+        for (i, layer) in self.layers.iter().enumerate().rev() {
+            let (d, x) = (c.dilation(i as i64).min(n), &saved.x[i]);
+            let mut g_z = g_h.f_narrow(1, i as i64 * r, r)?; // [N·b, r]: from the skip path
+            let z = saved.h.f_narrow(1, i as i64 * r, r)?;
+            if let (Some(gx), Some((w_res, b_res))) = (&g_x, &layer.residual) {
+                // x_{i+1} = x_i + z W_resᵀ + b_res
+                let _ = g_z.f_addmm_(gx, &self.compute(w_res)?)?;
+                grads.push((w_res.shallow_clone(), gx.f_tr()?.f_mm(&z)?));
+                grads.push((b_res.shallow_clone(), gx.f_sum_dim_intlist(0, false, Kind::Float)?));
+            }
+            let g_p = Tensor::f_empty([rows, 2 * r], (g_h.kind(), g_h.device()))?;
+            let g_l = g_cl.f_narrow(1, i as i64 * 2 * r, 2 * r)?;
+            let bias = self.compute(&layer.bias)?;
+            self.gate.backward(
+                shape,
+                &saved.p[i],
+                &saved.cl.f_narrow(1, i as i64 * 2 * r, 2 * r)?,
+                &bias,
+                &g_z,
+                &g_p,
+                &g_l,
+            )?;
+            grads.push((layer.bias.shallow_clone(), g_l.f_sum_dim_intlist(0, false, Kind::Float)?));
+            grads.push((layer.w_cur.shallow_clone(), g_p.f_tr()?.f_mm(x)?));
+            let w_cur = self.compute(&layer.w_cur)?;
+            let gx = match g_x.take() {
+                Some(mut gx) => {
+                    let _ = gx.f_addmm_(&g_p, &w_cur)?; // the residual path's identity plus x_i W_cur
+                    gx
+                }
+                None => g_p.f_mm(&w_cur)?,
+            };
+            if d < n {
+                let g_past = g_p.f_narrow(0, d * b, (n - d) * b)?;
+                let past = x.f_narrow(0, 0, (n - d) * b)?;
+                grads.push((layer.w_prev.shallow_clone(), g_past.f_tr()?.f_mm(&past)?));
+                let _ = gx.f_narrow(0, 0, (n - d) * b)?.f_addmm_(&g_past, &self.compute(&layer.w_prev)?)?;
+            } else {
+                grads.push((layer.w_prev.shallow_clone(), layer.w_prev.f_zeros_like()?));
+            }
+            g_x = Some(gx);
+        }
+        let g_cond = g_cl.f_view([f, b, l * 2 * r])?.f_transpose(0, 1)?; // [b, F, ℓ·2r]
+        let g_x0 = match g_x {
+            Some(gx) => gx.f_view([n, b, r])?.f_to_kind(Kind::Float)?,
+            None => Tensor::f_zeros([n, b, r], (Kind::Float, g_h.device()))?,
+        };
+        Ok((g_cond, g_x0, grads))
+    }
+
+    /// [`Model::loss_sum`] through the fused step (module docs).
+    fn fused_loss_sum(&self, batch: &Batch, train: bool) -> Result<Tensor, TrainError> {
+        let (frames, samples) = (&batch.inputs, &batch.targets);
+        let dims = self.check_input(frames, samples)?;
+        let (b, n, _) = dims;
+        let cond = self.conditioning(frames)?; // [b, F, ℓ·2r] float32, autograd
+        let x0 = self.embedded(samples, true)?; // [N, b, r] float32, autograd
+        let saved = tch::no_grad(|| self.stack_forward(&cond, &x0, dims))?;
+        let h = saved.h.detach().f_set_requires_grad(train)?; // the head's input, a leaf
+        let targets = samples.f_tr()?.f_contiguous()?.f_view([n * b])?; // time-major
+        let ce = self
+            .head(&h)?
+            .f_cross_entropy_loss::<Tensor>(&targets, None, Reduction::None, -100, 0.0)?
+            .f_view([n, b])?
+            .f_tr()?; // [b, N]
+        let loss = masked_means(&ce, &batch.target_lengths, &batch.input_lengths)?.f_sum(Kind::Float)?;
+        if !train || !loss.requires_grad() {
+            return Ok(loss);
+        }
+        let head: Vec<&Tensor> = vec![&self.skip_w, &self.skip_b, &self.relu_w, &self.relu_b, &self.out_w, &self.out_b];
+        let mut inputs = vec![&h];
+        inputs.extend(&head);
+        let g = Tensor::f_run_backward(&[&loss], &inputs, false, false)?;
+        let (g_cond, g_x0, mut grads) = tch::no_grad(|| self.stack_backward(&saved, &g[0], dims))?;
+        grads.extend(head.iter().zip(&g[1..]).map(|(p, gp)| (p.shallow_clone(), gp.shallow_clone())));
+        // S: its gradient with respect to every weight, `cond` and `x0` is the one computed above.
+        let (params, values): (Vec<Tensor>, Vec<Tensor>) = grads
+            .iter()
+            .map(|(p, gp)| Ok((p.f_reshape([-1])?, gp.f_to_kind(Kind::Float)?.f_reshape([-1])?)))
+            .collect::<Result<Vec<_>, TrainError>>()?
+            .into_iter()
+            .unzip();
+        let s = Tensor::f_cat(&params, 0)?
+            .f_dot(&Tensor::f_cat(&values, 0)?)?
+            .f_add(&cond.f_mul(&g_cond)?.f_sum(Kind::Float)?)?
+            .f_add(&x0.f_mul(&g_x0)?.f_sum(Kind::Float)?)?;
+        Ok(loss.f_detach()?.f_add(&s)?.f_sub(&s.f_detach()?)?)
+    }
+}
+
+/// Per-example mean of `ce` over positions `[start, end)`.
+///
+/// # Shapes
+/// `ce` `[b, N]` → `[b]`.
+fn masked_means(ce: &Tensor, start: &[i64], end: &[i64]) -> Result<Tensor, TrainError> {
+    let n = ce.size()[1];
+    let device = ce.device();
+    let steps = Tensor::f_arange(n, (Kind::Int64, device))?.f_view([1, n])?;
+    let lo = Tensor::from_slice(start).f_to_device(device)?.f_view([-1, 1])?;
+    let hi = Tensor::from_slice(end).f_to_device(device)?.f_view([-1, 1])?;
+    let mask = steps.f_ge_tensor(&lo)?.f_logical_and(&steps.f_lt_tensor(&hi)?)?.f_to_kind(Kind::Float)?; // [b, N]
+    let count = mask.f_sum_dim_intlist(1, false, Kind::Float)?.f_clamp_min(1.0)?;
+    Ok(ce.f_mul(&mask)?.f_sum_dim_intlist(1, false, Kind::Float)?.f_div(&count)?)
 }
 
 impl Model for Wavenet {
@@ -346,7 +577,10 @@ impl Model for Wavenet {
     /// each example's loss starts (its context) and `input_lengths` where
     /// it ends (context plus real target samples). Each example's loss is
     /// its mean cross-entropy over that span.
-    fn loss_sum(&self, batch: &Batch, _train: bool, _seed: u64) -> Result<Tensor, TrainError> {
+    fn loss_sum(&self, batch: &Batch, train: bool, _seed: u64) -> Result<Tensor, TrainError> {
+        if self.config.fused {
+            return self.fused_loss_sum(batch, train);
+        }
         let logits = self.logits(&batch.inputs, &batch.targets)?;
         let losses = Wavenet::chunk_losses(&logits, &batch.targets, &batch.target_lengths, &batch.input_lengths)?;
         Ok(losses.f_sum(Kind::Float)?)

@@ -194,3 +194,46 @@ fn a_tiny_batch_overfits() {
     assert!(first > 5.0, "initial loss {first} should be near ln 256 = 5.55");
     assert!(last < 0.5, "loss went from {first} to {last}: the tiny batch did not overfit");
 }
+
+#[test]
+fn the_fused_step_equals_autograd_in_loss_and_every_gradient() {
+    // The hand-written stack (libtorch reference gate on CPU) against autograd over `logits`,
+    // with hop 4 and one frame in the second case so that a dilation reaches the window (d = N).
+    for (hop, frames) in [(64, 3), (4, 1)] {
+        let base = WavenetConfig { hop, ..WavenetConfig::preset("tiny").unwrap() };
+        let build = |fused| {
+            let c = WavenetConfig { fused, ..base.clone() };
+            dv_train::with_rng(5, || Wavenet::new(&c, Device::Cpu)).unwrap()
+        };
+        let (fused, plain) = (build(true), build(false));
+        let (x, _) = inputs(&base, frames, 6);
+        let (_, y) = inputs(&base, 2 * frames, 7);
+        let n = frames * hop;
+        let batch = Batch {
+            inputs: Tensor::cat(&[&x, &x.flip([1])], 0),
+            input_lengths: vec![n, n - 1],
+            targets: y.view([2, n]),
+            target_lengths: vec![1, 0],
+            example_ids: vec![0, 1],
+            audio_seconds: None,
+        };
+        for train in [false, true] {
+            let (a, b) = (fused.loss_sum(&batch, train, 0).unwrap(), plain.loss_sum(&batch, train, 0).unwrap());
+            let (la, lb) = (a.double_value(&[]), b.double_value(&[]));
+            assert!((la - lb).abs() < 1e-5 * lb.abs(), "hop {hop} train {train}: loss {la} vs {lb}");
+            if train {
+                a.backward();
+                b.backward();
+            }
+        }
+        let (pa, pb) = (fused.named_parameters(), plain.named_parameters());
+        assert_eq!(pa.len(), pb.len());
+        for ((name, ta), (_, tb)) in pa.iter().zip(&pb) {
+            let (ga, gb) = (ta.grad(), tb.grad());
+            assert!(ga.defined() && gb.defined(), "hop {hop}: {name} has no gradient");
+            let scale = gb.abs().max().double_value(&[]).max(1e-3);
+            let d = max_abs_diff(&ga, &gb);
+            assert!(d <= 1e-5 * scale, "hop {hop}: {name} gradient differs by {d:.3e} (scale {scale:.3e})");
+        }
+    }
+}
