@@ -352,10 +352,17 @@ impl Wavenet {
     /// # Shapes
     /// `h` `[…, ℓ·r]` (layer-major) → logits `[…, a]` float32.
     fn head(&self, h: &Tensor) -> Result<Tensor, TrainError> {
-        let zs = h.f_matmul(&self.compute(&self.skip_w.f_tr()?)?)?.f_add(&self.compute(&self.skip_b)?)?.f_relu()?; // [.., s]
-        let za = zs.f_matmul(&self.compute(&self.relu_w.f_tr()?)?)?.f_add(&self.compute(&self.relu_b)?)?.f_relu()?; // [.., a]
-        let logits = za.f_matmul(&self.compute(&self.out_w.f_tr()?)?)?.f_add(&self.compute(&self.out_b)?)?; // [.., a]
-        Ok(logits.f_to_kind(Kind::Float)?)
+        let mut dims = h.size();
+        let rows = h.f_reshape([-1, *dims.last().unwrap_or(&1)])?; // [rows, ℓ·r]
+                                                                   // Biases ride in the matrix products' epilogues (cuBLASLt on a GPU; `_addmm_activation`
+                                                                   // would take the relu too, but libtorch has no derivative for it).
+        let zs = self.compute(&self.skip_b)?.f_addmm(&rows, &self.compute(&self.skip_w.f_tr()?)?)?.f_relu()?; // [rows, s]
+        let za = self.compute(&self.relu_b)?.f_addmm(&zs, &self.compute(&self.relu_w.f_tr()?)?)?.f_relu()?; // [rows, a]
+        let logits = self.compute(&self.out_b)?.f_addmm(&za, &self.compute(&self.out_w.f_tr()?)?)?; // [rows, a]
+        if let Some(last) = dims.last_mut() {
+            *last = logits.size()[1];
+        }
+        Ok(logits.f_view(dims.as_slice())?.f_to_kind(Kind::Float)?)
     }
 
     /// Teacher-forced logits (module docs), time-major: every layer is a
@@ -429,7 +436,10 @@ impl Wavenet {
             self.gate.forward(shape, &p, &cl.f_narrow(1, i as i64 * 2 * r, 2 * r)?, &self.compute(&layer.bias)?, &z)?;
             let next = match &layer.residual {
                 Some((w_res, b_res)) => {
-                    Some(x.f_addmm(&z, &self.compute(w_res)?.f_tr()?)?.f_add(&self.compute(b_res)?)?)
+                    // z W_resᵀ with the bias in the product's epilogue, then + x in place
+                    let mut res = self.compute(b_res)?.f_addmm(&z, &self.compute(w_res)?.f_tr()?)?;
+                    let _ = res.f_add_(&x)?;
+                    Some(res)
                 }
                 None => None,
             };
@@ -517,9 +527,12 @@ impl Wavenet {
         let (frames, samples) = (&batch.inputs, &batch.targets);
         let dims = self.check_input(frames, samples)?;
         let (b, n, _) = dims;
+        let mut prof = StepProfile::start(samples.device());
         let cond = self.conditioning(frames)?; // [b, F, ℓ·2r] float32, autograd
         let x0 = self.embedded(samples, true)?; // [N, b, r] float32, autograd
+        prof.mark(0);
         let saved = tch::no_grad(|| self.stack_forward(&cond, &x0, dims))?;
+        prof.mark(1);
         let h = saved.h.detach().f_set_requires_grad(train)?; // the head's input, a leaf
         let targets = samples.f_tr()?.f_contiguous()?.f_view([n * b])?; // time-major
         let ce = self
@@ -528,6 +541,7 @@ impl Wavenet {
             .f_view([n, b])?
             .f_tr()?; // [b, N]
         let loss = masked_means(&ce, &batch.target_lengths, &batch.input_lengths)?.f_sum(Kind::Float)?;
+        prof.mark(2);
         if !train || !loss.requires_grad() {
             return Ok(loss);
         }
@@ -535,7 +549,9 @@ impl Wavenet {
         let mut inputs = vec![&h];
         inputs.extend(&head);
         let g = Tensor::f_run_backward(&[&loss], &inputs, false, false)?;
+        prof.mark(3);
         let (g_cond, g_x0, mut grads) = tch::no_grad(|| self.stack_backward(&saved, &g[0], dims))?;
+        prof.mark(4);
         grads.extend(head.iter().zip(&g[1..]).map(|(p, gp)| (p.shallow_clone(), gp.shallow_clone())));
         // S: its gradient with respect to every weight, `cond` and `x0` is the one computed above.
         let (params, values): (Vec<Tensor>, Vec<Tensor>) = grads
@@ -548,7 +564,64 @@ impl Wavenet {
             .f_dot(&Tensor::f_cat(&values, 0)?)?
             .f_add(&cond.f_mul(&g_cond)?.f_sum(Kind::Float)?)?
             .f_add(&x0.f_mul(&g_x0)?.f_sum(Kind::Float)?)?;
-        Ok(loss.f_detach()?.f_add(&s)?.f_sub(&s.f_detach()?)?)
+        let out = loss.f_detach()?.f_add(&s)?.f_sub(&s.f_detach()?)?;
+        prof.mark(5);
+        prof.finish();
+        Ok(out)
+    }
+}
+
+/// Wall time of the fused step's parts, when `DV_WAVENET_PROFILE` is set:
+/// the device is synchronised at each boundary and the means over 20 steps
+/// go to stderr (`[train] profile` times the trainer's phases around it).
+struct StepProfile {
+    device: Option<tch::Device>,
+    last: std::time::Instant,
+    ms: [f64; 6],
+}
+
+const STEP_PARTS: [&str; 6] = ["cond+embed", "stack fwd", "head+loss", "head bwd", "stack bwd", "surrogate"];
+static STEP_TOTALS: std::sync::Mutex<([f64; 6], u32)> = std::sync::Mutex::new(([0.0; 6], 0));
+
+impl StepProfile {
+    fn start(device: tch::Device) -> StepProfile {
+        let on = std::env::var_os("DV_WAVENET_PROFILE").is_some();
+        let mut p = StepProfile { device: on.then_some(device), last: std::time::Instant::now(), ms: [0.0; 6] };
+        p.sync();
+        p.last = std::time::Instant::now();
+        p
+    }
+
+    fn sync(&self) {
+        if let Some(tch::Device::Cuda(i)) = self.device {
+            tch::Cuda::synchronize(i as i64);
+        }
+    }
+
+    fn mark(&mut self, part: usize) {
+        if self.device.is_none() {
+            return;
+        }
+        self.sync();
+        let now = std::time::Instant::now();
+        self.ms[part] += (now - self.last).as_secs_f64() * 1e3;
+        self.last = now;
+    }
+
+    fn finish(&self) {
+        if self.device.is_none() {
+            return;
+        }
+        let Ok(mut t) = STEP_TOTALS.lock() else { return };
+        for (a, v) in t.0.iter_mut().zip(self.ms) {
+            *a += v;
+        }
+        t.1 += 1;
+        if t.1 == 20 {
+            let parts: Vec<String> = STEP_PARTS.iter().zip(t.0).map(|(n, v)| format!("{n} {:.2}", v / 20.0)).collect();
+            eprintln!("fused step [{} ms]", parts.join(", "));
+            *t = ([0.0; 6], 0);
+        }
     }
 }
 
