@@ -412,12 +412,54 @@ impl Wavenet {
         masked_means(&ce, start, end)
     }
 
-    /// The fused forward of the layer stack (module docs), without autograd.
+    /// The layer stack's weights in one flat float32 vector (autograd: its
+    /// gradient reaches every weight) in the order of [`Wavenet::layer_views`].
+    fn stack_flat(&self) -> Result<Tensor, TrainError> {
+        let mut parts = Vec::with_capacity(5 * self.layers.len());
+        for layer in &self.layers {
+            parts.extend([&layer.w_prev, &layer.w_cur, &layer.bias]);
+            if let Some((w_res, b_res)) = &layer.residual {
+                parts.extend([w_res, b_res]);
+            }
+        }
+        let flat: Vec<Tensor> = parts.iter().map(|p| p.f_reshape([-1])).collect::<Result<_, _>>()?;
+        Ok(Tensor::f_cat(&flat, 0)?)
+    }
+
+    /// Each layer's weights as views of `flat` (laid out by [`Wavenet::stack_flat`]).
+    fn layer_views(&self, flat: &Tensor) -> Result<Vec<Layer>, TrainError> {
+        let mut at = 0;
+        let mut take = |like: &Tensor| -> Result<Tensor, TrainError> {
+            let n = like.numel() as i64;
+            let v = flat.f_narrow(0, at, n)?.f_view(like.size().as_slice())?;
+            at += n;
+            Ok(v)
+        };
+        let mut views = Vec::with_capacity(self.layers.len());
+        for layer in &self.layers {
+            let (w_prev, w_cur, bias) = (take(&layer.w_prev)?, take(&layer.w_cur)?, take(&layer.bias)?);
+            let residual = match &layer.residual {
+                Some((w_res, b_res)) => Some((take(w_res)?, take(b_res)?)),
+                None => None,
+            };
+            views.push(Layer { w_prev, w_cur, bias, residual });
+        }
+        Ok(views)
+    }
+
+    /// The fused forward of the layer stack (module docs), without autograd;
+    /// `w` the stack's weights in the compute kind.
     ///
     /// # Shapes
     /// `cond` `[b, F, ℓ·2r]`, `x0` `[N, b, r]` (time-major) → [`Saved`] with
     /// `h` `[N · b, ℓ·r]`.
-    fn stack_forward(&self, cond: &Tensor, x0: &Tensor, (b, n, f): (i64, i64, i64)) -> Result<Saved, TrainError> {
+    fn stack_forward(
+        &self,
+        w: &[Layer],
+        cond: &Tensor,
+        x0: &Tensor,
+        (b, n, f): (i64, i64, i64),
+    ) -> Result<Saved, TrainError> {
         let c = &self.config;
         let (r, l, rows) = (c.residual_channels, c.layers, n * b);
         let shape = dv_fused::GateShape { r, batch: b, hop: c.hop, frames: f };
@@ -425,19 +467,19 @@ impl Wavenet {
         let mut x = self.compute(&x0.f_reshape([rows, r])?)?; // [N·b, r]
         let h = Tensor::f_empty([rows, l * r], (x.kind(), x.device()))?;
         let (mut xs, mut ps) = (Vec::with_capacity(l as usize), Vec::with_capacity(l as usize));
-        for (i, layer) in self.layers.iter().enumerate() {
+        for (i, layer) in w.iter().enumerate() {
             let d = c.dilation(i as i64).min(n);
-            let p = x.f_matmul(&self.compute(&layer.w_cur)?.f_tr()?)?; // [N·b, 2r]: x(t) W_cur
+            let p = x.f_matmul(&layer.w_cur.f_tr()?)?; // [N·b, 2r]: x(t) W_cur
             if d < n {
                 let past = x.f_narrow(0, 0, (n - d) * b)?; // x(t − d) for t ≥ d
-                let _ = p.f_narrow(0, d * b, (n - d) * b)?.f_addmm_(&past, &self.compute(&layer.w_prev)?.f_tr()?)?;
+                let _ = p.f_narrow(0, d * b, (n - d) * b)?.f_addmm_(&past, &layer.w_prev.f_tr()?)?;
             }
             let z = h.f_narrow(1, i as i64 * r, r)?; // [N·b, r] columns of h
-            self.gate.forward(shape, &p, &cl.f_narrow(1, i as i64 * 2 * r, 2 * r)?, &self.compute(&layer.bias)?, &z)?;
+            self.gate.forward(shape, &p, &cl.f_narrow(1, i as i64 * 2 * r, 2 * r)?, &layer.bias, &z)?;
             let next = match &layer.residual {
                 Some((w_res, b_res)) => {
                     // z W_resᵀ with the bias in the product's epilogue, then + x in place
-                    let mut res = self.compute(b_res)?.f_addmm(&z, &self.compute(w_res)?.f_tr()?)?;
+                    let mut res = b_res.f_addmm(&z, &w_res.f_tr()?)?;
                     let _ = res.f_add_(&x)?;
                     Some(res)
                 }
@@ -455,62 +497,53 @@ impl Wavenet {
     }
 
     /// The hand-written backward of [`Wavenet::stack_forward`] from the
-    /// gradient of `h`; returns the gradients of `cond` (`[b, F, ℓ·2r]`),
-    /// of `x0` (`[N, b, r]`), both float32, and of each stack weight
-    /// (paired with it).
-    #[allow(clippy::type_complexity)]
+    /// gradient of `h`: writes each weight's gradient into `gw` (views of one
+    /// zeroed buffer in the compute kind, laid out as `w`) and returns the
+    /// gradients of `cond` (`[b, F, ℓ·2r]`) and of `x0` (`[N, b, r]`), both
+    /// float32.
     fn stack_backward(
         &self,
+        w: &[Layer],
+        gw: &[Layer],
         saved: &Saved,
         g_h: &Tensor,
         (b, n, f): (i64, i64, i64),
-    ) -> Result<(Tensor, Tensor, Vec<(Tensor, Tensor)>), TrainError> {
+    ) -> Result<(Tensor, Tensor), TrainError> {
         let c = &self.config;
         let (r, l, rows) = (c.residual_channels, c.layers, n * b);
         let shape = dv_fused::GateShape { r, batch: b, hop: c.hop, frames: f };
         let g_cl = Tensor::f_empty([f * b, l * 2 * r], (Kind::Float, g_h.device()))?;
-        let mut grads = Vec::with_capacity(5 * l as usize);
         // The gradient of the next layer's input x_{i+1} (none after the last layer).
         let mut g_x: Option<Tensor> = None;
-        for (i, layer) in self.layers.iter().enumerate().rev() {
+        for (i, (layer, gl)) in w.iter().zip(gw).enumerate().rev() {
             let (d, x) = (c.dilation(i as i64).min(n), &saved.x[i]);
             let mut g_z = g_h.f_narrow(1, i as i64 * r, r)?; // [N·b, r]: from the skip path
             let z = saved.h.f_narrow(1, i as i64 * r, r)?;
-            if let (Some(gx), Some((w_res, b_res))) = (&g_x, &layer.residual) {
+            if let (Some(gx), Some((w_res, _)), Some((g_w_res, g_b_res))) = (&g_x, &layer.residual, &gl.residual) {
                 // x_{i+1} = x_i + z W_resᵀ + b_res
-                let _ = g_z.f_addmm_(gx, &self.compute(w_res)?)?;
-                grads.push((w_res.shallow_clone(), gx.f_tr()?.f_mm(&z)?));
-                grads.push((b_res.shallow_clone(), gx.f_sum_dim_intlist(0, false, Kind::Float)?));
+                let _ = g_z.f_addmm_(gx, w_res)?;
+                let _ = gx.f_tr()?.f_mm_out(g_w_res, &z)?;
+                let _ = gx.f_sum_intlist_out(g_b_res, 0, false, g_b_res.kind())?;
             }
             let g_p = Tensor::f_empty([rows, 2 * r], (g_h.kind(), g_h.device()))?;
             let g_l = g_cl.f_narrow(1, i as i64 * 2 * r, 2 * r)?;
-            let bias = self.compute(&layer.bias)?;
-            self.gate.backward(
-                shape,
-                &saved.p[i],
-                &saved.cl.f_narrow(1, i as i64 * 2 * r, 2 * r)?,
-                &bias,
-                &g_z,
-                &g_p,
-                &g_l,
-            )?;
-            grads.push((layer.bias.shallow_clone(), g_l.f_sum_dim_intlist(0, false, Kind::Float)?));
-            grads.push((layer.w_cur.shallow_clone(), g_p.f_tr()?.f_mm(x)?));
-            let w_cur = self.compute(&layer.w_cur)?;
+            let l_i = saved.cl.f_narrow(1, i as i64 * 2 * r, 2 * r)?;
+            self.gate.backward(shape, &saved.p[i], &l_i, &layer.bias, &g_z, &g_p, &g_l)?;
+            let _ = g_l.f_sum_intlist_out(&gl.bias, 0, false, gl.bias.kind())?;
+            let _ = g_p.f_tr()?.f_mm_out(&gl.w_cur, x)?;
             let gx = match g_x.take() {
                 Some(mut gx) => {
-                    let _ = gx.f_addmm_(&g_p, &w_cur)?; // the residual path's identity plus x_i W_cur
+                    let _ = gx.f_addmm_(&g_p, &layer.w_cur)?; // the residual path's identity plus x_i W_cur
                     gx
                 }
-                None => g_p.f_mm(&w_cur)?,
+                None => g_p.f_mm(&layer.w_cur)?,
             };
             if d < n {
+                // (with d = N the whole window is zero padding: w_prev's gradient stays 0)
                 let g_past = g_p.f_narrow(0, d * b, (n - d) * b)?;
                 let past = x.f_narrow(0, 0, (n - d) * b)?;
-                grads.push((layer.w_prev.shallow_clone(), g_past.f_tr()?.f_mm(&past)?));
-                let _ = gx.f_narrow(0, 0, (n - d) * b)?.f_addmm_(&g_past, &self.compute(&layer.w_prev)?)?;
-            } else {
-                grads.push((layer.w_prev.shallow_clone(), layer.w_prev.f_zeros_like()?));
+                let _ = g_past.f_tr()?.f_mm_out(&gl.w_prev, &past)?;
+                let _ = gx.f_narrow(0, 0, (n - d) * b)?.f_addmm_(&g_past, &layer.w_prev)?;
             }
             g_x = Some(gx);
         }
@@ -519,7 +552,7 @@ impl Wavenet {
             Some(gx) => gx.f_view([n, b, r])?.f_to_kind(Kind::Float)?,
             None => Tensor::f_zeros([n, b, r], (Kind::Float, g_h.device()))?,
         };
-        Ok((g_cond, g_x0, grads))
+        Ok((g_cond, g_x0))
     }
 
     /// [`Model::loss_sum`] through the fused step (module docs).
@@ -530,8 +563,12 @@ impl Wavenet {
         let mut prof = StepProfile::start(samples.device());
         let cond = self.conditioning(frames)?; // [b, F, ℓ·2r] float32, autograd
         let x0 = self.embedded(samples, true)?; // [N, b, r] float32, autograd
+                                                // The stack's weights: one flat vector, cast to the compute kind once per step.
+        let flat = self.stack_flat()?;
+        let flat_c = self.compute(&flat.f_detach()?)?;
+        let w = self.layer_views(&flat_c)?;
         prof.mark(0);
-        let saved = tch::no_grad(|| self.stack_forward(&cond, &x0, dims))?;
+        let saved = tch::no_grad(|| self.stack_forward(&w, &cond, &x0, dims))?;
         prof.mark(1);
         let h = saved.h.detach().f_set_requires_grad(train)?; // the head's input, a leaf
         let targets = samples.f_tr()?.f_contiguous()?.f_view([n * b])?; // time-major
@@ -550,20 +587,16 @@ impl Wavenet {
         inputs.extend(&head);
         let g = Tensor::f_run_backward(&[&loss], &inputs, false, false)?;
         prof.mark(3);
-        let (g_cond, g_x0, mut grads) = tch::no_grad(|| self.stack_backward(&saved, &g[0], dims))?;
+        let g_flat = flat_c.f_zeros_like()?;
+        let gw = self.layer_views(&g_flat)?;
+        let (g_cond, g_x0) = tch::no_grad(|| self.stack_backward(&w, &gw, &saved, &g[0], dims))?;
         prof.mark(4);
-        grads.extend(head.iter().zip(&g[1..]).map(|(p, gp)| (p.shallow_clone(), gp.shallow_clone())));
         // S: its gradient with respect to every weight, `cond` and `x0` is the one computed above.
-        let (params, values): (Vec<Tensor>, Vec<Tensor>) = grads
-            .iter()
-            .map(|(p, gp)| Ok((p.f_reshape([-1])?, gp.f_to_kind(Kind::Float)?.f_reshape([-1])?)))
-            .collect::<Result<Vec<_>, TrainError>>()?
-            .into_iter()
-            .unzip();
-        let s = Tensor::f_cat(&params, 0)?
-            .f_dot(&Tensor::f_cat(&values, 0)?)?
-            .f_add(&cond.f_mul(&g_cond)?.f_sum(Kind::Float)?)?
-            .f_add(&x0.f_mul(&g_x0)?.f_sum(Kind::Float)?)?;
+        let mut s = flat.f_dot(&g_flat.f_to_kind(Kind::Float)?)?;
+        for (p, gp) in head.iter().zip(&g[1..]) {
+            s = s.f_add(&p.f_mul(gp)?.f_sum(Kind::Float)?)?;
+        }
+        let s = s.f_add(&cond.f_mul(&g_cond)?.f_sum(Kind::Float)?)?.f_add(&x0.f_mul(&g_x0)?.f_sum(Kind::Float)?)?;
         let out = loss.f_detach()?.f_add(&s)?.f_sub(&s.f_detach()?)?;
         prof.mark(5);
         prof.finish();
