@@ -22,6 +22,17 @@ fn blocked_fo_pooling_equals_the_recurrence() {
         assert_eq!(fast.size(), vec![b, t, h]);
         let d = max_abs_diff(&fast, &slow);
         assert!(d < 1e-5, "b={b} t={t} h={h}: blocked scan differs from the loop by {d}");
+        // And so do the gradients (the scan's backward is autograd's, through masked exponentials).
+        let w = Tensor::randn([b, t, h], (Kind::Float, Device::Cpu));
+        let grads = |pool: fn(&Tensor, &Tensor) -> Result<Tensor, dv_train::TrainError>| {
+            let (c, f) = (cand.detach().set_requires_grad(true), log_f.detach().set_requires_grad(true));
+            let y = pool(&c, &f).unwrap().f_mul(&w).unwrap().sum(Kind::Float);
+            let g = Tensor::run_backward(&[y], &[&c, &f], false, false);
+            (g[0].shallow_clone(), g[1].shallow_clone())
+        };
+        let ((fc, ff), (sc, sf)) = (grads(fo_pool), grads(fo_pool_loop));
+        let (dc, df) = (max_abs_diff(&fc, &sc), max_abs_diff(&ff, &sf));
+        assert!(dc < 1e-4 && df < 1e-4, "b={b} t={t} h={h}: gradients differ by {dc} (h̃), {df} (log f)");
     }
 }
 
