@@ -236,6 +236,9 @@ fn add_g2p(voice: &Path, g2p: &Path, golden_words: usize, out: &Path) -> anyhow:
     let ck = decode(&name, &bytes)?;
     let cfg = RunConfig::from_toml(&format!("{name} (its run config)"), &ck.state.config)?;
     let sizes = cfg.g2p_sizes(&name).with_context(|| format!("{name} is not a G2P checkpoint"))?;
+    if sizes.attention {
+        bail!("{name}: a G2P model with attention cannot go into a voice package (the libtorch-free G2P of dv-synth has none); evaluate it with `dv evaluate`");
+    }
     let DataConfig::Lexicon(lexicon) = cfg.data.clone() else { bail!("{name}: not a G2P run") };
     let model = dv_train::G2p::new(&sizes, tch::Device::Cpu)?;
     dv_train::checkpoint::load_model_weights(&name, &ck, &model)?;

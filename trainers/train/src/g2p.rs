@@ -9,6 +9,16 @@
 //!
 //! Dropout: §3.1 writes "dropout with probability 0.95 after each recurrent
 //! layer", read as a keep probability (as for the other models): drop 0.05.
+//!
+//! Attention (`attention = true`, off in every preset): an extension beyond
+//! §3.1, the attention G2P systems since the paper use (Luong et al. 2015,
+//! "general" scores, no input feeding, so teacher forcing still runs each
+//! GRU over the whole sequence at once): the top decoder layer's output `y`
+//! scores every encoder output `e` (top bidirectional layer) as
+//! `y W_a eᵀ`, padding masked; the softmax-weighted context `c` and `y` give
+//! `tanh(W_c [y; c] + b_c)`, which the output layer reads instead of `y`.
+//! The voice package's libtorch-free G2P does not implement it, so
+//! `dv export` refuses such a model.
 
 use serde::{Deserialize, Serialize};
 use tch::nn::{self, RNN};
@@ -43,6 +53,9 @@ pub struct G2pConfig {
     /// Beam width at inference (§3.1: 5).
     #[serde(default = "five")]
     pub beam: usize,
+    /// Attention over the encoder outputs (module docs; not in §3.1).
+    #[serde(default)]
+    pub attention: bool,
 }
 
 fn three() -> i64 {
@@ -58,7 +71,7 @@ fn point_zero_five() -> f64 {
 impl G2pConfig {
     /// §3.1: 3 + 3 layers of 1024 (about 60 M parameters, 240 MB).
     pub fn paper() -> G2pConfig {
-        G2pConfig { embed: 256, hidden: 1024, layers: 3, dropout: 0.05, beam: 5 }
+        G2pConfig { embed: 256, hidden: 1024, layers: 3, dropout: 0.05, beam: 5, attention: false }
     }
 
     /// The size shipped for out-of-vocabulary words: 3 + 3 layers of 160,
@@ -105,6 +118,19 @@ pub struct G2p {
     enc: Vec<(nn::GRU, nn::GRU)>,
     dec: Vec<nn::GRU>,
     out: nn::Linear,
+    /// `W_a` `[H, 2H]` and `W_c` (`3H → H`), when `attention` is on.
+    attention: Option<(Tensor, nn::Linear)>,
+}
+
+/// What the encoder gives the decoder.
+pub struct Encoded {
+    /// The decoder's initial states: encoder layer k's forward final state,
+    /// `L × [1, b, H]`.
+    pub states: Vec<Tensor>,
+    /// The top layer's outputs `[b, n, 2H]`, which attention reads.
+    pub memory: Tensor,
+    /// Which letters are real (not padding), `[b, 1, n]` bool.
+    pub valid: Tensor,
 }
 
 impl G2p {
@@ -130,18 +156,27 @@ impl G2p {
             .map(|k| nn::gru(&p / "dec" / k, if k == 0 { c.embed } else { c.hidden }, c.hidden, rnn))
             .collect();
         let out = nn::linear(&p / "out", c.hidden, G2P_OUTPUTS, Default::default());
-        Ok(G2p { config: c, vs, enc_embed, dec_embed, enc, dec, out })
+        let attention = c.attention.then(|| {
+            let a = &p / "att";
+            let w = a.var(
+                "w",
+                &[c.hidden, 2 * c.hidden],
+                nn::Init::Randn { mean: 0.0, stdev: 0.1 / (c.hidden as f64).sqrt() },
+            );
+            (w, nn::linear(&a / "combine", 3 * c.hidden, c.hidden, Default::default()))
+        });
+        Ok(G2p { config: c, vs, enc_embed, dec_embed, enc, dec, out, attention })
     }
 
     pub fn var_store(&self) -> &nn::VarStore {
         &self.vs
     }
 
-    /// The decoder's initial states: encoder layer k's forward final state
-    /// at each word's last letter.
+    /// The encoder: the decoder's initial states (encoder layer k's forward
+    /// final state at each word's last letter) and the top layer's outputs.
     ///
     /// # Shapes
-    /// `letters` `[b, n]` int64 (0-padded), `lengths` `b` → `L × [1, b, H]`.
+    /// `letters` `[b, n]` int64 (0-padded), `lengths` `b` → [`Encoded`].
     pub fn encode(
         &self,
         letters: &Tensor,
@@ -149,7 +184,7 @@ impl G2p {
         train: bool,
         seed: u64,
         ids: &[usize],
-    ) -> Result<Vec<Tensor>, TrainError> {
+    ) -> Result<Encoded, TrainError> {
         let (b, n) = (letters.size()[0], letters.size()[1]);
         let mut x = Tensor::f_embedding(&self.enc_embed, letters, 0, false, false)?; // [b, n, E]
         let mut states = Vec::with_capacity(self.enc.len());
@@ -165,11 +200,13 @@ impl G2p {
             x = Tensor::f_cat(&[fo, bo], 2)?; // [b, n, 2H]
             x = dropout(&x, self.config.dropout, train, seed, 10 + k as u64, ids)?;
         }
-        let _ = n;
-        Ok(states)
+        let steps = Tensor::f_arange(n, (tch::Kind::Int64, letters.device()))?.f_view([1, 1, n])?;
+        let lens = Tensor::from_slice(lengths).f_to_device(letters.device())?.f_view([b, 1, 1])?;
+        Ok(Encoded { states, memory: x, valid: steps.f_lt_tensor(&lens)? })
     }
 
-    /// One decoder pass with teacher forcing or one step at a time.
+    /// One decoder pass with teacher forcing or one step at a time;
+    /// `encoded` gives attention its memory (unused without attention).
     ///
     /// # Shapes
     /// `inputs` `[b, T]` int64 decoder input tokens, `states` `L × [1, b, H]`
@@ -178,6 +215,7 @@ impl G2p {
         &self,
         inputs: &Tensor,
         states: &[Tensor],
+        encoded: &Encoded,
         train: bool,
         seed: u64,
         ids: &[usize],
@@ -189,6 +227,15 @@ impl G2p {
             out_states.push(st.0);
             x = dropout(&y, self.config.dropout, train, seed, 20 + k as u64, ids)?;
             // [b, T, H]
+        }
+        if let Some((w_a, combine)) = &self.attention {
+            let (e, valid) = (&encoded.memory, &encoded.valid); // [b, n, 2H], [b, 1, n]
+            let scores = x.f_matmul(w_a)?.f_bmm(&e.f_transpose(1, 2)?)?; // [b, T, n]
+            let weights =
+                scores.f_masked_fill(&valid.f_logical_not()?, f64::NEG_INFINITY)?.f_softmax(-1, Kind::Float)?;
+            let context = weights.f_bmm(e)?; // [b, T, 2H]
+            let joined = nn::Module::forward(combine, &Tensor::f_cat(&[&x, &context], 2)?).f_tanh()?; // [b, T, H]
+            x = dropout(&joined, self.config.dropout, train, seed, 30, ids)?;
         }
         Ok((nn::Module::forward(&self.out, &x), out_states))
     }
@@ -210,8 +257,9 @@ impl G2p {
         let device = self.vs.device();
         let n = letters.len() as i64;
         let x = Tensor::from_slice(letters).f_view([1, n])?.f_to_device(device)?;
-        let states = tch::no_grad(|| self.encode(&x, &[n], false, 0, &[0]))?;
+        let encoded = tch::no_grad(|| self.encode(&x, &[n], false, 0, &[0]))?;
         // Live hypotheses: (tokens, score, states per layer [1, 1, H]).
+        let states = encoded.states.iter().map(|t| t.shallow_clone()).collect();
         let mut live: Vec<(Vec<i64>, f64, Vec<Tensor>)> = vec![(vec![], 0.0, states)];
         let mut finished: Vec<(Vec<i64>, f64)> = Vec::new();
         for _ in 0..(2 * n + 8) {
@@ -223,7 +271,7 @@ impl G2p {
             for (h, (toks, score, st)) in live.iter().enumerate() {
                 let prev = *toks.last().unwrap_or(&BOS);
                 let inp = Tensor::from_slice(&[prev]).f_view([1, 1])?.f_to_device(device)?;
-                let (logits, ns) = tch::no_grad(|| self.decode(&inp, st, false, 0, &[0]))?;
+                let (logits, ns) = tch::no_grad(|| self.decode(&inp, st, &encoded, false, 0, &[0]))?;
                 let lp = Vec::<f32>::try_from(
                     logits.f_log_softmax(-1, Kind::Float)?.f_to_device(tch::Device::Cpu)?.f_view([-1])?,
                 )?;
@@ -286,13 +334,13 @@ impl Model for G2p {
     /// including EOS. Each word's loss is its mean token cross-entropy.
     fn loss_sum(&self, batch: &Batch, train: bool, seed: u64) -> Result<Tensor, TrainError> {
         let ids = &batch.example_ids;
-        let states = self.encode(&batch.inputs, &batch.input_lengths, train, seed, ids)?;
+        let encoded = self.encode(&batch.inputs, &batch.input_lengths, train, seed, ids)?;
         let (b, t1) = (batch.targets.size()[0], batch.targets.size()[1]);
         // Decoder inputs: BOS, then the targets shifted right (padding → EOS, never scored).
         let bos = Tensor::f_full([b, 1], BOS, (Kind::Int64, batch.targets.device()))?;
         let shifted = batch.targets.f_narrow(1, 0, t1 - 1)?.f_clamp_min(0)?;
         let inputs = Tensor::f_cat(&[bos, shifted], 1)?; // [b, T + 1]
-        let (logits, _) = self.decode(&inputs, &states, train, seed, ids)?; // [b, T + 1, 201]
+        let (logits, _) = self.decode(&inputs, &encoded.states, &encoded, train, seed, ids)?; // [b, T + 1, 201]
         let ce = logits
             .f_reshape([b * t1, G2P_OUTPUTS])?
             .f_cross_entropy_loss::<Tensor>(&batch.targets.f_reshape([b * t1])?, None, Reduction::None, -100, 0.0)?

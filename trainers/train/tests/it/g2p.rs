@@ -39,11 +39,12 @@ fn toy() -> Pronunciations {
 fn greedy(m: &G2p, letters: &[i64]) -> (Vec<i64>, f64) {
     let n = letters.len() as i64;
     let x = Tensor::from_slice(letters).view([1, n]);
-    let mut states = tch::no_grad(|| m.encode(&x, &[n], false, 0, &[0])).unwrap();
+    let encoded = tch::no_grad(|| m.encode(&x, &[n], false, 0, &[0])).unwrap();
+    let mut states: Vec<Tensor> = encoded.states.iter().map(|t| t.shallow_clone()).collect();
     let (mut prev, mut out, mut score) = (BOS, vec![], 0.0);
     for _ in 0..(2 * n + 8) {
         let inp = Tensor::from_slice(&[prev]).view([1, 1]);
-        let (logits, st) = tch::no_grad(|| m.decode(&inp, &states, false, 0, &[0])).unwrap();
+        let (logits, st) = tch::no_grad(|| m.decode(&inp, &states, &encoded, false, 0, &[0])).unwrap();
         states = st;
         let lp = logits.log_softmax(-1, Kind::Float).view([-1]);
         let best = lp.argmax(0, false).int64_value(&[]);
@@ -59,7 +60,13 @@ fn greedy(m: &G2p, letters: &[i64]) -> (Vec<i64>, f64) {
 
 #[test]
 fn a_tiny_lexicon_overfits_and_decodes_exactly() {
-    let c = G2pConfig { dropout: 0.0, ..G2pConfig::tiny() };
+    for attention in [false, true] {
+        tiny_lexicon_overfits(attention);
+    }
+}
+
+fn tiny_lexicon_overfits(attention: bool) {
+    let c = G2pConfig { dropout: 0.0, attention, ..G2pConfig::tiny() };
     let m = dv_train::with_rng(2, || G2p::new(&c, Device::Cpu)).unwrap();
     let data = toy();
     let batch: Batch = data.batch(&(0..data.len()).collect::<Vec<_>>(), Device::Cpu).unwrap();
@@ -70,16 +77,23 @@ fn a_tiny_lexicon_overfits_and_decodes_exactly() {
         opt.backward_step(&l);
     }
     let last = m.loss_sum(&batch, false, 0).unwrap().double_value(&[]);
-    assert!(last < 0.05 * first, "loss {first} → {last}");
+    assert!(last < 0.05 * first, "attention {attention}: loss {first} → {last}");
     for i in 0..data.len() {
         let (hyp, _) = m.beam(&data.letters[i], 5).unwrap();
-        assert_eq!(hyp, data.tokens[i], "{}", data.words[i]);
+        assert_eq!(hyp, data.tokens[i], "attention {attention}: {}", data.words[i]);
     }
 }
 
 #[test]
 fn width_one_is_greedy_and_width_five_scores_at_least_as_well() {
-    let m = dv_train::with_rng(3, || G2p::new(&G2pConfig { dropout: 0.0, ..G2pConfig::tiny() }, Device::Cpu)).unwrap();
+    for attention in [false, true] {
+        width_one_is_greedy(attention);
+    }
+}
+
+fn width_one_is_greedy(attention: bool) {
+    let c = G2pConfig { dropout: 0.0, attention, ..G2pConfig::tiny() };
+    let m = dv_train::with_rng(3, || G2p::new(&c, Device::Cpu)).unwrap();
     let words = ["speech", "synthesis", "deep", "voice", "rust", "a", "queue", "onomatopoeia"];
     let (mut greedy_total, mut beam_total) = (0.0, 0.0);
     for w in words {
