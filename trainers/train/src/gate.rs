@@ -32,10 +32,21 @@ pub enum Gate {
 impl Gate {
     /// The kernels on a CUDA device, checked against the reference on random
     /// inputs of the model's sizes in `kind` (an error if they differ); the
-    /// reference elsewhere.
+    /// reference elsewhere, and on a GPU whose driver or NVRTC cannot be
+    /// loaded (with a warning: correct, but slower).
     pub fn for_device(device: Device, r: i64, hop: i64, kind: Kind) -> Result<Gate, TrainError> {
         let Device::Cuda(ordinal) = device else { return Ok(Gate::Reference) };
-        let gate = Gate::Cuda(Arc::new(GateKernels::new(ordinal).map_err(TrainError::from)?));
+        let kernels = match GateKernels::new(ordinal) {
+            Ok(k) => k,
+            Err(e @ dv_fused::FusedError::CudaUnavailable { .. }) => {
+                eprintln!(
+                    "warning: {e}; the WaveNet gate runs as libtorch operations instead of the fused kernels (slower)"
+                );
+                return Ok(Gate::Reference);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let gate = Gate::Cuda(Arc::new(kernels));
         let report = gate.parity(device, GateShape { r, batch: 3, hop, frames: 5 }, kind)?;
         eprintln!("fused WaveNet gate on cuda:{ordinal} ({kind:?}): {report}");
         Ok(gate)
