@@ -7,9 +7,14 @@
 //! * A run is one TOML file ([`RunConfig`]); `dv train --config run.toml`.
 //! * Data parallelism: the global batch is split equally among ranks; each
 //!   rank's loss is the *sum* over its examples divided by the global batch,
-//!   and gradients are summed over ranks in flat buckets of at most 4 MiB
-//!   ([`BUCKET_FLOATS`]), so the update equals the single-rank update on the
-//!   whole batch up to float summation order. Rank 0's parameters are
+//!   and gradients are summed over ranks, so the update equals the
+//!   single-rank update on the whole batch up to float summation order.
+//!   When every parameter is float32 on one device they live, with their
+//!   gradients, in two flat buffers ([`FlatParams`]): one all-reduce of the
+//!   gradient buffer (which also carries the step's loss sum) per step, and
+//!   zeroing, clipping and Adam are a few kernels over the buffers;
+//!   otherwise gradients are summed in flat buckets of at most 4 MiB
+//!   ([`BUCKET_FLOATS`]). `DV_TRAIN_FLAT=0` forces the bucketed path. Rank 0's parameters are
 //!   broadcast at start. Collectives sit behind [`Collective`]:
 //!   [`LocalCollective`] runs ranks as threads of one process (CPU; what CI
 //!   tests); an NCCL implementation serves GPUs.
@@ -44,7 +49,7 @@
 //! * Tracking ([`Tracker`]): a JSONL file, and an MLflow server when given.
 //!
 //! Not yet: overlapping the all-reduce with the backward pass (tch exposes
-//! no gradient hooks; buckets are reduced after backward), autocast (the
+//! no gradient hooks; gradients are reduced after backward), autocast (the
 //! WaveNet casts its forward to bf16 itself: `bf16 = true`).
 #![forbid(unsafe_code)]
 
@@ -86,7 +91,7 @@ pub use features::{
 pub use g2p::{G2p, G2pConfig};
 pub use mlflow::MlflowRun;
 pub use model::{dropout, with_rng, Batch, Model};
-pub use optim::{clip_grad_norm, Adam, AdamConfig, StepAnnealing};
+pub use optim::{clip_grad_norm, Adam, AdamConfig, FlatParams, StepAnnealing};
 pub use pronunciation::{G2pMetrics, LexiconConfig, Pronunciations};
 pub use prosody::{Prosody, ProsodyConfig, ProsodyExample, ProsodyMetrics};
 pub use rendezvous::{share_id, RankEnv};

@@ -117,13 +117,7 @@ impl Adam {
         tch::no_grad(|| -> Result<(), TrainError> {
             if let (Some((fm, fv)), true) = (&mut self.flat, all_grads) {
                 let grads: Vec<Tensor> = params.iter().map(|p| p.grad().f_reshape([-1])).collect::<Result<_, _>>()?;
-                let g = Tensor::f_cat(&grads, 0)?;
-                let _ = fm.f_mul_scalar_(c.beta1)?;
-                let _ = fm.f_add_(&g.f_mul_scalar(1.0 - c.beta1)?)?;
-                let _ = fv.f_mul_scalar_(c.beta2)?;
-                let _ = fv.f_addcmul_(&g, &g.f_mul_scalar(1.0 - c.beta2)?)?;
-                let denom = fv.f_sqrt()?.f_div_scalar(bc2_sqrt)?.f_add_scalar(c.eps)?;
-                let update = fm.f_div(&denom)?.f_mul_scalar(step_size)?;
+                let update = flat_update(c, fm, fv, &Tensor::f_cat(&grads, 0)?, step_size, bc2_sqrt)?;
                 let mut off = 0;
                 for p in params {
                     let n = p.numel() as i64;
@@ -150,6 +144,128 @@ impl Adam {
                 let _ = p.f_sub_(&m.f_div(&denom)?.f_mul_scalar(step_size)?)?;
             }
             Ok(())
+        })
+    }
+}
+
+/// Adam's flat moments updated with the flat gradient `g`; returns the
+/// parameter update (to subtract).
+fn flat_update(
+    c: AdamConfig,
+    fm: &mut Tensor,
+    fv: &mut Tensor,
+    g: &Tensor,
+    step_size: f64,
+    bc2_sqrt: f64,
+) -> Result<Tensor, TrainError> {
+    let _ = fm.f_mul_scalar_(c.beta1)?;
+    let _ = fm.f_add_(&g.f_mul_scalar(1.0 - c.beta1)?)?;
+    let _ = fv.f_mul_scalar_(c.beta2)?;
+    let _ = fv.f_addcmul_(g, &g.f_mul_scalar(1.0 - c.beta2)?)?;
+    let denom = fv.f_sqrt()?.f_div_scalar(bc2_sqrt)?.f_add_scalar(c.eps)?;
+    Ok(fm.f_div(&denom)?.f_mul_scalar(step_size)?)
+}
+
+impl Adam {
+    /// [`Adam::step`] for parameters that live in `flat` (in the order Adam
+    /// was built with): the same arithmetic on the whole buffers, so the
+    /// same bits, in a handful of kernels and no per-parameter work.
+    pub fn step_flat(&mut self, flat: &FlatParams, lr: f64) -> Result<(), TrainError> {
+        let c = self.config;
+        let Some((fm, fv)) = &mut self.flat else {
+            return Err(TrainError::Config {
+                path: "[optimizer]".into(),
+                reason: "step_flat on an Adam without flat moments".into(),
+            });
+        };
+        self.step += 1;
+        let bc1 = 1.0 - c.beta1.powi(self.step as i32);
+        let bc2 = 1.0 - c.beta2.powi(self.step as i32);
+        tch::no_grad(|| -> Result<(), TrainError> {
+            let update = flat_update(c, fm, fv, &flat.grads()?, lr / bc1, bc2.sqrt())?;
+            let _ = flat.values.shallow_clone().f_sub_(&update)?;
+            Ok(())
+        })
+    }
+}
+
+/// Every parameter, and its gradient, as a view of one flat float32 buffer
+/// (what PyTorch's DDP and Apex do): zeroing the gradients, summing them
+/// over ranks, clipping and Adam's update each become a few kernels over
+/// the buffers instead of a few per parameter. The gradient buffer has
+/// `extra` floats after the gradients, for per-step numbers (the loss)
+/// that ride in the same all-reduce.
+///
+/// Every gradient is defined from the start (zeros), as after PyTorch's
+/// `zero_grad(set_to_none=False)`: a parameter a step does not reach still
+/// gets Adam's update from its moments.
+pub struct FlatParams {
+    /// The parameters' values, in order.
+    pub values: Tensor,
+    /// Their gradients, then the `extra` floats.
+    pub grads_and_extra: Tensor,
+    len: i64,
+}
+
+impl FlatParams {
+    /// Moves `params` (float32, one device) into flat buffers; `None` if
+    /// they are not all float32 on one device, or if libtorch did not keep
+    /// a gradient as a view of the buffer (then the caller keeps the
+    /// per-parameter path).
+    pub fn new(params: &[Tensor], extra: i64) -> Result<Option<FlatParams>, TrainError> {
+        let Some(p0) = params.first() else { return Ok(None) };
+        let device = p0.device();
+        if !params.iter().all(|p| p.kind() == tch::Kind::Float && p.device() == device && p.requires_grad()) {
+            return Ok(None);
+        }
+        let len: i64 = params.iter().map(|p| p.numel() as i64).sum();
+        let opts = (tch::Kind::Float, device);
+        let values = Tensor::f_zeros([len], opts)?;
+        let grads_and_extra = Tensor::f_zeros([len + extra], opts)?;
+        // Every gradient defined (zeros, from one backward), so it can be re-pointed.
+        let sums: Vec<Tensor> = params.iter().map(|p| p.f_sum(tch::Kind::Float)).collect::<Result<_, _>>()?;
+        Tensor::f_stack(&sums, 0)?.f_sum(tch::Kind::Float)?.f_mul_scalar(0.0)?.f_backward()?;
+        let mut off = 0;
+        let mut at = Vec::with_capacity(params.len());
+        tch::no_grad(|| -> Result<(), TrainError> {
+            for p in params {
+                let n = p.numel() as i64;
+                let v = values.f_narrow(0, off, n)?.f_view(p.size().as_slice())?;
+                v.shallow_clone().f_copy_(p)?;
+                p.shallow_clone().f_set_data(&v)?;
+                let g = grads_and_extra.f_narrow(0, off, n)?.f_view(p.size().as_slice())?;
+                let _ = p.grad().f_set_source_tensor_(&g)?;
+                let _ = g.shallow_clone().f_zero_()?;
+                at.push((v.data_ptr(), g.data_ptr()));
+                off += n;
+            }
+            Ok(())
+        })?;
+        let shared = params.iter().zip(&at).all(|(p, &(v, g))| p.data_ptr() == v && p.grad().data_ptr() == g);
+        Ok(shared.then_some(FlatParams { values, grads_and_extra, len }))
+    }
+
+    /// The gradients (the buffer without its extra floats).
+    pub fn grads(&self) -> Result<Tensor, TrainError> {
+        Ok(self.grads_and_extra.f_narrow(0, 0, self.len)?)
+    }
+
+    /// The extra floats after the gradients.
+    pub fn extra(&self) -> Result<Tensor, TrainError> {
+        let n = self.grads_and_extra.numel() as i64 - self.len;
+        Ok(self.grads_and_extra.f_narrow(0, self.len, n)?)
+    }
+
+    /// [`clip_grad_norm`] over the flat gradients: one reduction, one read.
+    pub fn clip_grad_norm(&self, max_norm: f64) -> Result<f64, TrainError> {
+        tch::no_grad(|| -> Result<f64, TrainError> {
+            let mut g = self.grads()?;
+            let norm = g.f_square()?.f_sum(tch::Kind::Double)?.double_value(&[]).sqrt();
+            let coef = max_norm / (norm + 1e-6);
+            if coef < 1.0 {
+                let _ = g.f_mul_scalar_(coef)?;
+            }
+            Ok(norm)
         })
     }
 }

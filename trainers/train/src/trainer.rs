@@ -2,7 +2,8 @@
 //! that runs ranks as threads with the in-process collective.
 //!
 //! Per step: the rank's slice of the global batch → sum of example losses ÷
-//! global batch → backward → gradients summed over ranks in flat buckets
+//! global batch → backward → gradients summed over ranks, in one flat
+//! buffer with the loss sum riding along ([`FlatParams`]) or in buckets
 //! (equal to the gradient of the global batch's mean loss, whatever the rank
 //! count) → optional clipping → Adam at the annealed learning rate. Rank 0
 //! logs, validates, tracks and checkpoints; at start it loads the newest
@@ -24,7 +25,7 @@ use crate::features::{Features, FRAME_SECONDS};
 use crate::g2p::G2p;
 use crate::mlflow::MlflowRun;
 use crate::model::Model;
-use crate::optim::{clip_grad_norm, Adam};
+use crate::optim::{clip_grad_norm, Adam, FlatParams};
 use crate::pronunciation::Pronunciations;
 use crate::prosody::Prosody;
 use crate::sampler::{splitmix64, Sampler};
@@ -388,6 +389,13 @@ pub fn train_rank(
     let model = crate::model::with_rng(splitmix64(t.seed), || build_model(cfg, device))?;
     let named = model.named_parameters();
     let params: Vec<Tensor> = named.iter().map(|(_, p)| p.shallow_clone()).collect();
+    // Flat buffers when it can (then the step's loss sum and audio seconds
+    // ride in the gradient all-reduce's two extra floats).
+    // `DV_TRAIN_FLAT=0` keeps the per-parameter path (to compare the two).
+    let flat = match std::env::var("DV_TRAIN_FLAT").as_deref() {
+        Ok("0") => None,
+        _ => FlatParams::new(&params, 2)?,
+    };
     let mut adam = Adam::new(cfg.optimizer, &params)?;
     let mut summary = RunSummary::default();
     let mut best: Option<f64> = None;
@@ -470,34 +478,69 @@ pub fn train_rank(
         let idx = sampler.rank_batch_in(step, rank, world, buckets.as_ref());
         let batch = data.batch(&idx, device)?;
         phases.mark(0);
-        for p in &params {
-            let mut g = p.grad();
-            if g.defined() {
-                let _ = tch::no_grad(|| g.f_zero_())?;
+        match &flat {
+            Some(f) => {
+                let _ = tch::no_grad(|| f.grads_and_extra.shallow_clone().f_zero_())?;
+            }
+            None => {
+                for p in &params {
+                    let mut g = p.grad();
+                    if g.defined() {
+                        let _ = tch::no_grad(|| g.f_zero_())?;
+                    }
+                }
             }
         }
         let seed = splitmix64(t.seed ^ splitmix64(step ^ 0x64726f70));
         let loss_sum = model.loss_sum(&batch, true, seed)?;
         loss_sum.f_div_scalar(t.batch as f64)?.f_backward()?;
         phases.mark(1);
-        if world > 1 {
-            let grads: Vec<Tensor> = params
-                .iter()
-                .map(|p| if p.grad().defined() { Ok(p.grad()) } else { p.f_zeros_like() })
-                .collect::<Result<_, _>>()?;
-            all_reduce_buckets(coll, &grads, "grads")?;
+        let audio_seconds = batch.audio_seconds.unwrap_or(0.0);
+        match &flat {
+            // One collective, no host round trip before it: the gradients and the two numbers.
+            Some(f) => {
+                tch::no_grad(|| -> Result<(), TrainError> {
+                    let extra = f.extra()?;
+                    extra.f_narrow(0, 0, 1)?.f_copy_(&loss_sum.f_detach()?.f_to_kind(Kind::Float)?.f_reshape([1])?)?;
+                    let _ = extra.f_narrow(0, 1, 1)?.f_fill_(audio_seconds)?;
+                    Ok(())
+                })?;
+                if world > 1 {
+                    coll.all_reduce_sum(&mut f.grads_and_extra.shallow_clone(), "grads")?;
+                }
+            }
+            None => {
+                if world > 1 {
+                    let grads: Vec<Tensor> = params
+                        .iter()
+                        .map(|p| if p.grad().defined() { Ok(p.grad()) } else { p.f_zeros_like() })
+                        .collect::<Result<_, _>>()?;
+                    all_reduce_buckets(coll, &grads, "grads")?;
+                }
+            }
         }
         phases.mark(2);
-        let grad_norm = match cfg.optimizer.clip_norm {
-            Some(max) => clip_grad_norm(&params, max)?,
-            None => f64::NAN,
+        let grad_norm = match (cfg.optimizer.clip_norm, &flat) {
+            (Some(max), Some(f)) => f.clip_grad_norm(max)?,
+            (Some(max), None) => clip_grad_norm(&params, max)?,
+            (None, _) => f64::NAN,
         };
-        adam.step(&params, lr)?;
-        let mut stats = Tensor::from_slice(&[
-            loss_sum.f_to_device(Device::Cpu)?.double_value(&[]) as f32,
-            batch.audio_seconds.unwrap_or(0.0) as f32,
-        ]);
-        coll.all_reduce_sum(&mut stats, "loss")?;
+        match &flat {
+            Some(f) => adam.step_flat(f, lr)?,
+            None => adam.step(&params, lr)?,
+        }
+        // The loss is read after Adam's kernels are queued.
+        let stats = match &flat {
+            Some(f) => f.extra()?.f_to_device(Device::Cpu)?,
+            None => {
+                let mut stats = Tensor::from_slice(&[
+                    loss_sum.f_to_device(Device::Cpu)?.double_value(&[]) as f32,
+                    audio_seconds as f32,
+                ]);
+                coll.all_reduce_sum(&mut stats, "loss")?;
+                stats
+            }
+        };
         let loss = stats.double_value(&[0]) / t.batch as f64;
         if !loss.is_finite() {
             return Err(TrainError::NonFiniteLoss { step, loss });

@@ -1,4 +1,4 @@
-use dv_train::{clip_grad_norm, Adam, AdamConfig, StepAnnealing};
+use dv_train::{clip_grad_norm, Adam, AdamConfig, FlatParams, StepAnnealing};
 use tch::{Kind, Tensor};
 
 fn config(lr: f64) -> AdamConfig {
@@ -118,4 +118,66 @@ fn flat_adam_over_float32_tensors_gives_the_same_bits_as_per_tensor_adam() {
         assert!(params[k].detach().equal(&reference[k]), "parameter {k} differs from the per-tensor update");
         assert!(adam.m[k].equal(&m_ref[k]) && adam.v[k].equal(&v_ref[k]), "moments of {k} differ");
     }
+}
+
+#[test]
+fn flat_parameters_hold_values_and_accumulated_gradients_and_step_like_per_tensor_adam() {
+    tch::manual_seed(9);
+    let shapes: [&[i64]; 3] = [&[3, 4], &[5], &[2, 3, 2]];
+    let make = || -> Vec<Tensor> {
+        tch::manual_seed(9);
+        shapes.iter().map(|s| Tensor::randn(*s, (Kind::Float, tch::Device::Cpu)).set_requires_grad(true)).collect()
+    };
+    let (params, reference) = (make(), make());
+    let before: Vec<Tensor> = params.iter().map(|p| p.detach().copy()).collect();
+    let flat = FlatParams::new(&params, 2).unwrap().expect("float32 on one device is flattened");
+    // Values kept; gradients defined, zero, and in the buffer; the extra floats after them.
+    assert_eq!(flat.values.size(), [12 + 5 + 12]);
+    assert_eq!(flat.grads_and_extra.size(), [12 + 5 + 12 + 2]);
+    for (p, b) in params.iter().zip(&before) {
+        assert!(p.detach().equal(b), "flattening changed a value");
+        assert_eq!(p.grad().abs().sum(Kind::Double).double_value(&[]), 0.0);
+    }
+    let mut adam = Adam::new(config(0.01), &params).unwrap();
+    let mut adam_ref = Adam::new(config(0.01), &reference).unwrap();
+    for step in 0..3 {
+        let xs: Vec<Tensor> = params.iter().map(|p| p.randn_like()).collect();
+        let _ = flat.grads_and_extra.shallow_clone().zero_();
+        for p in &reference {
+            let _ = p.grad().f_zero_();
+        }
+        // Two backward passes: autograd accumulates into the flat buffer in place.
+        for _ in 0..2 {
+            let loss = |ps: &[Tensor]| -> Tensor {
+                ps.iter()
+                    .zip(&xs)
+                    .map(|(p, x)| (p * x).square().sum(Kind::Float))
+                    .fold(Tensor::from(0.0f32), |a, b| a + b)
+            };
+            loss(&params).backward();
+            loss(&reference).backward();
+        }
+        let want: Vec<Tensor> = reference.iter().map(|p| p.grad().reshape([-1])).collect();
+        assert!(flat.grads().unwrap().equal(&Tensor::cat(&want, 0)), "step {step}: the buffer is not the gradients");
+        assert_eq!(flat.extra().unwrap().size(), [2]);
+        if step == 2 {
+            let norm = flat.clip_grad_norm(0.5).unwrap();
+            let norm_ref = clip_grad_norm(&reference, 0.5).unwrap();
+            assert!((norm - norm_ref).abs() <= 1e-9 * norm_ref, "{norm} vs {norm_ref}");
+            for (p, r) in params.iter().zip(&reference) {
+                assert!(p.grad().allclose(&r.grad(), 1e-6, 1e-7, false), "clipped gradients differ");
+            }
+            for (p, r) in params.iter().zip(&reference) {
+                let _ = r.grad().f_copy_(&p.grad());
+            }
+        }
+        adam.step_flat(&flat, 0.01).unwrap();
+        adam_ref.step(&reference, 0.01).unwrap();
+        for (k, (p, r)) in params.iter().zip(&reference).enumerate() {
+            assert!(p.detach().equal(&r.detach()), "step {step}: parameter {k} differs from per-tensor Adam");
+        }
+    }
+    // The parameters are views of the buffer: writing the buffer moves them.
+    let _ = flat.values.shallow_clone().fill_(3.0);
+    assert_eq!(params[1].double_value(&[4]), 3.0);
 }
