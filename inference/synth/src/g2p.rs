@@ -2,7 +2,9 @@
 //! "Grapheme-to-phoneme model"): bidirectional GRU encoder layers over a
 //! word's letters, unidirectional GRU decoder layers over `(phoneme,
 //! stress)` tokens whose layer k starts from the final forward state of
-//! encoder layer k, decoded by beam search (`beam.rs`).
+//! encoder layer k, decoded by beam search (`beam.rs`). With `attention`
+//! (FORMAT.md; not in §3.1) each step also attends over the top encoder
+//! layer's outputs ("general" scores, no input feeding).
 //!
 //! It runs once per word missing from the lexicon, a dozen letters, so it is
 //! written for accuracy, not speed: f64 throughout (`gru.rs`).
@@ -11,7 +13,7 @@ use dv_voice::{G2pConfig, Voice, MAX_BEAM};
 
 use crate::beam::{Decoder, Search};
 use crate::error::SynthError;
-use crate::gru::{Dense, Gru};
+use crate::gru::{dot, Dense, Gru};
 
 /// The G2P model of a voice.
 #[derive(Debug, Clone)]
@@ -24,6 +26,24 @@ pub struct G2p {
     enc: Vec<[Gru; 2]>,
     dec: Vec<Gru>,
     out: Dense, // [outputs, H]
+    attention: Option<Attention>,
+}
+
+/// Attention's weights: `g2p.att.w` `[H, 2H]` and the combine layer `[H, 3H]`.
+#[derive(Debug, Clone)]
+struct Attention {
+    w: Vec<f32>,
+    combine: Dense,
+}
+
+/// What the encoder hands the decoder for one word.
+struct Encoded {
+    /// The decoder's initial state: encoder layer k's final forward state, `[L, H]`.
+    init: Vec<f64>,
+    /// With attention: the top layer's outputs `m_j = [fwd(j); bwd(j)]`, `[n, 2H]`.
+    memory: Vec<f64>,
+    /// With attention: `k_j = att.w · m_j`, so that a score is `y · k_j`, `[n, H]`.
+    keys: Vec<f64>,
 }
 
 impl G2p {
@@ -38,6 +58,14 @@ impl G2p {
             })
             .collect::<Result<_, SynthError>>()?;
         let dec = (0..config.layers).map(|k| Gru::load(voice, &format!("g2p.dec.{k}"))).collect::<Result<_, _>>()?;
+        let attention = if config.attention {
+            Some(Attention {
+                w: voice.tensor("g2p.att.w")?.data().to_vec(),
+                combine: Dense::load(voice, "g2p.att.combine")?,
+            })
+        } else {
+            None
+        };
         Ok(Self {
             stress_levels: c.stress_levels,
             enc_embed: voice.tensor("g2p.enc_embed")?.data().to_vec(),
@@ -45,6 +73,7 @@ impl G2p {
             enc,
             dec,
             out: Dense::load(voice, "g2p.out")?,
+            attention,
             config,
         })
     }
@@ -88,8 +117,8 @@ impl G2p {
     /// on ties); otherwise as [`G2p::beam`]. Allocates.
     pub fn greedy(&self, word: &str) -> Result<(Vec<(usize, usize)>, f32), SynthError> {
         let letters = self.encode_word(word)?;
-        let init = self.encode(&letters);
-        let (tokens, score) = self.search(&letters, 1).greedy(&mut Step::new(self), init);
+        let enc = self.encode(&letters);
+        let (tokens, score) = self.search(&letters, 1).greedy(&mut Step::new(self, &enc), enc.init.clone());
         Ok((self.pairs(&tokens), score as f32))
     }
 
@@ -109,8 +138,9 @@ impl G2p {
                 return Err(SynthError::OutOfRange { what: "g2p token", position, value: t, limit: o });
             }
         }
-        let mut state = self.encode(&letters);
-        let mut step = Step::new(self);
+        let enc = self.encode(&letters);
+        let mut state = enc.init.clone();
+        let mut step = Step::new(self, &enc);
         let mut lp = vec![0.0f64; o];
         let mut out = Vec::with_capacity((tokens.len() + 1) * o); // [T + 1, outputs]
         for &t in std::iter::once(&self.config.bos()).chain(tokens) {
@@ -142,8 +172,8 @@ impl G2p {
                 reason: format!("{width} is outside 1..={MAX_BEAM}"),
             });
         }
-        let init = self.encode(letters);
-        Ok(self.search(letters, width).run(&mut Step::new(self), init))
+        let enc = self.encode(letters);
+        Ok(self.search(letters, width).run(&mut Step::new(self, &enc), enc.init.clone()))
     }
 
     fn search(&self, letters: &[usize], width: usize) -> Search {
@@ -162,14 +192,15 @@ impl G2p {
         tokens.iter().map(|&t| ((t - 1) / s, (t - 1) % s)).collect()
     }
 
-    /// The encoder: the decoder's initial state, encoder layer k's forward
-    /// state after the last letter, per layer.
+    /// The encoder: the decoder's initial state (encoder layer k's forward
+    /// state after the last letter, per layer) and, with attention, the
+    /// memory and its keys.
     ///
     /// # Shapes
     /// * `letters`: n ≥ 1 indices in `1..graphemes + 1` (checked by
     ///   [`G2p::encode_word`] or the golden data's decoding)
-    /// * returns `[L, H]` row-major
-    fn encode(&self, letters: &[usize]) -> Vec<f64> {
+    /// * `init` `[L, H]`, `memory` `[n, 2H]`, `keys` `[n, H]`, row-major
+    fn encode(&self, letters: &[usize]) -> Encoded {
         let (e, h, n) = (self.config.embed, self.config.hidden, letters.len());
         // [n, in_k]: the embeddings, then [fwd; bwd] of the layer below.
         let mut xs: Vec<Vec<f64>> =
@@ -184,7 +215,7 @@ impl G2p {
                 next[t][..h].copy_from_slice(&hv);
             }
             init.extend_from_slice(&hv);
-            if k + 1 == self.enc.len() {
+            if k + 1 == self.enc.len() && self.attention.is_none() {
                 break; // the last layer's outputs feed nothing
             }
             hv.fill(0.0);
@@ -194,7 +225,15 @@ impl G2p {
             }
             xs = next;
         }
-        init
+        let Some(att) = &self.attention else { return Encoded { init, memory: Vec::new(), keys: Vec::new() } };
+        let memory: Vec<f64> = xs.concat(); // the top layer's outputs
+        let mut keys = vec![0.0f64; n * h];
+        for (m, k) in memory.chunks_exact(2 * h).zip(keys.chunks_exact_mut(h)) {
+            for (a, kv) in k.iter_mut().enumerate() {
+                *kv = dot(&att.w[a * 2 * h..(a + 1) * 2 * h], m);
+            }
+        }
+        Encoded { init, memory, keys }
     }
 }
 
@@ -202,16 +241,58 @@ impl G2p {
 /// every layer's hidden vector, `[L, H]`.
 struct Step<'a> {
     model: &'a G2p,
-    x: Vec<f64>,      // [E]
-    gi: Vec<f64>,     // [3H]
-    gh: Vec<f64>,     // [3H]
-    logits: Vec<f64>, // [outputs]
+    enc: &'a Encoded,
+    x: Vec<f64>,       // [E]
+    gi: Vec<f64>,      // [3H]
+    gh: Vec<f64>,      // [3H]
+    logits: Vec<f64>,  // [outputs]
+    scores: Vec<f64>,  // [n], attention only
+    joined: Vec<f64>,  // [y; c] [3H], attention only
+    att_out: Vec<f64>, // ỹ [H], attention only
 }
 
 impl<'a> Step<'a> {
-    fn new(model: &'a G2p) -> Self {
+    fn new(model: &'a G2p, enc: &'a Encoded) -> Self {
         let (e, h) = (model.config.embed, model.config.hidden);
-        Self { model, x: vec![0.0; e], gi: vec![0.0; 3 * h], gh: vec![0.0; 3 * h], logits: vec![0.0; model.out.rows()] }
+        let n = enc.keys.len() / h;
+        let att = |len: usize| if model.attention.is_some() { vec![0.0; len] } else { Vec::new() };
+        Self {
+            model,
+            enc,
+            x: vec![0.0; e],
+            gi: vec![0.0; 3 * h],
+            gh: vec![0.0; 3 * h],
+            logits: vec![0.0; model.out.rows()],
+            scores: att(n),
+            joined: att(3 * h),
+            att_out: att(h),
+        }
+    }
+
+    /// ỹ = tanh(combine · [y; c]) with c the attention context of y (FORMAT.md).
+    fn attend(&mut self, att: &Attention, y: &[f64]) {
+        let h = y.len();
+        for (s, k) in self.scores.iter_mut().zip(self.enc.keys.chunks_exact(h)) {
+            *s = y.iter().zip(k).map(|(a, b)| a * b).sum();
+        }
+        let max = self.scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let mut total = 0.0;
+        for s in &mut self.scores {
+            *s = (*s - max).exp();
+            total += *s;
+        }
+        self.joined[..h].copy_from_slice(y);
+        let c = &mut self.joined[h..];
+        c.fill(0.0);
+        for (&a, m) in self.scores.iter().zip(self.enc.memory.chunks_exact(2 * h)) {
+            for (cv, &mv) in c.iter_mut().zip(m) {
+                *cv += a / total * mv;
+            }
+        }
+        att.combine.apply(&self.joined, &mut self.att_out);
+        for v in &mut self.att_out {
+            *v = v.tanh();
+        }
     }
 }
 
@@ -220,7 +301,7 @@ impl Decoder for Step<'_> {
 
     /// Embeds `token`, runs the L stacked cells (each layer's input is the
     /// new state of the layer below) and writes `log_softmax(out · h_top +
-    /// b)`.
+    /// b)` (`h_top` through attention when the model has it).
     fn advance(&mut self, state: &mut Vec<f64>, token: usize, lp: &mut [f64]) {
         let m = self.model;
         let (e, h) = (m.config.embed, m.config.hidden);
@@ -232,7 +313,14 @@ impl Decoder for Step<'_> {
             let input: &[f64] = if k == 0 { &self.x } else { &below[(k - 1) * h..] };
             gru.step(input, &mut rest[..h], &mut self.gi, &mut self.gh);
         }
-        m.out.apply(&state[state.len() - h..], &mut self.logits);
+        let top = &state[state.len() - h..];
+        match &m.attention {
+            Some(att) => {
+                self.attend(att, top);
+                m.out.apply(&self.att_out, &mut self.logits);
+            }
+            None => m.out.apply(top, &mut self.logits),
+        }
         let max = self.logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let lse = max + self.logits.iter().map(|&v| (v - max).exp()).sum::<f64>().ln();
         for (p, &v) in lp.iter_mut().zip(&self.logits) {

@@ -85,7 +85,7 @@ impl Gru {
     }
 }
 
-fn dot(w: &[f32], x: &[f64]) -> f64 {
+pub(crate) fn dot(w: &[f32], x: &[f64]) -> f64 {
     w.iter().zip(x).map(|(&a, &b)| a as f64 * b).sum()
 }
 

@@ -207,6 +207,13 @@ pub struct G2pConfig {
     pub outputs: usize,
     /// Beam width at inference (§3.1: 5).
     pub beam: usize,
+    /// Attention over the encoder's top layer (FORMAT.md; not in §3.1).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub attention: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl G2pConfig {
@@ -221,6 +228,7 @@ impl G2pConfig {
             graphemes: G2P_GRAPHEMES.to_string(),
             outputs: 1 + phonemes * stress_levels,
             beam: 5,
+            attention: false,
         }
     }
 
@@ -470,6 +478,6 @@ pub(crate) const KNOWN_KEYS: &[(&str, &[&str])] = &[
     ("conditioning", &["input_dim", "qrnn_layers", "hidden", "stress"]),
     ("f0", &["min_hz", "max_hz"]),
     ("duration", &["input_dim", "fc", "gru", "gru_layers", "f0_points", "duration_unit_s", "f0_unit_hz", "stress"]),
-    ("g2p", &["embed", "hidden", "layers", "graphemes", "outputs", "beam"]),
+    ("g2p", &["embed", "hidden", "layers", "graphemes", "outputs", "beam", "attention"]),
     ("lineage", &["corpus_manifest_sha256", "featurizer", "checkpoint", "step", "code_version", "created"]),
 ];

@@ -55,7 +55,7 @@ pub fn expected_tensors(config: &VoiceConfig) -> Vec<(String, Vec<usize>)> {
 
 /// The `g2p.*` tensors of a G2P model (FORMAT.md, "Grapheme-to-phoneme
 /// model"), in order: the two embeddings, each encoder layer (forward then
-/// backward), each decoder layer, out. Every GRU carries the `_l0` suffix of
+/// backward), each decoder layer, out, and attention's when it has it. Every GRU carries the `_l0` suffix of
 /// a one-layer `torch.nn.GRU`.
 fn g2p_tensors(g: &G2pConfig) -> Vec<(String, Vec<usize>)> {
     let (e, h) = (g.embed, g.hidden);
@@ -77,6 +77,11 @@ fn g2p_tensors(g: &G2pConfig) -> Vec<(String, Vec<usize>)> {
     }
     t.push(("g2p.out.weight".into(), vec![g.outputs, h]));
     t.push(("g2p.out.bias".into(), vec![g.outputs]));
+    if g.attention {
+        t.push(("g2p.att.w".into(), vec![h, 2 * h]));
+        t.push(("g2p.att.combine.weight".into(), vec![h, 3 * h]));
+        t.push(("g2p.att.combine.bias".into(), vec![h]));
+    }
     t
 }
 

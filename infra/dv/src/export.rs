@@ -236,9 +236,6 @@ fn add_g2p(voice: &Path, g2p: &Path, golden_words: usize, out: &Path) -> anyhow:
     let ck = decode(&name, &bytes)?;
     let cfg = RunConfig::from_toml(&format!("{name} (its run config)"), &ck.state.config)?;
     let sizes = cfg.g2p_sizes(&name).with_context(|| format!("{name} is not a G2P checkpoint"))?;
-    if sizes.attention {
-        bail!("{name}: a G2P model with attention cannot go into a voice package (the libtorch-free G2P of dv-synth has none); evaluate it with `dv evaluate`");
-    }
     let DataConfig::Lexicon(lexicon) = cfg.data.clone() else { bail!("{name}: not a G2P run") };
     let model = dv_train::G2p::new(&sizes, tch::Device::Cpu)?;
     dv_train::checkpoint::load_model_weights(&name, &ck, &model)?;
@@ -251,6 +248,7 @@ fn add_g2p(voice: &Path, g2p: &Path, golden_words: usize, out: &Path) -> anyhow:
         config.stress_levels,
     );
     gc.beam = sizes.beam;
+    gc.attention = sizes.attention;
     config.g2p = Some(gc);
     let mut weights = v.weights().clone();
     weights.retain(|k, _| !k.starts_with("g2p."));
@@ -267,20 +265,24 @@ fn add_g2p(voice: &Path, g2p: &Path, golden_words: usize, out: &Path) -> anyhow:
         });
     }
     let mut out_voice = Voice::new(config, weights)?;
-    if let Some(g) = v.golden() {
-        let mut g = g.clone();
-        g.g2p = if words.is_empty() { None } else { Some(dv_voice::G2pGolden::new(out_voice.config(), &words)?) };
-        out_voice = out_voice.with_golden(g)?;
+    match v.golden() {
+        Some(g) => {
+            let mut g = g.clone();
+            g.g2p = if words.is_empty() { None } else { Some(dv_voice::G2pGolden::new(out_voice.config(), &words)?) };
+            out_voice = out_voice.with_golden(g)?;
+        }
+        None => words.clear(), // golden words live beside the WaveNet's golden outputs
     }
     out_voice.save(out)?;
     println!(
-        "wrote {}: {} plus the G2P model of {name} (step {}, {}+{} GRU layers x {}, beam {}, {} golden words)",
+        "wrote {}: {} plus the G2P model of {name} (step {}, {}+{} GRU layers x {}{}, beam {}, {} golden words)",
         out.display(),
         voice.display(),
         ck.state.step,
         sizes.layers,
         sizes.layers,
         sizes.hidden,
+        if sizes.attention { " with attention" } else { "" },
         sizes.beam,
         words.len()
     );

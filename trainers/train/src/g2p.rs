@@ -17,8 +17,8 @@
 //! scores every encoder output `e` (top bidirectional layer) as
 //! `y W_a eᵀ`, padding masked; the softmax-weighted context `c` and `y` give
 //! `tanh(W_c [y; c] + b_c)`, which the output layer reads instead of `y`.
-//! The voice package's libtorch-free G2P does not implement it, so
-//! `dv export` refuses such a model.
+//! The voice package carries it (`inference/voice/FORMAT.md`, `g2p.att.*`)
+//! and `dv-synth`'s libtorch-free G2P runs it.
 
 use serde::{Deserialize, Serialize};
 use tch::nn::{self, RNN};

@@ -52,7 +52,8 @@ fn gru_cell(v: &Voice, prefix: &str, x: &[f32], hv: &[f32]) -> Vec<f32> {
 }
 
 /// Teacher-forced log-probabilities `[T + 1][outputs]`, straight from
-/// FORMAT.md: encoder over the letters, decoder from the forward finals.
+/// FORMAT.md: encoder over the letters, decoder from the forward finals,
+/// attention over the top encoder layer when the model has it.
 fn naive(v: &Voice, letters: &[usize], tokens: &[usize]) -> Vec<Vec<f32>> {
     let g = v.config().g2p.clone().unwrap();
     let (e, h) = (g.embed, g.hidden);
@@ -84,6 +85,23 @@ fn naive(v: &Voice, letters: &[usize], tokens: &[usize]) -> Vec<Vec<f32>> {
             *s = gru_cell(v, &format!("g2p.dec.{k}"), &x, s);
             x = s.clone();
         }
+        if g.attention {
+            // As the trainer computes it: u = y W_a, s_j = u · m_j, softmax, context, combine.
+            let w = get(v, "g2p.att.w"); // [H, 2H]
+            let u: Vec<f32> = (0..2 * h).map(|b| (0..h).map(|a| x[a] * w[a * 2 * h + b]).sum()).collect();
+            let s: Vec<f32> = xs.iter().map(|m| u.iter().zip(m).map(|(a, b)| a * b).sum()).collect();
+            let max = s.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let total: f32 = s.iter().map(|v| (v - max).exp()).sum();
+            let mut c = vec![0.0f32; 2 * h];
+            for (sj, m) in s.iter().zip(&xs) {
+                for (cv, mv) in c.iter_mut().zip(m) {
+                    *cv += (sj - max).exp() / total * mv;
+                }
+            }
+            let joined = [x.clone(), c].concat();
+            let comb = linear(get(v, "g2p.att.combine.weight"), get(v, "g2p.att.combine.bias"), &joined);
+            x = comb.iter().map(|v| v.tanh()).collect();
+        }
         let logits = linear(get(v, "g2p.out.weight"), get(v, "g2p.out.bias"), &x);
         let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
         let lse = max + logits.iter().map(|l| (l - max).exp()).sum::<f32>().ln();
@@ -108,7 +126,15 @@ fn tokens(pairs: &[(usize, usize)]) -> Vec<usize> {
 
 #[test]
 fn encoder_and_decoder_match_naive_pytorch_gru() {
-    for (g, seed) in [(small(1), 1), (small(3), 2), (G2pConfig::new(64, 160, 3, 40, 5), 3)] {
+    let attention = |g: G2pConfig| G2pConfig { attention: true, ..g };
+    for (g, seed) in [
+        (small(1), 1),
+        (small(3), 2),
+        (G2pConfig::new(64, 160, 3, 40, 5), 3),
+        (attention(small(1)), 4),
+        (attention(small(3)), 5),
+        (attention(G2pConfig::new(64, 160, 3, 40, 5)), 6),
+    ] {
         let voice = random_voice_with_g2p(WAVENET, g.clone(), seed).unwrap();
         let model = G2p::new(&voice).unwrap();
         for word in ["cat", "o'neill", "x"] {

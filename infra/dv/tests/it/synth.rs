@@ -213,3 +213,81 @@ fn train_export_check_parity_and_synthesize() {
     assert!(o.status.success(), "{err}");
     assert!(err.contains("golden parity of the G2P model: 0 of 5 words"), "{err}");
 }
+
+/// A G2P model with attention (beyond §3.1) goes into a voice package, and
+/// the libtorch-free G2P of `dv-synth` reproduces the trainer's
+/// teacher-forced distributions and its beam search (golden words).
+#[test]
+fn an_attention_g2p_exports_and_matches_the_trainer() {
+    let d = tempfile::tempdir().unwrap();
+    let base = d.path().join("base");
+    let wavenet = dv_voice::WavenetConfig { layers: 2, residual_channels: 8, skip_channels: 8, dilation_cycle: 2 };
+    let v = dv_synth::random::random_voice(wavenet, 1).unwrap();
+    let width = v.config().conditioning_width();
+    // Golden outputs (placeholders here) are what the G2P's golden words join.
+    let golden = dv_voice::Golden {
+        features: dv_voice::Tensor::zeros(vec![1, 227]),
+        conditioning: dv_voice::Tensor::zeros(vec![1, width]),
+        samples: vec![128; 4],
+        logits: dv_voice::Tensor::zeros(vec![4, 256]),
+        duration: None,
+        g2p: None,
+    };
+    v.with_golden(golden).unwrap().save(&base).unwrap();
+    let gcfg = d.path().join("g2p.toml");
+    std::fs::write(
+        &gcfg,
+        format!(
+            "[model]\nkind = \"g2p\"\n[model.sizes]\nembed = 8\nhidden = 16\nlayers = 2\nbeam = 5\ndropout = 0.0\n\
+             attention = true\n[data]\nkind = \"lexicon\"\n[optimizer]\nlr = 1e-2\n\
+             [schedule]\nrate = 0.85\nevery = 1000\n[train]\nsteps = 20\nbatch = 16\nthreads_per_rank = 1\n\
+             [checkpoint]\nurl = \"{}\"\nevery = 20\nkeep_last = 1\n",
+            d.path().join("gck").display()
+        ),
+    )
+    .unwrap();
+    ok(&dv(&["train", "--config", gcfg.to_str().unwrap()]));
+    let gck = d.path().join("gck/step-0000000020.safetensors");
+    let voice_dir = d.path().join("voice");
+    let printed = ok(&dv(&[
+        "export",
+        "--voice",
+        base.to_str().unwrap(),
+        "--g2p",
+        gck.to_str().unwrap(),
+        "--golden-words",
+        "8",
+        "--out",
+        voice_dir.to_str().unwrap(),
+    ]));
+    assert!(printed.contains("with attention") && printed.contains("8 golden words"), "{printed}");
+    let voice = dv_voice::Voice::read(&voice_dir).unwrap();
+    assert!(voice.config().g2p.as_ref().unwrap().attention);
+    let synth = dv_synth::G2p::new(&voice).unwrap();
+    assert_eq!(synth.golden_parity(&voice).unwrap(), Some(0), "beam search differs from the trainer's");
+
+    // The trainer's model, teacher-forced, against dv-synth's log-probabilities.
+    let name = gck.display().to_string();
+    let ck = dv_train::checkpoint::decode(&name, &std::fs::read(&gck).unwrap()).unwrap();
+    let cfg = dv_train::RunConfig::from_toml("g2p", &ck.state.config).unwrap();
+    let model = dv_train::G2p::new(&cfg.g2p_sizes("g2p").unwrap(), tch::Device::Cpu).unwrap();
+    dv_train::checkpoint::load_model_weights(&name, &ck, &model).unwrap();
+    let outputs = voice.config().g2p.as_ref().unwrap().outputs;
+    for (word, toks) in [("hello", vec![5usize, 200, 1, 77]), ("o'neill", vec![12, 3]), ("x", vec![])] {
+        let letters: Vec<i64> = synth.encode_word(word).unwrap().iter().map(|&l| l as i64).collect();
+        let n = letters.len() as i64;
+        let x = tch::Tensor::from_slice(&letters).view([1, n]);
+        let enc = tch::no_grad(|| model.encode(&x, &[n], false, 0, &[0])).unwrap();
+        let inputs: Vec<i64> = std::iter::once(outputs as i64).chain(toks.iter().map(|&t| t as i64)).collect();
+        let t = inputs.len() as i64;
+        let (logits, _) = tch::no_grad(|| {
+            model.decode(&tch::Tensor::from_slice(&inputs).view([1, t]), &enc.states, &enc, false, 0, &[0])
+        })
+        .unwrap();
+        let want = Vec::<f32>::try_from(logits.log_softmax(-1, tch::Kind::Float).view([-1])).unwrap();
+        let got = synth.log_probs(word, &toks).unwrap();
+        assert_eq!(got.len(), want.len());
+        let max = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        assert!(max < 1e-4, "{word}: max |Δ log p| = {max}");
+    }
+}
