@@ -11,7 +11,8 @@
 #                                         # the paper-size G2P alone in the foreground with another
 #                                         # dropout, then PER/WER of its best-on-dev and last checkpoints
 #                                         # (G2P_BG=1: in the background; `g2p-eval` evaluates it later;
-#                                         # G2P_ATTENTION=true: with attention, not in §3.1)
+#                                         # G2P_ATTENTION=true: with attention, not in §3.1;
+#                                         # G2P_SMOOTHING=0.1: label smoothing, not in §3.1)
 #   benchmarks/hours/run.sh prepare $OUT  # render + featurize only (features at $WORK/features/slt5000)
 #   benchmarks/hours/run.sh wavenet $OUT  # render + featurize if not yet; the (40, 64, 256) WaveNet
 #                                         # in the background, resumed from .carry/wavenet-ck/ if there
@@ -135,7 +136,7 @@ wavenet-finish)
     ;;
 g2p)
     g2p_config
-    sed -i -e 's/^preset = "paper"/[model.sizes]\nembed = 256\nhidden = 1024\nlayers = 3\nbeam = 5\ndropout = '"$G2P_DROPOUT"'\nattention = '"${G2P_ATTENTION:-false}"'/' \
+    sed -i -e 's/^preset = "paper"/[model.sizes]\nembed = 256\nhidden = 1024\nlayers = 3\nbeam = 5\ndropout = '"$G2P_DROPOUT"'\nattention = '"${G2P_ATTENTION:-false}"'\nlabel_smoothing = '"${G2P_SMOOTHING:-0.0}"'/' \
         -e "s/^steps = 20000/steps = $G2P_STEPS/" -e "s/^threads_per_rank = .*/threads_per_rank = ${G2P_THREADS:-8}/" \
         -e "s#$work/g2p-paper#$work/g2p-dropout#g" "$work/g2p-paper.toml"
     mv "$work/g2p-paper.toml" "$work/g2p-dropout.toml"

@@ -33,6 +33,10 @@ pub struct ExportArgs {
     /// file and stop: a checkpoint small enough to ship, still readable by `dv export` and `dv evaluate`.
     #[arg(long, requires = "checkpoint")]
     model_only: Option<PathBuf>,
+    /// With `--model-only`: more checkpoints of the same model, whose weights are averaged
+    /// element-wise with `--checkpoint`'s (checkpoint averaging, as ESPnet and fairseq do).
+    #[arg(long, num_args = 1.., requires = "model_only")]
+    average: Vec<PathBuf>,
     /// Words decoded into the package's G2P golden outputs (from the run's test split).
     #[arg(long, default_value_t = 20)]
     golden_words: usize,
@@ -291,18 +295,25 @@ fn add_g2p(voice: &Path, g2p: &Path, golden_words: usize, out: &Path) -> anyhow:
 
 pub(crate) fn run(a: ExportArgs) -> anyhow::Result<()> {
     if let (Some(c), Some(out)) = (&a.checkpoint, &a.model_only) {
-        let name = c.display().to_string();
-        let ck = decode(&name, &std::fs::read(c).with_context(|| format!("reading {name}"))?)?;
-        let mut tensors: Vec<(String, tch::Tensor)> =
-            ck.tensors.into_iter().filter(|(n, _)| n.starts_with("model.")).collect();
-        tensors.sort_by(|x, y| x.0.cmp(&y.0));
-        let bytes = dv_train::checkpoint::encode(&ck.state, &tensors)?;
+        let mut cks = Vec::with_capacity(1 + a.average.len());
+        for path in std::iter::once(c).chain(&a.average) {
+            let name = path.display().to_string();
+            let ck = decode(&name, &std::fs::read(path).with_context(|| format!("reading {name}"))?)?;
+            cks.push((name, ck));
+        }
+        let steps: Vec<String> = cks.iter().map(|(_, ck)| ck.state.step.to_string()).collect();
+        let (state, tensors) = dv_train::checkpoint::average(&cks)?;
+        let bytes = dv_train::checkpoint::encode(&state, &tensors)?;
         crate::write_atomic(out, &bytes)?;
+        let what = if cks.len() == 1 {
+            format!("{} (step {})", cks[0].0, state.step)
+        } else {
+            format!("the mean of {} checkpoints (steps {})", cks.len(), steps.join(", "))
+        };
         println!(
-            "wrote {}: {} model tensors of {name} (step {}), {:.1} MB",
+            "wrote {}: {} model tensors of {what}, {:.1} MB",
             out.display(),
             tensors.len(),
-            ck.state.step,
             bytes.len() as f64 / 1e6
         );
         return Ok(());

@@ -137,3 +137,60 @@ pub fn load_model_weights(name: &str, ck: &CheckpointData, model: &dyn crate::Mo
         Ok(())
     })
 }
+
+/// The element-wise mean of several checkpoints' `model.*` tensors
+/// (checkpoint averaging, as ESPnet's `average_checkpoints` and fairseq's
+/// `average_checkpoints.py` do), summed in float64. Every checkpoint must
+/// come from the same model: the same `[model]` section of its run config
+/// and the same tensor names and shapes; the first that differs is named
+/// in the error. Returns the state of the checkpoint with the most steps
+/// (with no best validation loss when there are several: the mean was
+/// never validated) and the
+/// averaged tensors, sorted by name; Adam's moments are left out.
+pub fn average(
+    checkpoints: &[(String, CheckpointData)],
+) -> Result<(CheckpointState, Vec<(String, Tensor)>), TrainError> {
+    let Some((first_name, first)) = checkpoints.first() else {
+        return Err(bad("(none)", "averaging needs at least one checkpoint"));
+    };
+    let model_section = |name: &str, ck: &CheckpointData| -> Result<toml::Value, TrainError> {
+        let v: toml::Value = toml::from_str(&ck.state.config).map_err(|e| bad(name, format!("its run config: {e}")))?;
+        v.get("model").cloned().ok_or_else(|| bad(name, "its run config has no [model] section"))
+    };
+    let model = model_section(first_name, first)?;
+    let mut names: Vec<&String> = first.tensors.keys().filter(|n| n.starts_with("model.")).collect();
+    names.sort();
+    if names.is_empty() {
+        return Err(bad(first_name, "no model.* tensors"));
+    }
+    for (name, ck) in &checkpoints[1..] {
+        if model_section(name, ck)? != model {
+            return Err(bad(name, format!("its [model] differs from {first_name}'s: not the same model")));
+        }
+        let mut theirs: Vec<&String> = ck.tensors.keys().filter(|n| n.starts_with("model.")).collect();
+        theirs.sort();
+        if theirs != names {
+            return Err(bad(name, format!("its model tensors differ from {first_name}'s")));
+        }
+    }
+    let k = checkpoints.len() as f64;
+    let mut out = Vec::with_capacity(names.len());
+    tch::no_grad(|| -> Result<(), TrainError> {
+        for n in names {
+            let t0 = &first.tensors[n];
+            let mut sum = t0.f_to_kind(Kind::Double)?;
+            for (name, ck) in &checkpoints[1..] {
+                let t = &ck.tensors[n];
+                if t.size() != t0.size() {
+                    return Err(bad(name, format!("{n} is {:?}, {first_name}'s is {:?}", t.size(), t0.size())));
+                }
+                sum = sum.f_add(&t.f_to_kind(Kind::Double)?)?;
+            }
+            out.push((n.clone(), sum.f_div_scalar(k)?.f_to_kind(t0.kind())?));
+        }
+        Ok(())
+    })?;
+    let latest = checkpoints.iter().max_by_key(|(_, ck)| ck.state.step).map(|(_, ck)| ck).unwrap_or(first);
+    let best = if checkpoints.len() == 1 { latest.state.best } else { None };
+    Ok((CheckpointState { best, ..latest.state.clone() }, out))
+}

@@ -56,6 +56,11 @@ pub struct G2pConfig {
     /// Attention over the encoder outputs (module docs; not in §3.1).
     #[serde(default)]
     pub attention: bool,
+    /// Label smoothing ε of the training loss (Szegedy et al. 2016; not in
+    /// §3.1): `(1 − ε) · CE + ε · mean over classes of −log p`. Validation
+    /// and evaluation score plain cross-entropy.
+    #[serde(default)]
+    pub label_smoothing: f64,
 }
 
 fn three() -> i64 {
@@ -71,7 +76,15 @@ fn point_zero_five() -> f64 {
 impl G2pConfig {
     /// §3.1: 3 + 3 layers of 1024 (about 60 M parameters, 240 MB).
     pub fn paper() -> G2pConfig {
-        G2pConfig { embed: 256, hidden: 1024, layers: 3, dropout: 0.05, beam: 5, attention: false }
+        G2pConfig {
+            embed: 256,
+            hidden: 1024,
+            layers: 3,
+            dropout: 0.05,
+            beam: 5,
+            attention: false,
+            label_smoothing: 0.0,
+        }
     }
 
     /// The size shipped for out-of-vocabulary words: 3 + 3 layers of 160,
@@ -136,7 +149,13 @@ pub struct Encoded {
 impl G2p {
     pub fn new(config: &G2pConfig, device: tch::Device) -> Result<G2p, TrainError> {
         let c = config.clone();
-        if c.embed < 1 || c.hidden < 1 || c.layers < 1 || !(0.0..1.0).contains(&c.dropout) || c.beam < 1 {
+        if c.embed < 1
+            || c.hidden < 1
+            || c.layers < 1
+            || !(0.0..1.0).contains(&c.dropout)
+            || c.beam < 1
+            || !(0.0..1.0).contains(&c.label_smoothing)
+        {
             return Err(TrainError::Config { path: "[model]".into(), reason: format!("bad g2p sizes {c:?}") });
         }
         let vs = nn::VarStore::new(device);
@@ -343,7 +362,13 @@ impl Model for G2p {
         let (logits, _) = self.decode(&inputs, &encoded.states, &encoded, train, seed, ids)?; // [b, T + 1, 201]
         let ce = logits
             .f_reshape([b * t1, G2P_OUTPUTS])?
-            .f_cross_entropy_loss::<Tensor>(&batch.targets.f_reshape([b * t1])?, None, Reduction::None, -100, 0.0)?
+            .f_cross_entropy_loss::<Tensor>(
+                &batch.targets.f_reshape([b * t1])?,
+                None,
+                Reduction::None,
+                -100,
+                if train { self.config.label_smoothing } else { 0.0 },
+            )?
             .f_view([b, t1])?;
         let lens = Tensor::from_slice(&batch.target_lengths).f_to_device(ce.device())?.f_to_kind(Kind::Float)?;
         Ok(ce.f_sum_dim_intlist(1, false, Kind::Float)?.f_div(&lens)?.f_sum(Kind::Float)?)

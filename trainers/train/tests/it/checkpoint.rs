@@ -1,4 +1,4 @@
-use dv_train::checkpoint::{decode, encode, step_name, steps_present};
+use dv_train::checkpoint::{average, decode, encode, step_name, steps_present};
 use dv_train::CheckpointState;
 use tch::Tensor;
 
@@ -49,4 +49,41 @@ fn checkpoint_names_sort_newest_first() {
         .map(|s| s.to_string())
         .collect();
     assert_eq!(steps_present(&names), vec![120, 40, 5]);
+}
+
+#[test]
+fn averaging_is_the_elementwise_mean_of_one_models_checkpoints() {
+    let ck = |step: u64, a: &[f32], b: f32, model: &str| {
+        let s = CheckpointState { step, config: format!("[model]\nkind = \"{model}\"\n"), best: Some(1.0), ..state() };
+        let tensors = vec![
+            ("model.a".to_string(), Tensor::from_slice(a).view([2, 2])),
+            ("model.b".to_string(), Tensor::from_slice(&[b])),
+            ("adam.m.a".to_string(), Tensor::from_slice(&[9.0f32; 4]).view([2, 2])),
+        ];
+        (format!("step-{step}"), decode("x", &encode(&s, &tensors).unwrap()).unwrap())
+    };
+    let cks = vec![
+        ck(100, &[1.0, 2.0, 3.0, 4.0], 0.5, "g2p"),
+        ck(300, &[3.0, 2.0, 1.0, 0.0], 1.5, "g2p"),
+        ck(200, &[2.0, 2.0, 2.0, 2.0], 1.0, "g2p"),
+    ];
+    let (s, t) = average(&cks).unwrap();
+    assert_eq!((s.step, s.best), (300, None), "the newest state, never validated");
+    let names: Vec<&str> = t.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["model.a", "model.b"], "model tensors only, sorted");
+    assert!(t[0].1.equal(&Tensor::from_slice(&[2.0f32, 2.0, 2.0, 2.0]).view([2, 2])));
+    assert_eq!(t[1].1.double_value(&[0]), 1.0);
+    // One checkpoint: itself, its best kept.
+    let (s1, t1) = average(&cks[..1]).unwrap();
+    assert_eq!((s1.step, s1.best), (100, Some(1.0)));
+    assert!(t1[0].1.equal(&Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0]).view([2, 2])));
+    // Another model, or other tensors: an error naming the checkpoint.
+    let other = vec![ck(100, &[1.0; 4], 0.5, "g2p"), ck(200, &[1.0; 4], 0.5, "duration")];
+    let e = average(&other).err().unwrap().to_string();
+    assert!(e.contains("step-200") && e.contains("[model]"), "{e}");
+    let (name, mut odd) = ck(400, &[1.0; 4], 0.5, "g2p");
+    odd.tensors.remove("model.b");
+    let e = average(&[ck(100, &[1.0; 4], 0.5, "g2p"), (name, odd)]).err().unwrap().to_string();
+    assert!(e.contains("step-400") && e.contains("tensors differ"), "{e}");
+    assert!(average(&[]).is_err());
 }

@@ -108,3 +108,41 @@ fn width_one_is_greedy(attention: bool) {
     }
     assert!(beam_total >= greedy_total - 1e-6, "width 5 mean {beam_total} below greedy {greedy_total}");
 }
+
+/// Label smoothing ε: the training loss is `(1 − ε) · CE + ε · mean_k(−log p_k)`
+/// per token, averaged over each word's tokens and summed over words, by
+/// hand from the decoder's logits; validation (train = false) stays plain CE.
+#[test]
+fn label_smoothing_matches_the_formula_and_leaves_validation_alone() {
+    let eps = 0.1;
+    let c = G2pConfig { dropout: 0.0, label_smoothing: eps, ..G2pConfig::tiny() };
+    let m = dv_train::with_rng(4, || G2p::new(&c, Device::Cpu)).unwrap();
+    let data = toy();
+    let batch: Batch = data.batch(&(0..data.len()).collect::<Vec<_>>(), Device::Cpu).unwrap();
+    let (mut smoothed, mut plain) = (0.0, 0.0);
+    for i in 0..data.len() {
+        let (letters, tokens) = (&data.letters[i], &data.tokens[i]);
+        let n = letters.len() as i64;
+        let encoded = m.encode(&Tensor::from_slice(letters).view([1, n]), &[n], false, 0, &[0]).unwrap();
+        let inputs: Vec<i64> = std::iter::once(BOS).chain(tokens.iter().copied()).collect();
+        let t = inputs.len() as i64;
+        let (logits, _) =
+            m.decode(&Tensor::from_slice(&inputs).view([1, t]), &encoded.states, &encoded, false, 0, &[0]).unwrap();
+        let lp = logits.log_softmax(-1, Kind::Double).view([t, -1]);
+        let targets: Vec<i64> = tokens.iter().copied().chain(std::iter::once(EOS)).collect();
+        let (mut s, mut p) = (0.0, 0.0);
+        for (row, &y) in targets.iter().enumerate() {
+            let ce = -lp.double_value(&[row as i64, y]);
+            let uniform = -lp.get(row as i64).mean(Kind::Double).double_value(&[]);
+            s += (1.0 - eps) * ce + eps * uniform;
+            p += ce;
+        }
+        smoothed += s / targets.len() as f64;
+        plain += p / targets.len() as f64;
+    }
+    let train = m.loss_sum(&batch, true, 0).unwrap().double_value(&[]);
+    let val = m.loss_sum(&batch, false, 0).unwrap().double_value(&[]);
+    assert!((train - smoothed).abs() < 1e-4 * smoothed, "train {train} vs {smoothed}");
+    assert!((val - plain).abs() < 1e-4 * plain, "validation {val} vs {plain}");
+    assert!((train - val).abs() > 1e-3, "smoothing changed nothing: {train} vs {val}");
+}
