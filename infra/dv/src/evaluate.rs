@@ -23,6 +23,10 @@ pub struct EvaluateArgs {
     /// Evaluate the training utterances instead of the held-out ones.
     #[arg(long)]
     train_split: bool,
+    /// G2P: decode the dev words instead of the test words (to choose a checkpoint without
+    /// looking at the test split).
+    #[arg(long, conflicts_with = "train_split")]
+    dev: bool,
     /// G2P: beam width (default: the model's, 5).
     #[arg(long)]
     beam: Option<usize>,
@@ -41,14 +45,18 @@ fn run_g2p(a: &EvaluateArgs, name: &str, cfg: &RunConfig, ck: &dv_train::Checkpo
     let model = dv_train::G2p::new(&sizes, dv_train::device_of(&a.device)?)?;
     dv_train::checkpoint::load_model_weights(name, ck, &model)?;
     let split = dv_train::Pronunciations::load(&data)?;
-    let set = if a.train_split { &split.train } else { &split.test };
+    let (set, what) = match (a.train_split, a.dev) {
+        (true, _) => (&split.train, "training"),
+        (_, true) => (&split.dev, "held-out dev"),
+        _ => (&split.test, "held-out test"),
+    };
     let width = a.beam.unwrap_or(sizes.beam);
     let t0 = std::time::Instant::now();
     let m = dv_train::pronunciation::evaluate(&model, set, width, a.limit)?;
     println!(
         "{} {} words at step {}, beam {width}: PER {:.2}%, WER {:.2}% ({:.1} s)",
         m.words,
-        if a.train_split { "training" } else { "held-out test" },
+        what,
         ck.state.step,
         100.0 * m.per,
         100.0 * m.wer,
@@ -65,6 +73,9 @@ pub(crate) fn run(a: EvaluateArgs) -> anyhow::Result<()> {
     let cfg = RunConfig::from_toml(&format!("{name} (its run config)"), &ck.state.config)?;
     if matches!(cfg.data, DataConfig::Lexicon(_)) {
         return run_g2p(&a, &name, &cfg, &ck);
+    }
+    if a.dev {
+        anyhow::bail!("{name}: --dev is for G2P checkpoints (a duration/F0 run's held-out set is its validation split)");
     }
     let DataConfig::Prosody(mut data) = cfg.data.clone() else {
         anyhow::bail!("{name}: not a duration/F0 run ([data] kind = \"prosody\")");
