@@ -75,7 +75,9 @@ pub(crate) fn run(a: EvaluateArgs) -> anyhow::Result<()> {
         return run_g2p(&a, &name, &cfg, &ck);
     }
     if a.dev {
-        anyhow::bail!("{name}: --dev is for G2P checkpoints (a duration/F0 run's held-out set is its validation split)");
+        anyhow::bail!(
+            "{name}: --dev is for G2P checkpoints (a duration/F0 run's held-out set is its validation split)"
+        );
     }
     let DataConfig::Prosody(mut data) = cfg.data.clone() else {
         anyhow::bail!("{name}: not a duration/F0 run ([data] kind = \"prosody\")");

@@ -50,6 +50,12 @@ impl Scale {
         }
     }
 
+    /// A tick's label: decimals as the step needs on a linear axis, as the
+    /// value itself needs on a log axis (0.01, 0.1, 1, 10).
+    pub fn tick_label(&self, v: f64) -> String {
+        label(v, if self.log { v } else { self.step() })
+    }
+
     /// Tick values, low to high.
     pub fn ticks(&self) -> Vec<f64> {
         if self.log {

@@ -1,7 +1,7 @@
 //! A matrix drawn as colours (spectrograms), with labelled vertical markers
 //! (phoneme boundaries).
 
-use crate::axis::{label, Scale};
+use crate::axis::Scale;
 use crate::canvas::{Canvas, Rgb};
 use crate::{plot_area, PlotError};
 
@@ -88,13 +88,13 @@ impl Heatmap {
         for t in xs.ticks().into_iter().filter(|t| *t >= self.x_range.0 && *t <= self.x_range.1) {
             let x = to_px(t).round() as i64;
             c.line((x as f64, py1 as f64), (x as f64, py1 as f64 + 4.0), INK);
-            c.text_centered(&label(t, xs.step()), x, py1 as i64 + 8, 1, INK);
+            c.text_centered(&xs.tick_label(t), x, py1 as i64 + 8, 1, INK);
         }
         let ys = Scale::linear(self.y_range.0, self.y_range.1, py1 as f64, py0 as f64);
         let to_py = |v: f64| py1 as f64 - (v - self.y_range.0) / (self.y_range.1 - self.y_range.0) * h as f64;
         for t in ys.ticks().into_iter().filter(|t| *t >= self.y_range.0 && *t <= self.y_range.1) {
             let y = to_py(t).round() as i64;
-            let text = label(t, ys.step());
+            let text = ys.tick_label(t);
             c.text(&text, px0 as i64 - 8 - Canvas::text_width(&text, 1) as i64, y - 4, 1, INK);
         }
         c.rect_outline(px0, py0, px1, py1, INK);

@@ -130,13 +130,13 @@ impl Chart {
         for t in xs.ticks() {
             let x = xs.map(t).round() as i64;
             c.line((x as f64, py0 as f64), (x as f64, py1 as f64), GRID);
-            let label = axis::label(t, xs.step());
+            let label = xs.tick_label(t);
             c.text_centered(&label, x, py1 as i64 + 6, 1, INK);
         }
         for t in ys.ticks() {
             let y = ys.map(t).round() as i64;
             c.line((px0 as f64, y as f64), (px1 as f64, y as f64), GRID);
-            let label = axis::label(t, ys.step());
+            let label = ys.tick_label(t);
             let w = Canvas::text_width(&label, 1) as i64;
             c.text(&label, px0 as i64 - 6 - w, y - 4, 1, INK);
         }

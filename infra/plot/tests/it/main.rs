@@ -126,3 +126,13 @@ fn a_heatmap_maps_low_to_dark_and_high_to_bright_with_markers_on_top() {
     let bad = Heatmap { values: vec![0.0; 5], ..h };
     assert!(matches!(bad.render_png(w, ht), Err(PlotError::Shape { columns: 4, rows: 3, values: 5 })));
 }
+
+#[test]
+fn tick_labels_show_decades_below_one_on_log_axes() {
+    let log = dv_plot::Scale::log10(0.05, 20.0, 400.0, 0.0);
+    let labels: Vec<String> = log.ticks().iter().map(|&t| log.tick_label(t)).collect();
+    assert_eq!(labels, ["0.01", "0.1", "1", "10", "100"]);
+    let lin = dv_plot::Scale::linear(0.0, 1.0, 0.0, 100.0);
+    let labels: Vec<String> = lin.ticks().iter().map(|&t| lin.tick_label(t)).collect();
+    assert_eq!(labels[..3], ["0.0", "0.2", "0.4"]);
+}
