@@ -95,7 +95,23 @@ pub(crate) fn dv_home() -> PathBuf {
     home.join(".cache/deepvoice-rs")
 }
 
+/// A reader that stops early (`dv … | head`) closes the pipe: the next
+/// print fails with EPIPE and Rust's `println!` panics. Exit quietly with
+/// the status a shell gives a program killed by SIGPIPE (128 + 13) instead.
+fn quiet_on_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let p = info.payload();
+        let msg = p.downcast_ref::<String>().map(String::as_str).or_else(|| p.downcast_ref::<&str>().copied());
+        if msg.is_some_and(|m| m.starts_with("failed printing to stdout") && m.contains("Broken pipe")) {
+            std::process::exit(141);
+        }
+        default(info)
+    }));
+}
+
 fn main() -> anyhow::Result<()> {
+    quiet_on_broken_pipe();
     let cli = Cli::parse();
     match cli.command {
         Command::Doctor => doctor::run(),

@@ -90,3 +90,21 @@ fn doctor_reports_the_linked_libtorch() {
     assert_eq!(field("libtorch_cuda linked").as_deref(), Some("true"), "the CUDA wheel is force-linked: {out}");
     assert!(out.contains("CPU SIMD"), "{out}");
 }
+
+/// `dv … | head`: a reader that closes the pipe early ends dv with the
+/// SIGPIPE status (141), not a panic and its backtrace.
+#[test]
+fn a_closed_stdout_pipe_ends_quietly() {
+    let text = "The quick brown fox jumps over the lazy dog. ".repeat(2500); // output beyond a pipe's 64 KiB
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dv"))
+        .args(["text", "normalize", &text])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run dv");
+    drop(child.stdout.take()); // the reader goes away before dv prints
+    let o = child.wait_with_output().expect("wait for dv");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(141), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
