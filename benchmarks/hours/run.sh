@@ -138,7 +138,7 @@ g2p)
     g2p_config
     sed -i -e 's/^preset = "paper"/[model.sizes]\nembed = 256\nhidden = 1024\nlayers = 3\nbeam = 5\ndropout = '"$G2P_DROPOUT"'\nattention = '"${G2P_ATTENTION:-false}"'\nlabel_smoothing = '"${G2P_SMOOTHING:-0.0}"'/' \
         -e "s/^steps = 20000/steps = $G2P_STEPS/" -e "s/^threads_per_rank = .*/threads_per_rank = ${G2P_THREADS:-8}/" \
-        -e "s#$work/g2p-paper#$work/g2p-dropout#g" "$work/g2p-paper.toml"
+        -e "s#$work/g2p-paper#$work/g2p-dropout#g" -e 's/^keep_last = 1/keep_last = 2/' "$work/g2p-paper.toml"
     mv "$work/g2p-paper.toml" "$work/g2p-dropout.toml"
     stamp "G2P with dropout $G2P_DROPOUT for $G2P_STEPS steps"
     if [ -n "${G2P_BG:-}" ]; then   # background: `g2p-eval` evaluates it later
@@ -151,13 +151,32 @@ g2p)
     fi
     ;;
 g2p-eval)
-    # Waits for the G2P run to end (at most G2P_WAIT_S), then PER/WER of its best-on-dev and last checkpoints.
+    # Waits for the G2P run to end (at most G2P_WAIT_S), then chooses among its last checkpoint, its
+    # best on dev loss and the mean of its last two (checkpoint averaging) by WER on the dev words,
+    # and scores the chosen one (and the last, as earlier runs were scored) on the test words.
     for _ in $(seq "${G2P_WAIT_S:-0}"); do pgrep -f "config [g]2p-dropout" > /dev/null || break; sleep 1; done
     mkdir -p "$out/g2p-dropout"
     cp "$work/g2p-dropout/metrics.jsonl" "$work/g2p-dropout.toml" "$out/g2p-dropout/"
     tail -3 "$work/g2p-dropout.log" > "$out/g2p-dropout/log-tail.txt"
-    for ck in "$work/g2p-dropout/checkpoints/best.safetensors" $(ls "$work/g2p-dropout/checkpoints"/step-*.safetensors | tail -1); do
-        stamp "G2P evaluation of $ck"
+    c=$work/g2p-dropout/checkpoints
+    steps=($(ls "$c"/step-*.safetensors | tail -2))
+    last=${steps[${#steps[@]}-1]}
+    cands=("$last" "$c/best.safetensors")
+    if [ ${#steps[@]} = 2 ]; then
+        "$dv" export --checkpoint "${steps[0]}" --average "${steps[1]}" --model-only "$work/g2p-avg2.safetensors" \
+            | tee -a "$out/g2p-dropout/eval.txt" && cands+=("$work/g2p-avg2.safetensors")
+    fi
+    best_wer=1000 chosen=$last
+    for ck in "${cands[@]}"; do
+        stamp "G2P dev evaluation of $ck"
+        line=$(timeout "${EVAL_S:-240}" "$dv" evaluate --checkpoint "$ck" --device cuda --dev 2>&1 | grep "WER")
+        echo "$ck: $line" | tee -a "$out/g2p-dropout/eval.txt"
+        wer=$(echo "$line" | sed -n 's/.*WER \([0-9.]*\)%.*/\1/p')
+        if [ -n "$wer" ] && python3 -c "import sys; sys.exit(not $wer < $best_wer)"; then best_wer=$wer chosen=$ck; fi
+    done
+    stamp "chosen on the dev words: $chosen (WER $best_wer%)"
+    for ck in $(printf '%s\n' "$chosen" "$last" | uniq); do
+        stamp "G2P test evaluation of $ck"
         timeout "${EVAL_S:-240}" "$dv" evaluate --checkpoint "$ck" --device cuda 2>&1 | tail -2 | tee -a "$out/g2p-dropout/eval.txt"
     done
     "$dv" plot "$work/g2p-dropout/metrics.jsonl" --out "$out/g2p-dropout/loss.png" > /dev/null 2>&1
@@ -190,4 +209,4 @@ finish)
     stamp "finished"
     ;;
 esac
-cd "$out" && tar czf all.tgz --exclude=all.tgz --exclude=ck . && find . -mindepth 1 -not -name all.tgz -not -name phases.txt -not -path './ck*' -delete
+tar czf "/tmp/all-$$.tgz" -C "$out" --exclude=all.tgz --exclude=ck . && mv "/tmp/all-$$.tgz" "$out/all.tgz" && cd "$out" && find . -mindepth 1 -not -name all.tgz -not -name phases.txt -not -path './ck*' -delete
