@@ -12,7 +12,10 @@
 #                                         # dropout, then PER/WER of its best-on-dev and last checkpoints
 #                                         # (G2P_BG=1: in the background; `g2p-eval` evaluates it later;
 #                                         # G2P_ATTENTION=true: with attention, not in §3.1;
-#                                         # G2P_SMOOTHING=0.1: label smoothing, not in §3.1)
+#                                         # G2P_SMOOTHING=0.1: label smoothing, not in §3.1;
+#                                         # G2P_RUN=NAME: the run's name (default g2p-dropout), so
+#                                         # that two runs can share the GPU; NO_PACK=1 leaves $OUT
+#                                         # unpacked, for phases run side by side, then `pack`)
 #   benchmarks/hours/run.sh prepare $OUT  # render + featurize only (features at $WORK/features/slt5000)
 #   benchmarks/hours/run.sh wavenet $OUT  # render + featurize if not yet; the (40, 64, 256) WaveNet
 #                                         # in the background, resumed from .carry/wavenet-ck/ if there
@@ -32,6 +35,7 @@ device_env "$here/.carry/dv.xz" "$work"   # $dv, LD_LIBRARY_PATH
 export DV_HOME=$work DV_CMUDICT=$here/.carry/cmudict.dict
 corpus=$work/corpora/cmu_us_slt_fortunes_5000
 features=$work/features/slt5000
+run=${G2P_RUN:-g2p-dropout}
 stamp() { echo "[$(date +%T)] $*" | tee -a "$out/phases.txt"; }
 
 # The G2P run config: the compact one with the paper preset on the GPU.
@@ -57,7 +61,8 @@ seg_config() {
 
 snapshot() {
     nvidia-smi --query-gpu=name,utilization.gpu,memory.used --format=csv > "$out/gpu.csv" 2>&1
-    for r in g2p-paper g2p-dropout seg-mid seg-paper wavenet; do
+    for t in "$work"/*.toml; do   # every run started on this machine
+        r=$(basename "$t" .toml)
         [ -d "$work/$r" ] || continue
         mkdir -p "$out/$r"
         cp "$work/$r/metrics.jsonl" "$out/$r/" 2>/dev/null
@@ -138,14 +143,14 @@ g2p)
     g2p_config
     sed -i -e 's/^preset = "paper"/[model.sizes]\nembed = 256\nhidden = 1024\nlayers = 3\nbeam = 5\ndropout = '"$G2P_DROPOUT"'\nattention = '"${G2P_ATTENTION:-false}"'\nlabel_smoothing = '"${G2P_SMOOTHING:-0.0}"'/' \
         -e "s/^steps = 20000/steps = $G2P_STEPS/" -e "s/^threads_per_rank = .*/threads_per_rank = ${G2P_THREADS:-8}/" \
-        -e "s#$work/g2p-paper#$work/g2p-dropout#g" -e 's/^keep_last = 1/keep_last = 2/' "$work/g2p-paper.toml"
-    mv "$work/g2p-paper.toml" "$work/g2p-dropout.toml"
-    stamp "G2P with dropout $G2P_DROPOUT for $G2P_STEPS steps"
+        -e "s#$work/g2p-paper#$work/$run#g" -e 's/^keep_last = 1/keep_last = 2/' "$work/g2p-paper.toml"
+    mv "$work/g2p-paper.toml" "$work/$run.toml"
+    stamp "G2P $run: dropout $G2P_DROPOUT, attention ${G2P_ATTENTION:-false}, smoothing ${G2P_SMOOTHING:-0.0}, $G2P_STEPS steps"
     if [ -n "${G2P_BG:-}" ]; then   # background: `g2p-eval` evaluates it later
-        (cd "$work" && setsid nohup "$dv" train --config g2p-dropout.toml > g2p-dropout.log 2>&1 &)
-        stamp "G2P started (background)"
+        (cd "$work" && setsid nohup "$dv" train --config $run.toml > $run.log 2>&1 &)
+        stamp "G2P $run started (background)"
     else
-        (cd "$work" && "$dv" train --config g2p-dropout.toml > g2p-dropout.log 2>&1)
+        (cd "$work" && "$dv" train --config $run.toml > $run.log 2>&1)
         G2P_WAIT_S=0 "$0" g2p-eval "$out"
         exit
     fi
@@ -154,33 +159,41 @@ g2p-eval)
     # Waits for the G2P run to end (at most G2P_WAIT_S), then chooses among its last checkpoint, its
     # best on dev loss and the mean of its last two (checkpoint averaging) by WER on the dev words,
     # and scores the chosen one (and the last, as earlier runs were scored) on the test words.
-    for _ in $(seq "${G2P_WAIT_S:-0}"); do pgrep -f "config [g]2p-dropout" > /dev/null || break; sleep 1; done
-    mkdir -p "$out/g2p-dropout"
-    cp "$work/g2p-dropout/metrics.jsonl" "$work/g2p-dropout.toml" "$out/g2p-dropout/"
-    tail -3 "$work/g2p-dropout.log" > "$out/g2p-dropout/log-tail.txt"
-    c=$work/g2p-dropout/checkpoints
+    for _ in $(seq "${G2P_WAIT_S:-0}"); do pgrep -f "config $run.toml" > /dev/null || break; sleep 1; done
+    if pgrep -f "config $run.toml" > /dev/null; then   # out of time: evaluate what it has
+        pkill -f "config $run.toml"; sleep 3
+        stamp "G2P $run: stopped before its last step"
+    fi
+    mkdir -p "$out/$run"
+    cp "$work/$run/metrics.jsonl" "$work/$run.toml" "$out/$run/"
+    tail -3 "$work/$run.log" > "$out/$run/log-tail.txt"
+    c=$work/$run/checkpoints
     steps=($(ls "$c"/step-*.safetensors | tail -2))
     last=${steps[${#steps[@]}-1]}
     cands=("$last" "$c/best.safetensors")
     if [ ${#steps[@]} = 2 ]; then
-        "$dv" export --checkpoint "${steps[0]}" --average "${steps[1]}" --model-only "$work/g2p-avg2.safetensors" \
-            | tee -a "$out/g2p-dropout/eval.txt" && cands+=("$work/g2p-avg2.safetensors")
+        "$dv" export --checkpoint "${steps[0]}" --average "${steps[1]}" --model-only "$work/$run-avg2.safetensors" \
+            | tee -a "$out/$run/eval.txt" && cands+=("$work/$run-avg2.safetensors")
     fi
+    # one at a time: three side by side (3 CPU threads each) each took over 170 s where one alone takes
+    # 84 s (run h200-2026-11-23-f)
     best_wer=1000 chosen=$last
     for ck in "${cands[@]}"; do
-        stamp "G2P dev evaluation of $ck"
+        stamp "G2P $run: dev evaluation of $ck"
         line=$(timeout "${EVAL_S:-240}" "$dv" evaluate --checkpoint "$ck" --device cuda --dev 2>&1 | grep "WER")
-        echo "$ck: $line" | tee -a "$out/g2p-dropout/eval.txt"
+        echo "$ck: $line" | tee -a "$out/$run/eval.txt"
         wer=$(echo "$line" | sed -n 's/.*WER \([0-9.]*\)%.*/\1/p')
         if [ -n "$wer" ] && python3 -c "import sys; sys.exit(not $wer < $best_wer)"; then best_wer=$wer chosen=$ck; fi
     done
-    stamp "chosen on the dev words: $chosen (WER $best_wer%)"
+    stamp "G2P $run: chosen on the dev words: $chosen (WER $best_wer%)"
     for ck in $(printf '%s\n' "$chosen" "$last" | uniq); do
-        stamp "G2P test evaluation of $ck"
-        timeout "${EVAL_S:-240}" "$dv" evaluate --checkpoint "$ck" --device cuda 2>&1 | tail -2 | tee -a "$out/g2p-dropout/eval.txt"
+        stamp "G2P $run: test evaluation of $ck"
+        timeout "${EVAL_S:-240}" "$dv" evaluate --checkpoint "$ck" --device cuda 2>&1 | tail -2 | tee -a "$out/$run/eval.txt"
     done
-    "$dv" plot "$work/g2p-dropout/metrics.jsonl" --out "$out/g2p-dropout/loss.png" > /dev/null 2>&1
-    stamp "finished"
+    "$dv" plot "$work/$run/metrics.jsonl" --out "$out/$run/loss.png" > /dev/null 2>&1
+    stamp "G2P $run: finished"
+    ;;
+pack)   # packs $OUT after phases run side by side with NO_PACK=1
     ;;
 watch)
     sleep "${WATCH_S:-540}"
@@ -209,4 +222,5 @@ finish)
     stamp "finished"
     ;;
 esac
+[ -n "${NO_PACK:-}" ] && exit 0
 tar czf "/tmp/all-$$.tgz" -C "$out" --exclude=all.tgz --exclude=ck . && mv "/tmp/all-$$.tgz" "$out/all.tgz" && cd "$out" && find . -mindepth 1 -not -name all.tgz -not -name phases.txt -not -path './ck*' -delete
