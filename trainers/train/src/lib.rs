@@ -67,6 +67,7 @@ mod gate;
 mod mlflow;
 mod model;
 mod optim;
+mod prefetch;
 pub mod pronunciation;
 pub mod prosody;
 pub mod qrnn;

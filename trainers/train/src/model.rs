@@ -29,6 +29,16 @@ pub struct Batch {
     pub audio_seconds: Option<f64>,
 }
 
+impl Batch {
+    /// The same batch with its tensors on `device`.
+    pub fn to_device(self, device: Device) -> Result<Batch, TrainError> {
+        if self.inputs.device() == device && self.targets.device() == device {
+            return Ok(self);
+        }
+        Ok(Batch { inputs: self.inputs.f_to_device(device)?, targets: self.targets.f_to_device(device)?, ..self })
+    }
+}
+
 /// A trainable model.
 pub trait Model: Send {
     /// The parameters, in a fixed order, with their names.

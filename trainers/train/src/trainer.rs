@@ -10,6 +10,7 @@
 //! checkpoint that verifies and broadcasts parameters, Adam's moments and
 //! the step to the others.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dv_store::Store;
@@ -26,6 +27,7 @@ use crate::g2p::G2p;
 use crate::mlflow::MlflowRun;
 use crate::model::Model;
 use crate::optim::{clip_grad_norm, Adam, FlatParams};
+use crate::prefetch::{Batches, Plan};
 use crate::pronunciation::Pronunciations;
 use crate::prosody::Prosody;
 use crate::sampler::{splitmix64, Sampler};
@@ -469,14 +471,16 @@ pub fn train_rank(
         window_batches: t.bucket_batches,
         lengths: (0..data.len()).map(|i| data.length(i)).collect(),
     });
+    let plan = Plan { sampler, buckets, rank, world };
+    let prefetch = t.prefetch.unwrap_or(if device == Device::Cpu { 0 } else { 2 }); // `[train] prefetch` docs
+    let mut batches = Batches::new(Arc::from(data), plan, start_step..t.steps, prefetch, device);
     let mut last_loss = f64::NAN;
     let (mut window_samples, mut window_audio, mut window_start) = (0usize, 0.0f64, Instant::now());
     let mut phases = Phases::new(t.profile, device);
     for step in start_step..t.steps {
         phases.mark(3);
         let lr = cfg.schedule.lr(cfg.optimizer.lr, step);
-        let idx = sampler.rank_batch_in(step, rank, world, buckets.as_ref());
-        let batch = data.batch(&idx, device)?;
+        let batch = batches.get(step)?;
         phases.mark(0);
         match &flat {
             Some(f) => {

@@ -164,6 +164,30 @@ fn a_resumed_run_continues_bitwise_and_skips_a_corrupt_checkpoint() {
 }
 
 #[test]
+fn batches_built_on_a_data_thread_train_bitwise_the_same_through_a_resume() {
+    let inline = tempfile::tempdir().unwrap();
+    let mut cfg = config(inline.path(), 16, 4);
+    cfg.train.prefetch = Some(0);
+    train_threads(&cfg, 2, &mut quiet()).unwrap();
+    let want = losses(&inline.path().join("metrics.jsonl"));
+
+    let d = tempfile::tempdir().unwrap();
+    for (steps, prefetch) in [(10, 3), (16, 1)] {
+        // stop at 10, resume from the step-8 checkpoint's successor (10) with another depth
+        let mut cfg = config(d.path(), steps, 4);
+        cfg.train.prefetch = Some(prefetch);
+        train_threads(&cfg, 2, &mut quiet()).unwrap();
+    }
+    let got = losses(&d.path().join("metrics.jsonl"));
+    assert_eq!(got.len(), want.len());
+    for ((s1, a), (s2, b)) in want.iter().zip(&got) {
+        assert_eq!(s1, s2);
+        assert_eq!(a.to_bits(), b.to_bits(), "step {s1}: {a} vs {b}");
+    }
+    assert_eq!(final_params(inline.path(), 16), final_params(d.path(), 16));
+}
+
+#[test]
 fn bad_configs_are_errors_naming_the_file() {
     let d = tempfile::tempdir().unwrap();
     let good = config(d.path(), 5, 5).to_toml().unwrap();
