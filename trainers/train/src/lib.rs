@@ -91,7 +91,7 @@ pub use features::{
 };
 pub use g2p::{G2p, G2pConfig};
 pub use mlflow::MlflowRun;
-pub use model::{dropout, with_rng, Batch, Model};
+pub use model::{dropout, dropout_keeps, with_rng, Batch, Model};
 pub use optim::{clip_grad_norm, Adam, AdamConfig, FlatParams, StepAnnealing};
 pub use pronunciation::{G2pMetrics, LexiconConfig, Pronunciations};
 pub use prosody::{Prosody, ProsodyConfig, ProsodyExample, ProsodyMetrics};

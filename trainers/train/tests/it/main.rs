@@ -2,6 +2,7 @@
 
 mod checkpoint;
 mod collective;
+mod dropout;
 mod duration;
 mod features;
 mod g2p;
