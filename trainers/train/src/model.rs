@@ -30,12 +30,28 @@ pub struct Batch {
 }
 
 impl Batch {
-    /// The same batch with its tensors on `device`.
+    /// The same batch with its tensors on `device`. From page-locked host
+    /// memory ([`Batch::pinned_for`]) the copies are queued without waiting.
     pub fn to_device(self, device: Device) -> Result<Batch, TrainError> {
         if self.inputs.device() == device && self.targets.device() == device {
             return Ok(self);
         }
-        Ok(Batch { inputs: self.inputs.f_to_device(device)?, targets: self.targets.f_to_device(device)?, ..self })
+        let inputs = self.inputs.f_to_device_(device, self.inputs.kind(), true, false)?;
+        let targets = self.targets.f_to_device_(device, self.targets.kind(), true, false)?;
+        Ok(Batch { inputs, targets, ..self })
+    }
+
+    /// A host batch in page-locked memory, so that its copy to the GPU
+    /// `device` can overlap the step; as it was where that is not possible
+    /// (no GPU, or pinning failed: the copy then simply waits).
+    pub fn pinned_for(self, device: Device) -> Batch {
+        if !device.is_cuda() || self.inputs.device() != Device::Cpu {
+            return self;
+        }
+        match (self.inputs.f_pin_memory(device), self.targets.f_pin_memory(device)) {
+            (Ok(inputs), Ok(targets)) => Batch { inputs, targets, ..self },
+            _ => self,
+        }
     }
 }
 

@@ -6,8 +6,9 @@
 //! device machine's CPUs), and the training thread used to do it at the
 //! start of each step, after the previous step's loss was read, so the GPU
 //! sat idle for it. A data thread now builds the batches of the coming
-//! steps on the CPU while the step runs; the training thread only moves
-//! each one to the device. Which examples a step reads is a function of the
+//! steps on the CPU while the step runs, in page-locked memory when the
+//! device is a GPU; the training thread only queues each one's copy to the
+//! device. Which examples a step reads is a function of the
 //! step alone ([`Sampler::rank_batch_in`]), so the batches, and therefore
 //! the results, are the same with and without it (a test checks), and a
 //! resumed run starts its thread at the resumed step.
@@ -75,7 +76,7 @@ impl Batches {
             let (data, plan) = (Arc::clone(&data), Arc::clone(&plan));
             let worker = std::thread::spawn(move || {
                 for step in steps {
-                    let batch = plan.build(data.as_ref(), step, Device::Cpu);
+                    let batch = plan.build(data.as_ref(), step, Device::Cpu).map(|b| b.pinned_for(device));
                     let failed = batch.is_err();
                     if tx.send((step, batch)).is_err() || failed {
                         return; // the trainer is gone, or it will stop at this error
