@@ -12,9 +12,9 @@ fn main() {
     let ids: Vec<usize> = (0..64).collect();
     let x = Tensor::ones([64, 20, 2048], (Kind::Float, device));
     let mut kept = 0.0;
+    // warm-up
     for _ in 0..3 {
         kept = dropout(&x, 0.3, true, 1, 10, &ids).unwrap().double_value(&[0, 0, 0]);
-        // warm-up
     }
     let n = 20;
     let t = Instant::now();

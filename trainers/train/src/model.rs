@@ -100,6 +100,14 @@ pub fn dropout(x: &Tensor, p: f64, train: bool, seed: u64, site: u64, ids: &[usi
     }
     let size = x.size();
     let row = size[1..].iter().product::<i64>();
+    if row > u32::MAX as i64 {
+        // the hash indexes an example's elements with 32 bits
+        return Err(TrainError::Shape {
+            what: "dropout input",
+            expected: "at most 2^32 - 1 elements per example".into(),
+            got: format!("{size:?}"),
+        });
+    }
     let seeds: Vec<u64> = ids.iter().map(|&id| example_seed(seed, site, id)).collect();
     let keep = if x.device() == Device::Cpu {
         keep_mask_host(&seeds, row, p)
@@ -126,8 +134,9 @@ fn keep_mask_tensor(seeds: &[u64], row: i64, p: f64, device: Device) -> Result<T
     Ok(u.f_bitwise_right_shift_tensor_scalar(8)?.f_ge(keep_threshold(p))?)
 }
 
-/// The same mask element by element on the host: the CPU path (a tenth of
-/// the tensor ops' time there) and the definition.
+/// The same mask element by element on the host: the CPU path (there the
+/// tensor ops took 85 ms for the `dropout_cost` example's mask where this
+/// takes 9.6 ms, mask applied included) and the definition.
 fn keep_mask_host(seeds: &[u64], row: i64, p: f64) -> Tensor {
     let threshold = keep_threshold(p) as u32;
     let mut keep = Vec::with_capacity(seeds.len() * row as usize);

@@ -53,3 +53,11 @@ fn an_example_has_its_mask_whatever_its_padding_and_its_place_in_the_batch() {
     let x = Tensor::ones([1, 3, 4], (Kind::Float, Device::Cpu));
     assert!(dropout(&x, 0.3, false, 7, 1, &[0]).unwrap().equal(&x));
 }
+
+#[test]
+fn an_example_too_large_for_the_32_bit_index_is_an_error_not_a_wrong_mask() {
+    // a view with 2^32 elements per example and no storage behind it: expand of a scalar
+    let x = Tensor::zeros([1, 1, 1], (Kind::Float, Device::Cpu)).expand([1, 1 << 16, 1 << 16], false);
+    let err = dropout(&x, 0.3, true, 1, 1, &[0]).unwrap_err().to_string();
+    assert!(err.contains("2^32"), "{err}");
+}
