@@ -16,7 +16,7 @@ use dv_synth::Conditioning;
 use crate::error::GpuError;
 use crate::model::{MultiLayout, SingleLayout, Sizes, Stored, Weights, A};
 use crate::sampling::{rng_state, GpuSampling};
-use crate::source::{MultiPlan, SinglePlan};
+use crate::source::{MultiKernel, MultiPlan, SinglePlan};
 
 fn driver(call: &'static str) -> impl FnOnce(DriverError) -> GpuError {
     move |e| GpuError::Driver { call, reason: e.to_string() }
@@ -461,6 +461,19 @@ pub const PROFILE_PHASES_MULTI: [&str; 8] = [
     "sampling",
 ];
 
+/// The phases of the tile kernel's per-step clock (its `MARK(k)`); its
+/// [`MultiRun::panel_cycles`] are the chunk waits and the three products.
+pub const PROFILE_PHASES_TILES: [&str; 8] = [
+    "embedding, layer-0 rows",
+    "weight-chunk waits (+ barrier)",
+    "dilated product",
+    "gate, next conditioning",
+    "residual product, next layer's rows",
+    "skip product",
+    "relu and output layers",
+    "sampling",
+];
+
 /// A stream joining kernel 2's slots.
 #[derive(Debug, Clone, Copy)]
 pub struct StreamStart {
@@ -511,8 +524,11 @@ impl MultiStream {
             });
         }
         let slots = slots.max(1).div_ceil(plan.streams_per_block) * plan.streams_per_block;
-        let layout = MultiLayout::new(w, true, plan.bf16);
-        let (module, func) = dev.load(&plan.source(&sizes), "wavenet_multi", plan.smem_bytes)?;
+        let layout = match plan.kernel {
+            MultiKernel::Panels => MultiLayout::new(w, true, plan.bf16),
+            MultiKernel::Tiles => MultiLayout::tiles(w, plan.bf16),
+        };
+        let (module, func) = dev.load(&plan.source(&sizes), plan.entry(), plan.smem_bytes)?;
         let mats = [
             DevMat::new(&dev, "dilated weights", &layout.dil)?,
             DevMat::new(&dev, "residual weights", &layout.res)?,
@@ -663,7 +679,7 @@ impl MultiStream {
         arg_or_null(&mut b, probs.as_mut(), &null);
         arg_or_null(&mut b, prof.as_mut(), &null);
         b.record_kernel_launch(CUevent_flags::CU_EVENT_DEFAULT);
-        // SAFETY: the arguments match `wavenet_multi`'s parameters in order
+        // SAFETY: the arguments match `wavenet_multi`'s (and `wavenet_tiles`') parameters in order
         // and type; the slot arrays hold `slots` entries (a whole number of
         // blocks), the histories `slots × HIST_ROWS × r`, and every stream's
         // conditioning was checked against the pool in `start`.

@@ -61,9 +61,9 @@ mod source;
 pub use bench::{floor, time_multi, time_single, Floor, MultiTiming, SingleTiming, SAMPLE_RATE};
 pub use cuda::{
     compile_ptx, driver_available, nvrtc_available, GpuDevice, MultiRun, MultiStream, SingleRun, SingleStream,
-    StreamStart, PROFILE_PHASES, PROFILE_PHASES_MULTI, PROFILE_PHASES_SMALL,
+    StreamStart, PROFILE_PHASES, PROFILE_PHASES_MULTI, PROFILE_PHASES_SMALL, PROFILE_PHASES_TILES,
 };
 pub use error::GpuError;
 pub use model::{Sizes, Weights};
 pub use sampling::GpuSampling;
-pub use source::{MultiPlan, SinglePlan};
+pub use source::{MultiKernel, MultiPlan, SinglePlan};

@@ -320,6 +320,40 @@ fn oriented(m: &[f32], rows: usize, cols: usize, row_major: bool, dst: &mut Vec<
 }
 
 impl MultiLayout {
+    /// The tile kernel's layout (`wavenet_tiles.cu`), row-major `[out, in]`:
+    /// `dil` holds each layer's `[W_prev | W_cur]` rows interleaved as
+    /// tanh unit 0, sigmoid unit 0, tanh unit 1, … (so a thread's pair of
+    /// product columns is one unit's gate); `res` holds per layer
+    /// `[W_res; W_skip_i]` (`[r + s, r]`, the last layer's residual rows
+    /// zero: it has none); `skip` is unused (one zero).
+    pub fn tiles(w: &Weights, bf16: bool) -> Self {
+        let Sizes { layers: l, residual: r, skip: s, .. } = w.sizes;
+        let mut dil = Vec::with_capacity(4 * l * r * r);
+        let mut rs = Vec::with_capacity(l * (r + s) * r);
+        for i in 0..l {
+            for j in 0..r {
+                for o in [j, r + j] {
+                    dil.extend_from_slice(&w.w_prev[i][o * r..(o + 1) * r]);
+                    dil.extend_from_slice(&w.w_cur[i][o * r..(o + 1) * r]);
+                }
+            }
+            match w.w_res.get(i) {
+                Some(m) => rs.extend_from_slice(&m[..r * r]),
+                None => rs.extend(std::iter::repeat_n(0.0, r * r)),
+            }
+            for o in 0..s {
+                rs.extend_from_slice(&w.skip_w[o * l * r + i * r..o * l * r + (i + 1) * r]);
+            }
+        }
+        Self {
+            dil: Stored::new(dil, bf16),
+            res: Stored::new(rs, bf16),
+            skip: Stored::new(vec![0.0], bf16),
+            relu: Stored::new(w.relu_w[..A * s].to_vec(), bf16),
+            out: Stored::new(w.out_w[..A * A].to_vec(), bf16),
+        }
+    }
+
     /// `row_major` for the tensor-core path, transposed for the float32 one.
     pub fn new(w: &Weights, row_major: bool, bf16: bool) -> Self {
         let Sizes { layers: l, residual: r, skip: s, .. } = w.sizes;

@@ -9,6 +9,7 @@ const COMMON: &str = include_str!("../kernels/common.cuh");
 const SINGLE: &str = include_str!("../kernels/wavenet_single.cu");
 const SMALL: &str = include_str!("../kernels/wavenet_small.cu");
 const MULTI: &str = include_str!("../kernels/wavenet_multi.cu");
+const TILES: &str = include_str!("../kernels/wavenet_tiles.cu");
 
 /// The largest power of two at most `n` (1 for 0).
 fn floor_pow2(n: usize) -> usize {
@@ -212,18 +213,37 @@ impl SinglePlan {
     }
 }
 
+/// Which kernel-2 source a [`MultiPlan`] compiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MultiKernel {
+    /// `wavenet_multi.cu`: weight panels multiplied panel by panel
+    /// (tensor cores or float32 FMAs).
+    Panels,
+    /// `wavenet_tiles.cu`: every product a tensor-core tile grid, warps
+    /// owning fixed output columns (x, the gate and the skip sum in
+    /// registers); bfloat16 weights only.
+    Tiles,
+}
+
 /// How kernel 2 runs one voice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MultiPlan {
+    pub kernel: MultiKernel,
     /// Stream slots per block (a multiple of 16).
     pub streams_per_block: usize,
     pub threads: usize,
     /// Tensor cores with bfloat16 weights; float32 weights and FMAs otherwise.
     pub mma: bool,
     pub bf16: bool,
-    /// Weight-panel buffers (NSTAGE − 1 panels in flight) and their bytes.
+    /// Weight-panel buffers (NSTAGE − 1 panels in flight) and their bytes;
+    /// for [`MultiKernel::Tiles`], the weight-chunk slots and their bytes.
     pub stages: usize,
     pub panel_bytes: usize,
+    /// [`MultiKernel::Tiles`]: warps side by side along each product's
+    /// outputs (the block has streams / 16 × this many warps), and the rows
+    /// per weight chunk of the relu and output layers.
+    pub warps_n: usize,
+    pub chunk_rows: [usize; 2],
     pub smem_bytes: usize,
 }
 
@@ -273,10 +293,112 @@ impl MultiPlan {
         if smem_bytes > smem_limit {
             return bad(format!("{smem_bytes} bytes of shared memory per block (the device allows {smem_limit})"));
         }
-        Ok(Self { streams_per_block, threads, mma: bf16, bf16, stages, panel_bytes, smem_bytes })
+        Ok(Self {
+            kernel: MultiKernel::Panels,
+            streams_per_block,
+            threads,
+            mma: bf16,
+            bf16,
+            stages,
+            panel_bytes,
+            warps_n: 0,
+            chunk_rows: [0, 0],
+            smem_bytes,
+        })
+    }
+
+    /// A plan for `wavenet_tiles` (bfloat16 weights on the tensor cores):
+    /// `streams_per_block` = 16 · WM stream rows, `threads` = 32 · WM · WN
+    /// warps, `stages` weight-chunk slots (2 or 3) of at least
+    /// `min_slot_bytes`, grown to hold a layer's W_dil and [W_res; W_skip]
+    /// and 16 · WN rows of the output layer.
+    pub fn tiles(
+        sizes: &Sizes,
+        streams_per_block: usize,
+        threads: usize,
+        stages: usize,
+        min_slot_bytes: usize,
+        smem_limit: usize,
+    ) -> Result<Self, GpuError> {
+        let (r, s) = (sizes.residual, sizes.skip);
+        let bad =
+            |why: String| Err(GpuError::Unsupported { what: format!("the tile kernel for {}: {why}", sizes.name()) });
+        check_dilations(sizes)?;
+        let bs = streams_per_block;
+        if bs == 0 || bs % 16 != 0 {
+            return bad(format!("{bs} streams per block (a multiple of 16)"));
+        }
+        let wm = bs / 16;
+        if threads == 0 || threads > 1024 || threads % (32 * wm) != 0 {
+            return bad(format!("{threads} threads (a multiple of 32 × {wm} row tiles, at most 1024)"));
+        }
+        let wn = threads / (32 * wm);
+        // Every warp owns a whole number of n-tile pairs of each product.
+        for (what, n) in [("2r", 2 * r), ("r", r), ("s", s)] {
+            if n % (16 * wn) != 0 {
+                return bad(format!("{what} = {n} outputs over {wn} warps (16 per warp at least, in pairs of 8)"));
+            }
+        }
+        if !(2..=3).contains(&stages) {
+            return bad(format!("{stages} weight-chunk slots (2 or 3)"));
+        }
+        let row = |k: usize| (k + 8) * 2; // bytes of one padded bfloat16 row
+        let slot = [min_slot_bytes, 2 * r * row(2 * r), (r + s) * row(r), 16 * wn * row(A)]
+            .into_iter()
+            .max()
+            .unwrap_or(0)
+            .next_multiple_of(128);
+        // The most rows of K inputs a slot holds: a multiple of 16 · WN dividing A.
+        let rows = |k: usize| {
+            let mut n = A;
+            while n > 16 * wn && (n * row(k) > slot || A % n != 0) {
+                n -= 16 * wn;
+            }
+            n
+        };
+        let chunk_rows = [rows(s), rows(A)];
+        let reg1 = (2 * bs * (2 * r + 8) * 2).max(2 * bs * (s + 8) * 2).max(bs * (A + 8) * 4);
+        let reg2 = (2 * bs * (r + 8) * 2).max(2 * bs * (A + 8) * 2);
+        let smem_bytes = stages * slot + reg1 + reg2 + 4 * (threads / 32) * A + 4 * 4 * bs;
+        if smem_bytes > smem_limit {
+            return bad(format!("{smem_bytes} bytes of shared memory per block (the device allows {smem_limit})"));
+        }
+        Ok(Self {
+            kernel: MultiKernel::Tiles,
+            streams_per_block,
+            threads,
+            mma: true,
+            bf16: true,
+            stages,
+            panel_bytes: slot,
+            warps_n: wn,
+            chunk_rows,
+            smem_bytes,
+        })
+    }
+
+    /// The kernel's entry point.
+    pub fn entry(&self) -> &'static str {
+        match self.kernel {
+            MultiKernel::Panels => "wavenet_multi",
+            MultiKernel::Tiles => "wavenet_tiles",
+        }
     }
 
     pub fn source(&self, sizes: &Sizes) -> String {
+        if self.kernel == MultiKernel::Tiles {
+            let defines = format!(
+                "#define BS {}\n#define NT {}\n#define WN {}\n#define SLOT {}\n#define NSLOT {}\n#define CR1 {}\n#define CR2 {}\n",
+                self.streams_per_block,
+                self.threads,
+                self.warps_n,
+                self.panel_bytes,
+                self.stages,
+                self.chunk_rows[0],
+                self.chunk_rows[1]
+            );
+            return format!("{}{defines}{COMMON}\n{TILES}", common_defines(sizes, true));
+        }
         let defines = format!(
             "#define BS {}\n#define NT {}\n#define MMA {}\n#define PANEL_BYTES {}\n#define NSTAGE {}\n",
             self.streams_per_block, self.threads, self.mma as u8, self.panel_bytes, self.stages

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use dv_gpu::parity::{multi_parity, single_parity};
-use dv_gpu::{GpuDevice, GpuSampling, MultiPlan, MultiStream, SinglePlan, SingleStream, Weights};
+use dv_gpu::{GpuDevice, GpuSampling, MultiKernel, MultiPlan, MultiStream, SinglePlan, SingleStream, Weights};
 use dv_synth::random::{random_conditioning, random_voice};
 use dv_synth::Sampling;
 use dv_voice::{Voice, WavenetConfig};
@@ -91,12 +91,18 @@ pub struct StreamsArgs {
     /// Stream counts to time.
     #[arg(long, value_delimiter = ',', default_value = "1024,2048,4096,8192")]
     streams: Vec<usize>,
+    /// Kernel-2 sources to run: `tiles` (wavenet_tiles.cu, bfloat16 only)
+    /// and/or `panels` (wavenet_multi.cu).
+    #[arg(long, value_delimiter = ',', default_value = "tiles")]
+    kernels: Vec<String>,
     /// Stream slots per block.
     #[arg(long, value_delimiter = ',', default_value = "32")]
     per_block: Vec<usize>,
     #[arg(long, default_value_t = 256)]
     threads: usize,
-    /// Shared-memory weight-panel buffers and the bytes of each.
+    /// Shared-memory weight-panel buffers and the bytes of each (`tiles`:
+    /// weight-chunk slots, 2 or 3, and their least size; a slot always holds
+    /// one layer's matrices).
     #[arg(long, default_value_t = 2)]
     stages: usize,
     #[arg(long, default_value_t = 28672)]
@@ -309,39 +315,46 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
             fl.streams_by_flops, fl.flop_per_sample / 1e6, a.peak_flops / 1e12, fl.streams_by_bytes, fl.dram_bytes_per_sample, a.peak_bytes / 1e12
         );
         let hop = w.sizes.hop;
-        for &bf16 in &precisions(&a.common)? {
-            for &per_block in &a.per_block {
-                let mma = bf16;
-                let plan = match MultiPlan::new(
-                    &w.sizes,
-                    per_block,
-                    a.threads,
-                    bf16,
-                    a.stages,
-                    a.panel_bytes,
-                    dev.shared_memory_limit(),
-                ) {
-                    Ok(p) => p,
-                    Err(e) => {
-                        println!("{} per block {per_block}: not run: {e}", prec(bf16));
-                        continue;
-                    }
-                };
-                // Parity: two blocks of slots, every slot live, four checked.
-                let pstreams = 2 * per_block;
-                let pool = random_conditioning(voice.config(), a.common.parity_steps.div_ceil(hop) + pstreams + 1, 5);
-                let mut gpu = MultiStream::new(dev.clone(), &w, plan, pstreams, &pool)?;
-                let reference = if bf16 { dv_gpu::parity::bf16_rounded(&voice)? } else { voice.clone() };
-                let par = multi_parity(
-                    &mut gpu,
-                    &reference,
-                    &pool,
-                    a.common.parity_steps,
-                    &[0, 1, per_block + 3, pstreams - 2],
-                )?;
-                let ok = par.max_prob_diff <= tolerance(bf16) && (bf16 || par.mode_mismatches == 0);
-                println!(
-                    "{} ({}), {per_block} streams/block, {} threads: parity max|Δp| {:.2e}, mode mismatches {}/{}{}",
+        for kernel in &a.kernels {
+            for &bf16 in &precisions(&a.common)? {
+                for &per_block in &a.per_block {
+                    let mma = bf16;
+                    let smem = dev.shared_memory_limit();
+                    let plan = match kernel.as_str() {
+                        "panels" => MultiPlan::new(&w.sizes, per_block, a.threads, bf16, a.stages, a.panel_bytes, smem),
+                        "tiles" if bf16 => {
+                            MultiPlan::tiles(&w.sizes, per_block, a.threads, a.stages, a.panel_bytes, smem)
+                        }
+                        "tiles" => {
+                            println!("tiles, f32: not run: the tile kernel is bfloat16 only");
+                            continue;
+                        }
+                        other => anyhow::bail!("unknown kernel-2 source {other:?} (tiles or panels)"),
+                    };
+                    let plan = match plan {
+                        Ok(p) => p,
+                        Err(e) => {
+                            println!("{kernel} {} per block {per_block}: not run: {e}", prec(bf16));
+                            continue;
+                        }
+                    };
+                    let kname = plan.entry();
+                    // Parity: two blocks of slots, every slot live, four checked.
+                    let pstreams = 2 * per_block;
+                    let pool =
+                        random_conditioning(voice.config(), a.common.parity_steps.div_ceil(hop) + pstreams + 1, 5);
+                    let mut gpu = MultiStream::new(dev.clone(), &w, plan, pstreams, &pool)?;
+                    let reference = if bf16 { dv_gpu::parity::bf16_rounded(&voice)? } else { voice.clone() };
+                    let par = multi_parity(
+                        &mut gpu,
+                        &reference,
+                        &pool,
+                        a.common.parity_steps,
+                        &[0, 1, per_block + 3, pstreams - 2],
+                    )?;
+                    let ok = par.max_prob_diff <= tolerance(bf16) && (bf16 || par.mode_mismatches == 0);
+                    println!(
+                    "{kname} {} ({}), {per_block} streams/block, {} threads: parity max|Δp| {:.2e}, mode mismatches {}/{}{}",
                     prec(bf16),
                     if mma { "tensor cores" } else { "fp32 FMA" },
                     a.threads,
@@ -350,81 +363,86 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                     par.steps,
                     if ok { "" } else { "  FAIL: not timed" }
                 );
-                json.put(json!({
-                    "bench": "gpu-streams-parity", "device": dev.name(), "voice": name, "sizes": w.sizes.name(), "bf16": bf16,
+                    json.put(json!({
+                    "bench": "gpu-streams-parity", "kernel": kname, "device": dev.name(), "voice": name, "sizes": w.sizes.name(), "bf16": bf16,
                     "mma": mma, "per_block": per_block, "threads": a.threads, "parity_steps": par.steps,
                     "max_prob_diff": par.max_prob_diff, "mode_mismatches": par.mode_mismatches, "parity_ok": ok,
                 }))?;
-                if !ok {
-                    failed += 1;
-                    continue;
-                }
-                drop(gpu);
-                let pool = random_conditioning(voice.config(), (a.repeats + 1) * a.steps.div_ceil(hop) + 64, 9);
-                println!(
-                    "| streams | ms / {} steps | samples/s per stream | real-time factor | samples/s in all |",
-                    a.steps
-                );
-                println!("|---|---|---|---|---|");
-                let mut best = 0;
-                for &n in &a.streams {
-                    let mut gpu = MultiStream::new(dev.clone(), &w, plan, n, &pool)?;
-                    let t = dv_gpu::time_multi(
-                        &mut gpu,
-                        pool.frames(),
-                        hop,
-                        a.steps,
-                        GpuSampling::new(Sampling::Direct)?,
-                        a.repeats,
-                    )?;
-                    println!(
-                        "| {} | {:.1} | {:.0} | {:.2}x | {:.3e} |",
-                        t.streams, t.median_ms, t.per_stream_rate, t.real_time_factor, t.total_rate
-                    );
-                    if t.real_time_factor >= 1.0 {
-                        best = best.max(t.streams);
+                    if !ok {
+                        failed += 1;
+                        continue;
                     }
-                    json.put(json!({
-                        "bench": "gpu-streams", "device": dev.name(), "voice": name, "sizes": w.sizes.name(), "bf16": bf16,
+                    drop(gpu);
+                    let pool = random_conditioning(voice.config(), (a.repeats + 1) * a.steps.div_ceil(hop) + 64, 9);
+                    println!(
+                        "| streams | ms / {} steps | samples/s per stream | real-time factor | samples/s in all |",
+                        a.steps
+                    );
+                    println!("|---|---|---|---|---|");
+                    let mut best = 0;
+                    for &n in &a.streams {
+                        let mut gpu = MultiStream::new(dev.clone(), &w, plan, n, &pool)?;
+                        let t = dv_gpu::time_multi(
+                            &mut gpu,
+                            pool.frames(),
+                            hop,
+                            a.steps,
+                            GpuSampling::new(Sampling::Direct)?,
+                            a.repeats,
+                        )?;
+                        println!(
+                            "| {} | {:.1} | {:.0} | {:.2}x | {:.3e} |",
+                            t.streams, t.median_ms, t.per_stream_rate, t.real_time_factor, t.total_rate
+                        );
+                        if t.real_time_factor >= 1.0 {
+                            best = best.max(t.streams);
+                        }
+                        json.put(json!({
+                        "bench": "gpu-streams", "kernel": kname, "device": dev.name(), "voice": name, "sizes": w.sizes.name(), "bf16": bf16,
                         "mma": mma, "per_block": per_block, "threads": a.threads, "streams": t.streams, "steps": t.steps,
                         "median_ms": t.median_ms, "per_stream_rate": t.per_stream_rate, "real_time_factor": t.real_time_factor,
                         "total_rate": t.total_rate, "floor_streams_flops": fl.streams_by_flops, "floor_streams_bytes": fl.streams_by_bytes,
                     }))?;
-                }
-                println!("largest real-time stream count tried: {best}");
-                if let Some(&n) = a.streams.last() {
-                    let mut gpu = MultiStream::new(dev.clone(), &w, plan, n, &pool)?;
-                    let starts: Vec<dv_gpu::StreamStart> = (0..gpu.slots())
-                        .map(|s| dv_gpu::StreamStart { slot: s, cond_frame: 0, samples: a.steps, seed: s as u64 })
-                        .collect();
-                    gpu.start(&starts)?;
-                    let prof = gpu.advance_profiled(a.steps, GpuSampling::new(Sampling::Direct)?)?;
-                    if let Some(p) = prof.panel_cycles {
-                        println!(
-                            "weight panels per step, block 0 thread 0: waiting {:.0} cycles, multiplying {:.0}",
+                    }
+                    println!("largest real-time stream count tried: {best}");
+                    if let Some(&n) = a.streams.last() {
+                        let mut gpu = MultiStream::new(dev.clone(), &w, plan, n, &pool)?;
+                        let starts: Vec<dv_gpu::StreamStart> = (0..gpu.slots())
+                            .map(|s| dv_gpu::StreamStart { slot: s, cond_frame: 0, samples: a.steps, seed: s as u64 })
+                            .collect();
+                        gpu.start(&starts)?;
+                        let prof = gpu.advance_profiled(a.steps, GpuSampling::new(Sampling::Direct)?)?;
+                        if let Some(p) = prof.panel_cycles {
+                            println!(
+                            "weight panels/chunks per step, block 0 thread 0: waiting {:.0} cycles, multiplying {:.0}",
                             p[0] as f64 / a.steps as f64,
                             p[1] as f64 / a.steps as f64
                         );
-                    }
-                    if let Some(c) = prof.phase_cycles {
-                        let total: i64 = c.iter().sum();
-                        let parts: Vec<String> = c
-                            .iter()
-                            .zip(dv_gpu::PROFILE_PHASES_MULTI)
-                            .map(|(&v, name)| {
-                                format!(
-                                    "{name} {:.0} ({:.0}%)",
-                                    v as f64 / a.steps as f64,
-                                    100.0 * v as f64 / total as f64
-                                )
-                            })
-                            .collect();
-                        println!(
-                            "cycles per step, block 0 thread 0, {n} streams: {:.0} = {}",
-                            total as f64 / a.steps as f64,
-                            parts.join("; ")
-                        );
-                        json.put(json!({"bench": "gpu-streams-profile", "sizes": w.sizes.name(), "bf16": bf16, "streams": n, "phase_cycles": c.to_vec()}))?;
+                        }
+                        if let Some(c) = prof.phase_cycles {
+                            let total: i64 = c.iter().sum();
+                            let parts: Vec<String> = c
+                                .iter()
+                                .zip(if plan.kernel == MultiKernel::Tiles {
+                                    dv_gpu::PROFILE_PHASES_TILES
+                                } else {
+                                    dv_gpu::PROFILE_PHASES_MULTI
+                                })
+                                .map(|(&v, name)| {
+                                    format!(
+                                        "{name} {:.0} ({:.0}%)",
+                                        v as f64 / a.steps as f64,
+                                        100.0 * v as f64 / total as f64
+                                    )
+                                })
+                                .collect();
+                            println!(
+                                "cycles per step, block 0 thread 0, {n} streams: {:.0} = {}",
+                                total as f64 / a.steps as f64,
+                                parts.join("; ")
+                            );
+                            json.put(json!({"bench": "gpu-streams-profile", "kernel": kname, "sizes": w.sizes.name(), "bf16": bf16, "streams": n, "phase_cycles": c.to_vec()}))?;
+                        }
                     }
                 }
             }

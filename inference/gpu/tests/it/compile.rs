@@ -57,6 +57,24 @@ fn nvrtc_compiles_both_kernels_for_every_preset() {
             assert_eq!(ptx.contains("mma.sync.aligned.m16n8k16"), mma, "{name} mma={mma}");
             assert!(ptx.contains("cp.async.cg.shared.global"), "{name}: weights not staged with cp.async");
         }
+        // The tile kernel at the stream counts per block the benchmarks use.
+        for (per_block, threads, stages) in [(32, 128, 2), (48, 192, 3), (64, 256, 2)] {
+            let plan = match MultiPlan::tiles(&w.sizes, per_block, threads, stages, 0, smem) {
+                Ok(p) => p,
+                Err(e) => {
+                    // Only the 256 skip channels' chunks outgrow shared memory.
+                    assert!(w.sizes.skip == 256 && e.to_string().contains("shared memory"), "{name} {per_block}: {e}");
+                    continue;
+                }
+            };
+            let ptx = compile_ptx(&plan.source(&w.sizes), plan.entry(), "compute_90")
+                .unwrap_or_else(|e| panic!("{name} tiles {per_block}: {e}"))
+                .to_src();
+            assert!(ptx.contains(".entry wavenet_tiles"), "{name}");
+            assert!(ptx.contains("mma.sync.aligned.m16n8k16"), "{name}");
+            assert!(ptx.contains("ldmatrix.sync.aligned.m8n8.x4.shared.b16"), "{name}");
+            assert!(!ptx.contains(".local"), "{name} tiles {per_block}: register arrays spilled to local memory");
+        }
     }
 }
 

@@ -88,6 +88,66 @@ fn multi_matrices_are_row_major_or_transposed() {
 }
 
 #[test]
+fn the_tile_layout_interleaves_gate_rows_and_joins_residual_and_skip() {
+    for name in ["20x32x128", "40x64x256"] {
+        let w = weights(name);
+        let (l, r, s) = (w.sizes.layers, w.sizes.residual, w.sizes.skip);
+        let t = MultiLayout::tiles(&w, false);
+        assert_eq!(t.dil.len(), l * 4 * r * r);
+        assert_eq!(t.res.len(), l * (r + s) * r);
+        for i in [0, l - 1] {
+            for j in [0, 3, r - 1] {
+                for k in [0, 5, r - 1, r, 2 * r - 1] {
+                    // Row 2j is unit j's tanh row, 2j + 1 its sigmoid row; columns [W_prev | W_cur].
+                    for (row, o) in [(2 * j, j), (2 * j + 1, r + j)] {
+                        let want = if k < r { w.w_prev[i][o * r + k] } else { w.w_cur[i][o * r + k - r] };
+                        assert_eq!(t.dil.get(i * 4 * r * r + row * 2 * r + k), want, "{name} {i} {j} {k}");
+                    }
+                }
+            }
+            let base = i * (r + s) * r;
+            for (o, k) in [(0, 0), (r - 1, 7), (2, r - 1)] {
+                let want = if i + 1 < l { w.w_res[i][o * r + k] } else { 0.0 };
+                assert_eq!(t.res.get(base + o * r + k), want, "{name} res {i}");
+            }
+            for (o, k) in [(0, 0), (s - 1, r - 1), (7, 3)] {
+                assert_eq!(t.res.get(base + (r + o) * r + k), w.skip_w[o * l * r + i * r + k], "{name} skip {i}");
+            }
+        }
+        assert_eq!(t.relu.get(3 * s + 2), w.relu_w[3 * s + 2]);
+        assert_eq!(t.out.get(10 * A + 20), w.out_w[10 * A + 20]);
+    }
+}
+
+#[test]
+fn tile_plans_size_their_chunks_to_the_slots_and_refuse_what_they_cannot_run() {
+    let smem = 227 * 1024;
+    let w = weights("20x64x128");
+    let p = MultiPlan::tiles(&w.sizes, 64, 256, 2, 0, smem).unwrap();
+    assert_eq!((p.warps_n, p.entry()), (2, "wavenet_tiles"));
+    // A slot holds W_dil (128 rows of 128 + 8 bfloat16) and [W_res; W_skip] (192 rows of 72).
+    assert_eq!(p.panel_bytes, 128 * 136 * 2);
+    // Relu rows (K = 128) and output rows (K = 256) per chunk: multiples of 32 dividing 256 that fit.
+    assert_eq!(p.chunk_rows, [128, 64]);
+    assert!(p.smem_bytes <= smem);
+    assert!(MultiPlan::tiles(&w.sizes, 64, 256, 3, 0, smem).is_err(), "three slots do not fit beside 64 streams");
+    assert!(MultiPlan::tiles(&w.sizes, 24, 256, 2, 0, smem).is_err(), "not a multiple of 16");
+    assert!(MultiPlan::tiles(&w.sizes, 32, 192, 2, 0, smem).is_err(), "192 threads are not 2 row tiles × whole warps");
+    assert!(MultiPlan::tiles(&w.sizes, 32, 512, 2, 0, smem).is_err(), "8 warps along 64 residual outputs");
+    let small = weights("20x32x128");
+    let p = MultiPlan::tiles(&small.sizes, 32, 128, 2, 0, smem).unwrap();
+    // The slot grows to 32 output-layer rows of 256 + 8.
+    assert_eq!(p.panel_bytes, (32 * 264 * 2usize).next_multiple_of(128));
+    assert_eq!(p.chunk_rows, [32, 32]);
+    let big = weights("40x64x256");
+    assert!(
+        MultiPlan::tiles(&big.sizes, 64, 256, 2, 0, smem).is_err(),
+        "(40, 64, 256) at 64 streams exceeds shared memory"
+    );
+    assert!(MultiPlan::tiles(&big.sizes, 48, 192, 2, 0, smem).is_ok());
+}
+
+#[test]
 fn bf16_rounds_to_nearest_even() {
     assert_eq!(bf16_bits(1.0), 0x3f80);
     // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties go to the even mantissa (1).

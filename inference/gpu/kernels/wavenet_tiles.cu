@@ -1,0 +1,440 @@
+// Kernel 2b: many independent utterances ("streams"), highest throughput,
+// with every per-step product laid out as a tensor-core GEMM tile grid
+// (issue 9). It replaces wavenet_multi.cu's per-panel loops, whose
+// multiplies ran at ~3 % of the tensor cores (long dependent MMA chains,
+// two barriers and an activation split per panel, ALU-bound indexing).
+//
+// Each block owns BS = 16·WM stream slots and advances them one sample per
+// step; blocks never wait for one another. Warp (wm, wn) of the WM × WN
+// warps owns stream rows [16·wm, 16·wm + 16) of every product and a fixed
+// contiguous range of its output columns, so:
+//   * each layer's dilated product [BS, 2r] x [2r, 2r] lands in registers
+//     with the tanh and sigmoid rows of a unit interleaved (the host stores
+//     W_dil's rows as tanh_0, sigmoid_0, tanh_1, ...): the gate is computed
+//     where the product ends, with no shared-memory round trip;
+//   * the residual stream x (float32) stays in the registers of the warps
+//     owning the residual product's columns for the whole step, and those
+//     threads alone read and write its history rings (so a ring slot is
+//     read before it is overwritten by the same thread);
+//   * the skip sum accumulates in registers over all layers.
+// Products read their A operand (the activations, split into two bfloat16
+// terms hi + lo so they keep ~16 bits, as wavenet_multi) and their B
+// operand (the weights) from shared memory with ldmatrix, and multiply with
+// mma.sync m16n8k16 (float32 accumulation); the k loop is unrolled at
+// compile time and each warp has 2 × its n tiles of independent MMAs per k.
+//
+// Weights stream from L2 through NSLOT shared-memory slots of SLOT bytes in
+// a fixed chunk order per step: per layer W_dil, then [W_res; W_skip]; then
+// the relu layer in chunks of CR1 rows and the output layer in chunks of
+// CR2 rows. Chunk c + NSLOT − 1 is issued (cp.async) when chunk c starts;
+// the barrier that starts a chunk is also the one that publishes the
+// activations it reads, so a layer costs two block barriers.
+//
+// Slot state between launches is the same as wavenet_multi's.
+//
+// Defines: BS (slots per block, 16·WM), NT (threads, 32·WM·WN), WN, SLOT,
+// NSLOT (2 or 3), CR1, CR2 (multiples of 16·WN dividing A).
+
+#define NW (NT / 32)
+#define WM (BS / 16)
+#define NTD (2 * R / 8 / WN)  // dilated n tiles per warp
+#define NTR (R / 8 / WN)      // residual n tiles per warp
+#define NTS (S / 8 / WN)      // skip n tiles per warp
+#define NT1 (CR1 / 8 / WN)    // relu n tiles per warp per chunk
+#define NT2 (CR2 / 8 / WN)    // output n tiles per warp per chunk
+#define NCH (2 * NL + A / CR1 + A / CR2)  // weight chunks per step
+
+// Row strides (elements) of the bfloat16 activation buffers and the logits:
+// 16 bytes past a multiple of 128, so ldmatrix rows hit distinct banks.
+#define DK (2 * R + 8)
+#define HK (R + 8)
+#define RK (S + 8)
+#define OK (A + 8)
+#define LK (A + 8)
+
+#define MAXI(a, b) ((a) > (b) ? (a) : (b))
+#define REG1_BYTES MAXI(MAXI(2 * BS * DK * 2, 2 * BS * RK * 2), BS * LK * 4)
+#define REG2_BYTES MAXI(2 * BS * HK * 2, 2 * BS * OK * 2)
+
+// The gate in fast math: ex2.approx and a fast reciprocal, absolute errors
+// ~1e-7, far below the bfloat16 weights' rounding this kernel is checked
+// against (the accurate tanhf/expf cost several times the gate's products).
+__device__ __forceinline__ float gate_fast(float a, float b) {
+    const float th = 1.0f - __fdividef(2.0f, 1.0f + __expf(2.0f * a));
+    const float sg = __fdividef(1.0f, 1.0f + __expf(-b));
+    return th * sg;
+}
+
+__device__ __forceinline__ void mma_bf16(float* c, const u32* a, u32 b0, u32 b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void ldsm4(u32* r, u32 addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+// (lo << 16 | hi) pairs: x ≈ hi + lo, both bfloat16, for two values.
+__device__ __forceinline__ void split2(float x0, float x1, u32& hi, u32& lo) {
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(hi) : "f"(x1), "f"(x0));
+    const float r0 = x0 - __uint_as_float(hi << 16), r1 = x1 - __uint_as_float(hi & 0xffff0000u);
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(lo) : "f"(r1), "f"(r0));
+}
+__device__ __forceinline__ void split1(float x, u16& hi, u16& lo) {
+    u32 h, l;
+    split2(x, 0.0f, h, l);
+    hi = (u16)(h & 0xffffu);
+    lo = (u16)(l & 0xffffu);
+}
+
+// acc[t] += A[16 rows of this warp, K] · B[8 rows of tile t, K]ᵀ for NTW
+// tiles: `a_hi`/`a_lo` are this lane's ldmatrix addresses of the A operand
+// at k = 0 (row stride `ak` elements), `b` its address of tile pair 0 at
+// k = 0 in a weight chunk of row stride K + 8.
+template <int K, int NTW>
+__device__ __forceinline__ void tiles_mm(u32 a_hi, u32 a_lo, u32 b, float (&acc)[NTW][4]) {
+    static_assert(NTW % 2 == 0, "n tiles per warp come in pairs");
+#pragma unroll
+    for (int k0 = 0; k0 < K; k0 += 16) {
+        u32 ah[4], al[4], bb[NTW / 2][4];
+        ldsm4(ah, a_hi + k0 * 2);
+        ldsm4(al, a_lo + k0 * 2);
+#pragma unroll
+        for (int p = 0; p < NTW / 2; p++) ldsm4(bb[p], b + (p * 16 * (K + 8) + k0) * 2);
+#pragma unroll
+        for (int p = 0; p < NTW / 2; p++) {
+            mma_bf16(acc[2 * p], ah, bb[p][0], bb[p][1]);
+            mma_bf16(acc[2 * p + 1], ah, bb[p][2], bb[p][3]);
+        }
+#pragma unroll
+        for (int p = 0; p < NTW / 2; p++) {
+            mma_bf16(acc[2 * p], al, bb[p][0], bb[p][1]);
+            mma_bf16(acc[2 * p + 1], al, bb[p][2], bb[p][3]);
+        }
+    }
+}
+
+// This lane's ldmatrix address for an A operand (hi at `base`, lo `lo_off`
+// bytes further) of row stride `ak` elements, rows of warp row tile wm.
+__device__ __forceinline__ u32 a_addr(const u16* base, int ak, int wm, int lane) {
+    const int mi = lane >> 3, r = lane & 7;
+    return smem_u32(base + (wm * 16 + r + (mi & 1) * 8) * ak + (mi >> 1) * 8);
+}
+// This lane's ldmatrix address of the first tile pair `t0` of a weight chunk.
+__device__ __forceinline__ u32 b_addr(const unsigned char* chunk, int K, int t0, int lane) {
+    const int mi = lane >> 3, r = lane & 7;
+    return smem_u32((const u16*)chunk + (t0 * 8 + r + (mi >> 1) * 8) * (K + 8) + (mi & 1) * 8);
+}
+
+struct Chunk {
+    const wt* w;
+    int rows, k;
+};
+__device__ __forceinline__ Chunk chunk_of(const wt* w_dil, const wt* w_rs, const wt* w_relu, const wt* w_out, int c) {
+    if (c < 2 * NL) {
+        const int i = c >> 1;
+        if ((c & 1) == 0) return Chunk{w_dil + (size_t)i * 4 * R * R, 2 * R, 2 * R};
+        return Chunk{w_rs + (size_t)i * (R + S) * R, R + S, R};
+    }
+    c -= 2 * NL;
+    if (c < A / CR1) return Chunk{w_relu + (size_t)c * CR1 * S, CR1, S};
+    c -= A / CR1;
+    return Chunk{w_out + (size_t)c * CR2 * A, CR2, A};
+}
+
+extern "C" __global__ void __launch_bounds__(NT, 1)
+wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const wt* __restrict__ w_unused,
+              const wt* __restrict__ w_relu, const wt* __restrict__ w_out,
+              const float* __restrict__ gate_b, const float* __restrict__ res_b, const float* __restrict__ skip_b,
+              const float* __restrict__ relu_b, const float* __restrict__ out_b,
+              const float* __restrict__ emb_c, const float* __restrict__ emb_p, const float* __restrict__ emb_b,
+              const float* __restrict__ cond_pool,  // conditioning rows [*, NL*2R]
+              float* __restrict__ hist,             // [slots][HIST_ROWS][R]
+              int* __restrict__ st_pos, const int* __restrict__ st_len, int* __restrict__ st_y,
+              u64* __restrict__ st_rng, const long long* __restrict__ st_cond,
+              int steps, int mode, float inv_tau,
+              int* __restrict__ out,                        // [slots][steps], poisoned by the host
+              const unsigned char* __restrict__ forced,     // [slots][steps] or null
+              float* __restrict__ probs_out,                // [slots][steps][A] or null
+              long long* __restrict__ prof)                 // [10] cycles per phase (block 0, thread 0) or null
+{
+    extern __shared__ __align__(128) unsigned char smem[];
+    unsigned char* slots = smem;                           // NSLOT x SLOT
+    unsigned char* reg1 = smem + NSLOT * SLOT;             // DIN | RIN | LOG
+    unsigned char* reg2 = reg1 + REG1_BYTES;               // HIN | OIN
+    u16* DIN = (u16*)reg1;                                 // [2][BS][DK]: [x(t - d) | x(t)], hi then lo
+    u16* RIN = (u16*)reg1;                                 // [2][BS][RK]: relu(skip)
+    float* LOG = (float*)reg1;                             // [BS][LK] logits
+    u16* HIN = (u16*)reg2;                                 // [2][BS][HK]: gate output
+    u16* OIN = (u16*)reg2;                                 // [2][BS][OK]: relu layer output
+    float* PW = (float*)(reg2 + REG2_BYTES);               // [NW][A]
+    int* pos = (int*)(PW + NW * A);                        // [BS]
+    int* live = pos + BS;
+    int* y1 = live + BS;
+    int* y2 = y1 + BS;
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int g = lane >> 2, tq = lane & 3;
+    const int wm = warp % WM, wn = warp / WM;
+    const int b0 = wm * 16 + g, b1 = b0 + 8;  // this thread's two stream rows in every product
+    const int slot0 = blockIdx.x * BS;
+    const bool profiling = prof != nullptr && blockIdx.x == 0 && tid == 0;
+    long long pacc[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    long long plast = clock64();
+#define MARK(k) \
+    if (profiling) { const long long now = clock64(); pacc[k] += now - plast; plast = now; }
+
+    if (tid < BS) {
+        const int s = slot0 + tid;
+        pos[tid] = st_pos[s];
+        live[tid] = st_pos[s] < st_len[s];
+        y1[tid] = st_y[2 * s];
+        y2[tid] = st_y[2 * s + 1];
+    }
+    // The weight-chunk pipeline: chunk sequence number q lives in slot q % NSLOT.
+    int issued = 0, used = 0;
+    auto issue = [&]() {
+        const Chunk ch = chunk_of(w_dil, w_rs, w_relu, w_out, issued % NCH);
+        unsigned char* dst = slots + (issued % NSLOT) * SLOT;
+        const int cpr = ch.k / 8;  // 16-byte pieces per row
+        for (int c = tid; c < ch.rows * cpr; c += NT) {
+            const int r = c / cpr, q = c % cpr;
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(dst + (r * (ch.k + 8) + q * 8) * 2)),
+                         "l"(ch.w + (size_t)r * ch.k + q * 8));
+        }
+        asm volatile("cp.async.commit_group;" ::: "memory");
+        issued += 1;
+    };
+    // Starts the next chunk: waits for its data, one block barrier (which
+    // also publishes the activations written before it), refills the slot
+    // the previous chunk used. Returns the chunk's slot.
+    auto begin = [&]() -> const unsigned char* {
+        asm volatile("cp.async.wait_group %0;" ::"n"(NSLOT - 2) : "memory");
+        __syncthreads();
+        issue();
+        const unsigned char* p = slots + (used % NSLOT) * SLOT;
+        used += 1;
+        return p;
+    };
+    for (int k = 0; k < NSLOT - 1; k++) issue();
+    __syncthreads();
+
+    const u32 din_hi = a_addr(DIN, DK, wm, lane), din_lo = din_hi + BS * DK * 2;
+    const u32 hin_hi = a_addr(HIN, HK, wm, lane), hin_lo = hin_hi + BS * HK * 2;
+    const u32 rin_hi = a_addr(RIN, RK, wm, lane), rin_lo = rin_hi + BS * RK * 2;
+    const u32 oin_hi = a_addr(OIN, OK, wm, lane), oin_lo = oin_hi + BS * OK * 2;
+
+    for (int step = 0; step < steps; step++) {
+        const int p0 = pos[b0], p1 = pos[b1];
+        const bool l0 = live[b0], l1 = live[b1];
+        const float* crow0 = cond_pool + st_cond[slot0 + b0] + (long long)(p0 / HOP) * NL * 2 * R;
+        const float* crow1 = cond_pool + st_cond[slot0 + b1] + (long long)(p1 / HOP) * NL * 2 * R;
+        float* hrow0 = hist + (size_t)(slot0 + b0) * HIST_ROWS * R;
+        float* hrow1 = hist + (size_t)(slot0 + b1) * HIST_ROWS * R;
+        // x (the residual stream) in this warp's residual columns; x(t - d) of layer 0.
+        float xr[NTR][4], xo[NTR][4];
+        const int cy0 = y1[b0] * R, cy1 = y1[b1] * R, py0 = y2[b0] * R, py1 = y2[b1] * R;
+#pragma unroll
+        for (int t = 0; t < NTR; t++) {
+            const int col = (wn * NTR + t) * 8 + 2 * tq;
+            const float2 o0 = *(const float2*)(hrow0 + (c_hoff[0] + (p0 & (c_dil[0] - 1))) * R + col);
+            const float2 o1 = *(const float2*)(hrow1 + (c_hoff[0] + (p1 & (c_dil[0] - 1))) * R + col);
+            xo[t][0] = o0.x; xo[t][1] = o0.y; xo[t][2] = o1.x; xo[t][3] = o1.y;
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                xr[t][e] = emb_c[cy0 + col + e] + emb_p[py0 + col + e] + emb_b[col + e];
+                xr[t][2 + e] = emb_c[cy1 + col + e] + emb_p[py1 + col + e] + emb_b[col + e];
+            }
+        }
+        // The gate's additive terms of layer 0 (conditioning + bias) in this
+        // warp's dilated columns: per tile, unit j = 4·tile + tq, rows b0, b1.
+        float lb[NTD][4];
+        auto load_lb = [&](int i) {
+#pragma unroll
+            for (int t = 0; t < NTD; t++) {
+                const int j = (wn * NTD + t) * 4 + tq;
+                const float bh = gate_b[i * 2 * R + j], bg = gate_b[i * 2 * R + R + j];
+                lb[t][0] = bh + (l0 ? crow0[i * 2 * R + j] : 0.0f);
+                lb[t][1] = bg + (l0 ? crow0[i * 2 * R + R + j] : 0.0f);
+                lb[t][2] = bh + (l1 ? crow1[i * 2 * R + j] : 0.0f);
+                lb[t][3] = bg + (l1 ? crow1[i * 2 * R + R + j] : 0.0f);
+            }
+        };
+        load_lb(0);
+        // Layer i's A operand [x(t - d) | x(t)] and x_i(t) into its ring.
+        auto put_din = [&](int i) {
+#pragma unroll
+            for (int t = 0; t < NTR; t++) {
+                const int col = (wn * NTR + t) * 8 + 2 * tq;
+                u32 h, l;
+                split2(xo[t][0], xo[t][1], h, l);
+                *(u32*)(DIN + b0 * DK + col) = h;
+                *(u32*)(DIN + BS * DK + b0 * DK + col) = l;
+                split2(xo[t][2], xo[t][3], h, l);
+                *(u32*)(DIN + b1 * DK + col) = h;
+                *(u32*)(DIN + BS * DK + b1 * DK + col) = l;
+                split2(xr[t][0], xr[t][1], h, l);
+                *(u32*)(DIN + b0 * DK + R + col) = h;
+                *(u32*)(DIN + BS * DK + b0 * DK + R + col) = l;
+                split2(xr[t][2], xr[t][3], h, l);
+                *(u32*)(DIN + b1 * DK + R + col) = h;
+                *(u32*)(DIN + BS * DK + b1 * DK + R + col) = l;
+                if (l0) *(float2*)(hrow0 + (c_hoff[i] + (p0 & (c_dil[i] - 1))) * R + col) = make_float2(xr[t][0], xr[t][1]);
+                if (l1) *(float2*)(hrow1 + (c_hoff[i] + (p1 & (c_dil[i] - 1))) * R + col) = make_float2(xr[t][2], xr[t][3]);
+            }
+        };
+        put_din(0);
+        float sk[NTS][4];
+#pragma unroll
+        for (int t = 0; t < NTS; t++) sk[t][0] = sk[t][1] = sk[t][2] = sk[t][3] = 0.0f;
+        MARK(0);
+
+        for (int i = 0; i < NL; i++) {
+            // Layer i + 1's x(t - d), read before this thread overwrites its
+            // ring slot with x_{i+1}(t) below.
+            if (i + 1 < NL) {
+#pragma unroll
+                for (int t = 0; t < NTR; t++) {
+                    const int col = (wn * NTR + t) * 8 + 2 * tq;
+                    const float2 o0 = *(const float2*)(hrow0 + (c_hoff[i + 1] + (p0 & (c_dil[i + 1] - 1))) * R + col);
+                    const float2 o1 = *(const float2*)(hrow1 + (c_hoff[i + 1] + (p1 & (c_dil[i + 1] - 1))) * R + col);
+                    xo[t][0] = o0.x; xo[t][1] = o0.y; xo[t][2] = o1.x; xo[t][3] = o1.y;
+                }
+            }
+            const unsigned char* cd = begin();
+            MARK(1);
+            float zd[NTD][4];
+#pragma unroll
+            for (int t = 0; t < NTD; t++) zd[t][0] = zd[t][1] = zd[t][2] = zd[t][3] = 0.0f;
+            tiles_mm<2 * R, NTD>(din_hi, din_lo, b_addr(cd, 2 * R, wn * NTD, lane), zd);
+            MARK(2);
+            // Gate: (zd[t][0], zd[t][1]) are (tanh, sigmoid) of unit j for row b0, [2], [3] for b1.
+#pragma unroll
+            for (int t = 0; t < NTD; t++) {
+                const int j = (wn * NTD + t) * 4 + tq;
+                const float h0 = gate_fast(zd[t][0] + lb[t][0], zd[t][1] + lb[t][1]);
+                const float h1 = gate_fast(zd[t][2] + lb[t][2], zd[t][3] + lb[t][3]);
+                u16 hi, lo;
+                split1(h0, hi, lo);
+                HIN[b0 * HK + j] = hi;
+                HIN[BS * HK + b0 * HK + j] = lo;
+                split1(h1, hi, lo);
+                HIN[b1 * HK + j] = hi;
+                HIN[BS * HK + b1 * HK + j] = lo;
+            }
+            if (i + 1 < NL) load_lb(i + 1);
+            MARK(3);
+            const unsigned char* crs = begin();
+            MARK(1);
+            if (i + 1 < NL) {
+                float zr[NTR][4];
+#pragma unroll
+                for (int t = 0; t < NTR; t++) zr[t][0] = zr[t][1] = zr[t][2] = zr[t][3] = 0.0f;
+                tiles_mm<R, NTR>(hin_hi, hin_lo, b_addr(crs, R, wn * NTR, lane), zr);
+#pragma unroll
+                for (int t = 0; t < NTR; t++) {
+                    const int col = (wn * NTR + t) * 8 + 2 * tq;
+                    const float r0 = res_b[i * R + col], r1 = res_b[i * R + col + 1];
+                    xr[t][0] += zr[t][0] + r0;
+                    xr[t][1] += zr[t][1] + r1;
+                    xr[t][2] += zr[t][2] + r0;
+                    xr[t][3] += zr[t][3] + r1;
+                }
+                put_din(i + 1);
+            }
+            MARK(4);
+            tiles_mm<R, NTS>(hin_hi, hin_lo, b_addr(crs, R, R / 8 + wn * NTS, lane), sk);
+            MARK(5);
+        }
+        // relu(skip + b) as the relu layer's A operand.
+#pragma unroll
+        for (int t = 0; t < NTS; t++) {
+            const int col = (wn * NTS + t) * 8 + 2 * tq;
+            const float s0 = skip_b[col], s1 = skip_b[col + 1];
+            u32 h, l;
+            split2(fmaxf(sk[t][0] + s0, 0.0f), fmaxf(sk[t][1] + s1, 0.0f), h, l);
+            *(u32*)(RIN + b0 * RK + col) = h;
+            *(u32*)(RIN + BS * RK + b0 * RK + col) = l;
+            split2(fmaxf(sk[t][2] + s0, 0.0f), fmaxf(sk[t][3] + s1, 0.0f), h, l);
+            *(u32*)(RIN + b1 * RK + col) = h;
+            *(u32*)(RIN + BS * RK + b1 * RK + col) = l;
+        }
+        for (int c = 0; c < A / CR1; c++) {
+            const unsigned char* cw = begin();
+            float z[NT1][4];
+#pragma unroll
+            for (int t = 0; t < NT1; t++) z[t][0] = z[t][1] = z[t][2] = z[t][3] = 0.0f;
+            tiles_mm<S, NT1>(rin_hi, rin_lo, b_addr(cw, S, wn * NT1, lane), z);
+#pragma unroll
+            for (int t = 0; t < NT1; t++) {
+                const int col = c * CR1 + (wn * NT1 + t) * 8 + 2 * tq;
+                const float a0 = relu_b[col], a1 = relu_b[col + 1];
+                u32 h, l;
+                split2(fmaxf(z[t][0] + a0, 0.0f), fmaxf(z[t][1] + a1, 0.0f), h, l);
+                *(u32*)(OIN + b0 * OK + col) = h;
+                *(u32*)(OIN + BS * OK + b0 * OK + col) = l;
+                split2(fmaxf(z[t][2] + a0, 0.0f), fmaxf(z[t][3] + a1, 0.0f), h, l);
+                *(u32*)(OIN + b1 * OK + col) = h;
+                *(u32*)(OIN + BS * OK + b1 * OK + col) = l;
+            }
+        }
+        for (int c = 0; c < A / CR2; c++) {
+            const unsigned char* cw = begin();
+            float z[NT2][4];
+#pragma unroll
+            for (int t = 0; t < NT2; t++) z[t][0] = z[t][1] = z[t][2] = z[t][3] = 0.0f;
+            tiles_mm<A, NT2>(oin_hi, oin_lo, b_addr(cw, A, wn * NT2, lane), z);
+#pragma unroll
+            for (int t = 0; t < NT2; t++) {
+                const int col = c * CR2 + (wn * NT2 + t) * 8 + 2 * tq;
+                const float a0 = out_b[col], a1 = out_b[col + 1];
+                *(float2*)(LOG + b0 * LK + col) = make_float2(z[t][0] + a0, z[t][1] + a1);
+                *(float2*)(LOG + b1 * LK + col) = make_float2(z[t][2] + a0, z[t][3] + a1);
+            }
+        }
+        __syncthreads();
+        MARK(6);
+        // One warp per stream: softmax, sample, advance.
+        for (int b = warp; b < BS; b += NW) {
+            const int s = slot0 + b;
+            u64 rs[4];
+#pragma unroll
+            for (int k = 0; k < 4; k++) rs[k] = st_rng[4 * s + k];
+            float u = 0.0f;
+            if (mode != SAMPLE_MODE) u = rng_uniform(rs);
+            const int y = warp_sample(LOG + b * LK, PW + warp * A, mode, inv_tau, u);
+            if (live[b]) {
+                if (probs_out) {
+                    for (int k = lane; k < A; k += 32) probs_out[((size_t)s * steps + step) * A + k] = PW[warp * A + k];
+                }
+                __syncwarp();
+                if (lane == 0) {
+#pragma unroll
+                    for (int k = 0; k < 4; k++) st_rng[4 * s + k] = rs[k];
+                    out[(size_t)s * steps + step] = y;
+                    y2[b] = y1[b];
+                    y1[b] = forced ? (int)forced[(size_t)s * steps + step] : y;
+                    pos[b] += 1;
+                    live[b] = pos[b] < st_len[s];
+                }
+            }
+            __syncwarp();
+        }
+        __syncthreads();
+        MARK(7);
+    }
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    if (profiling) {
+        // Phases 0-7 as PROFILE_PHASES_TILES; [8] chunk waits, [9] products.
+        for (int k = 0; k < 8; k++) prof[k] = pacc[k];
+        prof[8] = pacc[1];
+        prof[9] = pacc[2] + pacc[4] + pacc[5];
+    }
+    if (tid < BS) {
+        const int s = slot0 + tid;
+        st_pos[s] = pos[tid];
+        st_y[2 * s] = y1[tid];
+        st_y[2 * s + 1] = y2[tid];
+    }
+}
