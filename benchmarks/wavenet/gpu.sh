@@ -4,7 +4,8 @@
 # featurize output at $FEATURES:
 #   FEATURES=.carry/features benchmarks/wavenet/gpu.sh .carry/dv.xz $OUT
 # TIMING="L R S BF16 BATCH GPUS ..." picks the timing runs (groups of 6), FUSED=false times
-# libtorch autograd instead of the fused step (`[model.sizes] fused`), TIMING_STEPS (40) steps each,
+# libtorch autograd instead of the fused step (`[model.sizes] fused`), PREFETCH (2) batches built
+# ahead on the data thread (`[train] prefetch`; 0 builds each in the step), TIMING_STEPS (40) steps each,
 # the mean over the windows after TIMING_SKIP (10); TRAIN_S seconds of
 # training afterwards with TRAIN_SIZE="L R S BF16" (0 skips). Everything under $OUT is packed
 # into $OUT/all.tgz.
@@ -25,7 +26,7 @@ cfg() {  # cfg NAME L R S BF16 BATCH STEPS LOG VAL CKPT PROFILE
     local d=$out/$1; mkdir -p "$d"
     sed -e "s|@L@|$2|" -e "s|@R@|$3|" -e "s|@S@|$4|" -e "s|@BF16@|$5|" -e "s|@BATCH@|$6|" -e "s|@STEPS@|$7|" \
         -e "s|@LOG@|$8|" -e "s|@VAL@|$9|" -e "s|@CKPT@|${10}|" -e "s|@PROFILE@|${11}|" \
-        -e "s|@FUSED@|${FUSED:-true}|" -e "s|@DIR@|$d|g" -e "s|@FEATURES@|$features|" "$here/wavenet.toml.in" > "$d/run.toml"
+        -e "s|@FUSED@|${FUSED:-true}|" -e "s|@PREFETCH@|${PREFETCH:-2}|" -e "s|@DIR@|$d|g" -e "s|@FEATURES@|$features|" "$here/wavenet.toml.in" > "$d/run.toml"
     echo "$d/run.toml"
 }
 run() {  # run NAME GPUS CONFIG TIMEOUT

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Kernel 2 on the GPU machine, several launch shapes in one call: each line of $CONFIGS is
+#   PRESET KERNELS PER_BLOCK THREADS STAGES STREAMS
+# (KERNELS: tiles, panels or tiles,panels; STREAMS comma-separated) and runs one
+# `dv bench gpu-streams` (bfloat16, parity first, then timings and a profile). Run from the repo
+# root with the xz-compressed stripped dv in .carry/:
+#   CONFIGS="20x64x128 tiles 64 256 2 4224,8448" benchmarks/gpu/streams_sweep.sh .carry/dv.xz $OUT
+# STEPS (512) samples per timed launch, PARITY (256) samples compared with the CPU reference.
+set -uo pipefail
+dvxz=$1 out=$2
+mkdir -p "$out/ptx"
+source "$(dirname "$0")/../device_env.sh"
+device_env "$dvxz" "$out"
+export DV_GPU_DUMP_PTX=$out/ptx
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpus.csv"
+while read -r preset kernels per_block threads stages streams; do
+    [ -z "$preset" ] && continue
+    echo "== $preset $kernels per_block=$per_block threads=$threads stages=$stages streams=$streams" | tee -a "$out/streams.txt"
+    timeout "${STREAMS_TIMEOUT:-150}" "$dv" bench gpu-streams --presets "$preset" --precision bf16 \
+        --kernels "$kernels" --per-block "$per_block" --threads "$threads" --stages "$stages" \
+        --streams "$streams" --steps "${STEPS:-512}" --parity-steps "${PARITY:-256}" --repeats 3 \
+        --json "$out/streams.jsonl" >> "$out/streams.txt" 2>> "$out/streams.err"
+    echo "rc=$?" | tee -a "$out/streams.txt"
+done <<< "$CONFIGS"
+for f in "$out"/ptx/*.ptx; do
+    [ -e "$f" ] || continue
+    echo "$(basename "$f"): $(ptxas -arch=sm_90 -v "$f" -o /dev/null 2>&1 | grep -E 'registers|spill' | tr '\n' ' ')"
+done > "$out/ptxas.txt"
+rm -rf "$out/bin" "$out/lib"
+cat "$out/streams.txt" | tail -c 7000
+tail -c 1500 "$out/streams.err"
