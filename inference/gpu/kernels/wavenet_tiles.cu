@@ -32,8 +32,28 @@
 //
 // Slot state between launches is the same as wavenet_multi's.
 //
+// F16 = 1: the activations are IEEE half precision, one tensor-core pass
+// (weights bfloat16-rounded, then scaled by SC_* into half by the host; the
+// sums are multiplied back by SC_*), instead of two bfloat16 terms.
+//
 // Defines: BS (slots per block, 16·WM), NT (threads, 32·WM·WN), WN, SLOT,
-// NSLOT (2 or 3), CR1, CR2 (multiples of 16·WN dividing A).
+// NSLOT (2 or 3), CR1, CR2 (multiples of 16·WN dividing A), F16, SC_DIL,
+// SC_RS, SC_RELU, SC_OUT (F16 only).
+#if F16
+#define TERMS 1
+#define MMA_TYPES "f16.f16"
+#define CVT_X2 "cvt.rn.f16x2.f32"
+#else
+#define TERMS 2
+#define MMA_TYPES "bf16.bf16"
+#define CVT_X2 "cvt.rn.bf16x2.f32"
+#endif
+#ifndef SC_DIL  // unscaled weights (the bfloat16 path; set by the host for F16)
+#define SC_DIL 1.0f
+#define SC_RS 1.0f
+#define SC_RELU 1.0f
+#define SC_OUT 1.0f
+#endif
 
 #define NW (NT / 32)
 #define WM (BS / 16)
@@ -53,8 +73,8 @@
 #define LK (A + 8)
 
 #define MAXI(a, b) ((a) > (b) ? (a) : (b))
-#define REG1_BYTES MAXI(MAXI(2 * BS * DK * 2, 2 * BS * RK * 2), BS * LK * 4)
-#define REG2_BYTES MAXI(2 * BS * HK * 2, 2 * BS * OK * 2)
+#define REG1_BYTES MAXI(MAXI(TERMS * BS * DK * 2, TERMS * BS * RK * 2), BS * LK * 4)
+#define REG2_BYTES MAXI(TERMS * BS * HK * 2, TERMS * BS * OK * 2)
 
 // The gate in fast math: ex2.approx and a fast reciprocal, absolute errors
 // ~1e-7, far below the bfloat16 weights' rounding this kernel is checked
@@ -66,7 +86,7 @@ __device__ __forceinline__ float gate_fast(float a, float b) {
 }
 
 __device__ __forceinline__ void mma_bf16(float* c, const u32* a, u32 b0, u32 b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+    asm("mma.sync.aligned.m16n8k16.row.col.f32." MMA_TYPES ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
@@ -75,11 +95,16 @@ __device__ __forceinline__ void ldsm4(u32* r, u32 addr) {
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(addr));
 }
-// (lo << 16 | hi) pairs: x ≈ hi + lo, both bfloat16, for two values.
+// Two values as the A operand's 16-bit pairs (x0 in the low half): bfloat16
+// hi and lo terms (x ≈ hi + lo), or half precision (lo unused).
 __device__ __forceinline__ void split2(float x0, float x1, u32& hi, u32& lo) {
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(hi) : "f"(x1), "f"(x0));
+    asm(CVT_X2 " %0, %1, %2;" : "=r"(hi) : "f"(x1), "f"(x0));
+#if F16
+    lo = 0;
+#else
     const float r0 = x0 - __uint_as_float(hi << 16), r1 = x1 - __uint_as_float(hi & 0xffff0000u);
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(lo) : "f"(r1), "f"(r0));
+#endif
 }
 __device__ __forceinline__ void split1(float x, u16& hi, u16& lo) {
     u32 h, l;
@@ -99,7 +124,7 @@ __device__ __forceinline__ void tiles_mm(u32 a_hi, u32 a_lo, u32 b, float (&acc)
     for (int k0 = 0; k0 < K; k0 += 16) {
         u32 ah[4], al[4], bb[NTW / 2][4];
         ldsm4(ah, a_hi + k0 * 2);
-        ldsm4(al, a_lo + k0 * 2);
+        if (TERMS == 2) ldsm4(al, a_lo + k0 * 2);
 #pragma unroll
         for (int p = 0; p < NTW / 2; p++) ldsm4(bb[p], b + (p * 16 * (K + 8) + k0) * 2);
 #pragma unroll
@@ -109,8 +134,10 @@ __device__ __forceinline__ void tiles_mm(u32 a_hi, u32 a_lo, u32 b, float (&acc)
         }
 #pragma unroll
         for (int p = 0; p < NTW / 2; p++) {
-            mma_bf16(acc[2 * p], al, bb[p][0], bb[p][1]);
-            mma_bf16(acc[2 * p + 1], al, bb[p][2], bb[p][3]);
+            if (TERMS == 2) {
+                mma_bf16(acc[2 * p], al, bb[p][0], bb[p][1]);
+                mma_bf16(acc[2 * p + 1], al, bb[p][2], bb[p][3]);
+            }
         }
     }
 }
@@ -127,20 +154,34 @@ __device__ __forceinline__ u32 b_addr(const unsigned char* chunk, int K, int t0,
     return smem_u32((const u16*)chunk + (t0 * 8 + r + (mi >> 1) * 8) * (K + 8) + (mi & 1) * 8);
 }
 
-struct Chunk {
-    const wt* w;
-    int rows, k;
-};
-__device__ __forceinline__ Chunk chunk_of(const wt* w_dil, const wt* w_rs, const wt* w_relu, const wt* w_out, int c) {
+// Copies ROWS rows of K weights into a slot (row stride K + 8), 16 bytes
+// per cp.async; sizes are compile-time, so the indexing is shifts.
+template <int K, int ROWS>
+__device__ __forceinline__ void copy_chunk(unsigned char* dst, const wt* src) {
+    constexpr int CPR = K / 8, N = ROWS * CPR;
+#pragma unroll 4
+    for (int c = threadIdx.x; c < N; c += NT) {
+        const int r = c / CPR, q = c % CPR;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(dst + (r * (K + 8) + q * 8) * 2)),
+                     "l"(src + (size_t)r * K + q * 8));
+    }
+}
+// Chunk c of a step (per layer W_dil, [W_res; W_skip]; relu chunks; output chunks) into `dst`.
+__device__ __forceinline__ void copy_step_chunk(const wt* w_dil, const wt* w_rs, const wt* w_relu, const wt* w_out,
+                                                int c, unsigned char* dst) {
     if (c < 2 * NL) {
         const int i = c >> 1;
-        if ((c & 1) == 0) return Chunk{w_dil + (size_t)i * 4 * R * R, 2 * R, 2 * R};
-        return Chunk{w_rs + (size_t)i * (R + S) * R, R + S, R};
+        if ((c & 1) == 0) copy_chunk<2 * R, 2 * R>(dst, w_dil + (size_t)i * 4 * R * R);
+        else copy_chunk<R, R + S>(dst, w_rs + (size_t)i * (R + S) * R);
+        return;
     }
     c -= 2 * NL;
-    if (c < A / CR1) return Chunk{w_relu + (size_t)c * CR1 * S, CR1, S};
+    if (c < A / CR1) {
+        copy_chunk<S, CR1>(dst, w_relu + (size_t)c * CR1 * S);
+        return;
+    }
     c -= A / CR1;
-    return Chunk{w_out + (size_t)c * CR2 * A, CR2, A};
+    copy_chunk<A, CR2>(dst, w_out + (size_t)c * CR2 * A);
 }
 
 extern "C" __global__ void __launch_bounds__(NT, 1)
@@ -173,6 +214,8 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
     int* live = pos + BS;
     int* y1 = live + BS;
     int* y2 = y1 + BS;
+    int* len = y2 + BS;
+    u64* rng = (u64*)(len + BS);                           // [BS][4] random states for the launch
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, tq = lane & 3;
@@ -191,30 +234,28 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
         live[tid] = st_pos[s] < st_len[s];
         y1[tid] = st_y[2 * s];
         y2[tid] = st_y[2 * s + 1];
+        len[tid] = st_len[s];
+#pragma unroll
+        for (int k = 0; k < 4; k++) rng[4 * tid + k] = st_rng[4 * s + k];
     }
-    // The weight-chunk pipeline: chunk sequence number q lives in slot q % NSLOT.
-    int issued = 0, used = 0;
+    // The weight-chunk pipeline: the q-th chunk issued lives in slot q % NSLOT.
+    int next_chunk = 0, next_slot = 0;  // = issued % NCH, issued % NSLOT
     auto issue = [&]() {
-        const Chunk ch = chunk_of(w_dil, w_rs, w_relu, w_out, issued % NCH);
-        unsigned char* dst = slots + (issued % NSLOT) * SLOT;
-        const int cpr = ch.k / 8;  // 16-byte pieces per row
-        for (int c = tid; c < ch.rows * cpr; c += NT) {
-            const int r = c / cpr, q = c % cpr;
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(dst + (r * (ch.k + 8) + q * 8) * 2)),
-                         "l"(ch.w + (size_t)r * ch.k + q * 8));
-        }
+        copy_step_chunk(w_dil, w_rs, w_relu, w_out, next_chunk, slots + next_slot * SLOT);
         asm volatile("cp.async.commit_group;" ::: "memory");
-        issued += 1;
+        next_chunk = next_chunk + 1 == NCH ? 0 : next_chunk + 1;
+        next_slot = next_slot + 1 == NSLOT ? 0 : next_slot + 1;
     };
     // Starts the next chunk: waits for its data, one block barrier (which
     // also publishes the activations written before it), refills the slot
     // the previous chunk used. Returns the chunk's slot.
+    int used_slot = 0;  // = chunks consumed % NSLOT
     auto begin = [&]() -> const unsigned char* {
         asm volatile("cp.async.wait_group %0;" ::"n"(NSLOT - 2) : "memory");
         __syncthreads();
         issue();
-        const unsigned char* p = slots + (used % NSLOT) * SLOT;
-        used += 1;
+        const unsigned char* p = slots + used_slot * SLOT;
+        used_slot = used_slot + 1 == NSLOT ? 0 : used_slot + 1;
         return p;
     };
     for (int k = 0; k < NSLOT - 1; k++) issue();
@@ -270,16 +311,16 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
                 u32 h, l;
                 split2(xo[t][0], xo[t][1], h, l);
                 *(u32*)(DIN + b0 * DK + col) = h;
-                *(u32*)(DIN + BS * DK + b0 * DK + col) = l;
+                if (TERMS == 2) *(u32*)(DIN + BS * DK + b0 * DK + col) = l;
                 split2(xo[t][2], xo[t][3], h, l);
                 *(u32*)(DIN + b1 * DK + col) = h;
-                *(u32*)(DIN + BS * DK + b1 * DK + col) = l;
+                if (TERMS == 2) *(u32*)(DIN + BS * DK + b1 * DK + col) = l;
                 split2(xr[t][0], xr[t][1], h, l);
                 *(u32*)(DIN + b0 * DK + R + col) = h;
-                *(u32*)(DIN + BS * DK + b0 * DK + R + col) = l;
+                if (TERMS == 2) *(u32*)(DIN + BS * DK + b0 * DK + R + col) = l;
                 split2(xr[t][2], xr[t][3], h, l);
                 *(u32*)(DIN + b1 * DK + R + col) = h;
-                *(u32*)(DIN + BS * DK + b1 * DK + R + col) = l;
+                if (TERMS == 2) *(u32*)(DIN + BS * DK + b1 * DK + R + col) = l;
                 if (l0) *(float2*)(hrow0 + (c_hoff[i] + (p0 & (c_dil[i] - 1))) * R + col) = make_float2(xr[t][0], xr[t][1]);
                 if (l1) *(float2*)(hrow1 + (c_hoff[i] + (p1 & (c_dil[i] - 1))) * R + col) = make_float2(xr[t][2], xr[t][3]);
             }
@@ -313,15 +354,15 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
 #pragma unroll
             for (int t = 0; t < NTD; t++) {
                 const int j = (wn * NTD + t) * 4 + tq;
-                const float h0 = gate_fast(zd[t][0] + lb[t][0], zd[t][1] + lb[t][1]);
-                const float h1 = gate_fast(zd[t][2] + lb[t][2], zd[t][3] + lb[t][3]);
+                const float h0 = gate_fast(zd[t][0] * SC_DIL + lb[t][0], zd[t][1] * SC_DIL + lb[t][1]);
+                const float h1 = gate_fast(zd[t][2] * SC_DIL + lb[t][2], zd[t][3] * SC_DIL + lb[t][3]);
                 u16 hi, lo;
                 split1(h0, hi, lo);
                 HIN[b0 * HK + j] = hi;
-                HIN[BS * HK + b0 * HK + j] = lo;
+                if (TERMS == 2) HIN[BS * HK + b0 * HK + j] = lo;
                 split1(h1, hi, lo);
                 HIN[b1 * HK + j] = hi;
-                HIN[BS * HK + b1 * HK + j] = lo;
+                if (TERMS == 2) HIN[BS * HK + b1 * HK + j] = lo;
             }
             if (i + 1 < NL) load_lb(i + 1);
             MARK(3);
@@ -336,10 +377,10 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
                 for (int t = 0; t < NTR; t++) {
                     const int col = (wn * NTR + t) * 8 + 2 * tq;
                     const float r0 = res_b[i * R + col], r1 = res_b[i * R + col + 1];
-                    xr[t][0] += zr[t][0] + r0;
-                    xr[t][1] += zr[t][1] + r1;
-                    xr[t][2] += zr[t][2] + r0;
-                    xr[t][3] += zr[t][3] + r1;
+                    xr[t][0] += zr[t][0] * SC_RS + r0;
+                    xr[t][1] += zr[t][1] * SC_RS + r1;
+                    xr[t][2] += zr[t][2] * SC_RS + r0;
+                    xr[t][3] += zr[t][3] * SC_RS + r1;
                 }
                 put_din(i + 1);
             }
@@ -353,12 +394,12 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
             const int col = (wn * NTS + t) * 8 + 2 * tq;
             const float s0 = skip_b[col], s1 = skip_b[col + 1];
             u32 h, l;
-            split2(fmaxf(sk[t][0] + s0, 0.0f), fmaxf(sk[t][1] + s1, 0.0f), h, l);
+            split2(fmaxf(sk[t][0] * SC_RS + s0, 0.0f), fmaxf(sk[t][1] * SC_RS + s1, 0.0f), h, l);
             *(u32*)(RIN + b0 * RK + col) = h;
-            *(u32*)(RIN + BS * RK + b0 * RK + col) = l;
-            split2(fmaxf(sk[t][2] + s0, 0.0f), fmaxf(sk[t][3] + s1, 0.0f), h, l);
+            if (TERMS == 2) *(u32*)(RIN + BS * RK + b0 * RK + col) = l;
+            split2(fmaxf(sk[t][2] * SC_RS + s0, 0.0f), fmaxf(sk[t][3] * SC_RS + s1, 0.0f), h, l);
             *(u32*)(RIN + b1 * RK + col) = h;
-            *(u32*)(RIN + BS * RK + b1 * RK + col) = l;
+            if (TERMS == 2) *(u32*)(RIN + BS * RK + b1 * RK + col) = l;
         }
         for (int c = 0; c < A / CR1; c++) {
             const unsigned char* cw = begin();
@@ -371,12 +412,12 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
                 const int col = c * CR1 + (wn * NT1 + t) * 8 + 2 * tq;
                 const float a0 = relu_b[col], a1 = relu_b[col + 1];
                 u32 h, l;
-                split2(fmaxf(z[t][0] + a0, 0.0f), fmaxf(z[t][1] + a1, 0.0f), h, l);
+                split2(fmaxf(z[t][0] * SC_RELU + a0, 0.0f), fmaxf(z[t][1] * SC_RELU + a1, 0.0f), h, l);
                 *(u32*)(OIN + b0 * OK + col) = h;
-                *(u32*)(OIN + BS * OK + b0 * OK + col) = l;
-                split2(fmaxf(z[t][2] + a0, 0.0f), fmaxf(z[t][3] + a1, 0.0f), h, l);
+                if (TERMS == 2) *(u32*)(OIN + BS * OK + b0 * OK + col) = l;
+                split2(fmaxf(z[t][2] * SC_RELU + a0, 0.0f), fmaxf(z[t][3] * SC_RELU + a1, 0.0f), h, l);
                 *(u32*)(OIN + b1 * OK + col) = h;
-                *(u32*)(OIN + BS * OK + b1 * OK + col) = l;
+                if (TERMS == 2) *(u32*)(OIN + BS * OK + b1 * OK + col) = l;
             }
         }
         for (int c = 0; c < A / CR2; c++) {
@@ -389,8 +430,8 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
             for (int t = 0; t < NT2; t++) {
                 const int col = c * CR2 + (wn * NT2 + t) * 8 + 2 * tq;
                 const float a0 = out_b[col], a1 = out_b[col + 1];
-                *(float2*)(LOG + b0 * LK + col) = make_float2(z[t][0] + a0, z[t][1] + a1);
-                *(float2*)(LOG + b1 * LK + col) = make_float2(z[t][2] + a0, z[t][3] + a1);
+                *(float2*)(LOG + b0 * LK + col) = make_float2(z[t][0] * SC_OUT + a0, z[t][1] * SC_OUT + a1);
+                *(float2*)(LOG + b1 * LK + col) = make_float2(z[t][2] * SC_OUT + a0, z[t][3] * SC_OUT + a1);
             }
         }
         __syncthreads();
@@ -400,7 +441,7 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
             const int s = slot0 + b;
             u64 rs[4];
 #pragma unroll
-            for (int k = 0; k < 4; k++) rs[k] = st_rng[4 * s + k];
+            for (int k = 0; k < 4; k++) rs[k] = rng[4 * b + k];
             float u = 0.0f;
             if (mode != SAMPLE_MODE) u = rng_uniform(rs);
             const int y = warp_sample(LOG + b * LK, PW + warp * A, mode, inv_tau, u);
@@ -411,12 +452,12 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
                 __syncwarp();
                 if (lane == 0) {
 #pragma unroll
-                    for (int k = 0; k < 4; k++) st_rng[4 * s + k] = rs[k];
+                    for (int k = 0; k < 4; k++) rng[4 * b + k] = rs[k];
                     out[(size_t)s * steps + step] = y;
                     y2[b] = y1[b];
                     y1[b] = forced ? (int)forced[(size_t)s * steps + step] : y;
                     pos[b] += 1;
-                    live[b] = pos[b] < st_len[s];
+                    live[b] = pos[b] < len[b];
                 }
             }
             __syncwarp();
@@ -436,5 +477,7 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
         st_pos[s] = pos[tid];
         st_y[2 * s] = y1[tid];
         st_y[2 * s + 1] = y2[tid];
+#pragma unroll
+        for (int k = 0; k < 4; k++) st_rng[4 * s + k] = rng[4 * tid + k];
     }
 }

@@ -184,7 +184,7 @@ impl DevMat {
     fn new(dev: &GpuDevice, what: &'static str, m: &Stored) -> Result<Self, GpuError> {
         Ok(match m {
             Stored::F32(v) => DevMat::F32(dev.upload(what, v)?),
-            Stored::Bf16(v) => DevMat::Bf16(dev.upload(what, v)?),
+            Stored::Bf16(v) | Stored::F16(v) => DevMat::Bf16(dev.upload(what, v)?),
         })
     }
 
@@ -524,11 +524,20 @@ impl MultiStream {
             });
         }
         let slots = slots.max(1).div_ceil(plan.streams_per_block) * plan.streams_per_block;
-        let layout = match plan.kernel {
-            MultiKernel::Panels => MultiLayout::new(w, true, plan.bf16),
-            MultiKernel::Tiles => MultiLayout::tiles(w, plan.bf16),
+        let (layout, source) = match plan.kernel {
+            MultiKernel::Panels => (MultiLayout::new(w, true, plan.bf16), plan.source(&sizes)),
+            MultiKernel::Tiles if plan.f16 => {
+                let (layout, sc) = MultiLayout::tiles_f16(w);
+                // Powers of two, exact in the decimal float syntax below.
+                let defines = format!(
+                    "#define SC_DIL {:e}f\n#define SC_RS {:e}f\n#define SC_RELU {:e}f\n#define SC_OUT {:e}f\n",
+                    sc[0], sc[1], sc[2], sc[3]
+                );
+                (layout, format!("{defines}{}", plan.source(&sizes)))
+            }
+            MultiKernel::Tiles => (MultiLayout::tiles(w, plan.bf16), plan.source(&sizes)),
         };
-        let (module, func) = dev.load(&plan.source(&sizes), plan.entry(), plan.smem_bytes)?;
+        let (module, func) = dev.load(&source, plan.entry(), plan.smem_bytes)?;
         let mats = [
             DevMat::new(&dev, "dilated weights", &layout.dil)?,
             DevMat::new(&dev, "residual weights", &layout.res)?,

@@ -157,6 +157,8 @@ pub fn bf16_value(h: u16) -> f32 {
 pub enum Stored {
     F32(Vec<f32>),
     Bf16(Vec<u16>),
+    /// IEEE half precision (the tile kernel's fp16 path), already scaled.
+    F16(Vec<u16>),
 }
 
 impl Stored {
@@ -171,7 +173,7 @@ impl Stored {
     pub fn len(&self) -> usize {
         match self {
             Stored::F32(v) => v.len(),
-            Stored::Bf16(v) => v.len(),
+            Stored::Bf16(v) | Stored::F16(v) => v.len(),
         }
     }
 
@@ -184,6 +186,7 @@ impl Stored {
         match self {
             Stored::F32(v) => v[k],
             Stored::Bf16(v) => bf16_value(v[k]),
+            Stored::F16(v) => half::f16::from_bits(v[k]).to_f32(),
         }
     }
 }
@@ -352,6 +355,35 @@ impl MultiLayout {
             relu: Stored::new(w.relu_w[..A * s].to_vec(), bf16),
             out: Stored::new(w.out_w[..A * A].to_vec(), bf16),
         }
+    }
+
+    /// The tile layout for the fp16 path: every weight rounded to bfloat16
+    /// (the model the kernel is checked against), then scaled by a power of
+    /// two per matrix set (all W_dil, all [W_res; W_skip], W_relu, W_out)
+    /// so the largest magnitude lies in [2^14, 2^15), then stored in IEEE
+    /// half precision. A bfloat16 value in half's normal range is exact
+    /// there (8 significant bits of 11), so only weights below 2^-28 of
+    /// their set's largest change (they become subnormal or zero). Returns
+    /// the layout and the four scales the kernel multiplies its sums by.
+    pub fn tiles_f16(w: &Weights) -> (Self, [f32; 4]) {
+        let t = Self::tiles(w, false);
+        let mut scales = [1.0f32; 4];
+        let mut half = |m: &Stored, k: usize| -> Stored {
+            let v: Vec<f32> = (0..m.len()).map(|i| bf16_value(bf16_bits(m.get(i)))).collect();
+            let max = v.iter().fold(0.0f32, |a, &x| a.max(x.abs()));
+            let e = if max > 0.0 && max.is_finite() { 14 - max.log2().floor() as i32 } else { 0 };
+            let up = 2f32.powi(e);
+            scales[k] = 2f32.powi(-e);
+            Stored::F16(v.iter().map(|&x| half::f16::from_f32(x * up).to_bits()).collect())
+        };
+        let lay = Self {
+            dil: half(&t.dil, 0),
+            res: half(&t.res, 1),
+            skip: Stored::F16(vec![0]),
+            relu: half(&t.relu, 2),
+            out: half(&t.out, 3),
+        };
+        (lay, scales)
     }
 
     /// `row_major` for the tensor-core path, transposed for the float32 one.

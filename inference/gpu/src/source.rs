@@ -244,6 +244,10 @@ pub struct MultiPlan {
     /// per weight chunk of the relu and output layers.
     pub warps_n: usize,
     pub chunk_rows: [usize; 2],
+    /// [`MultiKernel::Tiles`]: activations in IEEE half precision, one
+    /// tensor-core pass (weights rounded to bfloat16, then scaled into half;
+    /// `MultiLayout::tiles_f16`), instead of two bfloat16 terms (hi + lo).
+    pub f16: bool,
     pub smem_bytes: usize,
 }
 
@@ -303,6 +307,7 @@ impl MultiPlan {
             panel_bytes,
             warps_n: 0,
             chunk_rows: [0, 0],
+            f16: false,
             smem_bytes,
         })
     }
@@ -311,13 +316,15 @@ impl MultiPlan {
     /// `streams_per_block` = 16 · WM stream rows, `threads` = 32 · WM · WN
     /// warps, `stages` weight-chunk slots (2 or 3) of at least
     /// `min_slot_bytes`, grown to hold a layer's W_dil and [W_res; W_skip]
-    /// and 16 · WN rows of the output layer.
+    /// and 16 · WN rows of the output layer; `f16` for half-precision
+    /// activations in one pass ([`MultiPlan::f16`]).
     pub fn tiles(
         sizes: &Sizes,
         streams_per_block: usize,
         threads: usize,
         stages: usize,
         min_slot_bytes: usize,
+        f16: bool,
         smem_limit: usize,
     ) -> Result<Self, GpuError> {
         let (r, s) = (sizes.residual, sizes.skip);
@@ -357,9 +364,12 @@ impl MultiPlan {
             n
         };
         let chunk_rows = [rows(s), rows(A)];
-        let reg1 = (2 * bs * (2 * r + 8) * 2).max(2 * bs * (s + 8) * 2).max(bs * (A + 8) * 4);
-        let reg2 = (2 * bs * (r + 8) * 2).max(2 * bs * (A + 8) * 2);
-        let smem_bytes = stages * slot + reg1 + reg2 + 4 * (threads / 32) * A + 4 * 4 * bs;
+        // Activation buffers: one or two 16-bit terms; then the logits, the
+        // warps' probabilities, 5 ints and 4 random-state words per stream.
+        let terms = if f16 { 1 } else { 2 };
+        let reg1 = (terms * bs * (2 * r + 8) * 2).max(terms * bs * (s + 8) * 2).max(bs * (A + 8) * 4);
+        let reg2 = (terms * bs * (r + 8) * 2).max(terms * bs * (A + 8) * 2);
+        let smem_bytes = stages * slot + reg1 + reg2 + 4 * (threads / 32) * A + 5 * 4 * bs + 8 * 4 * bs;
         if smem_bytes > smem_limit {
             return bad(format!("{smem_bytes} bytes of shared memory per block (the device allows {smem_limit})"));
         }
@@ -373,6 +383,7 @@ impl MultiPlan {
             panel_bytes: slot,
             warps_n: wn,
             chunk_rows,
+            f16,
             smem_bytes,
         })
     }
@@ -388,14 +399,15 @@ impl MultiPlan {
     pub fn source(&self, sizes: &Sizes) -> String {
         if self.kernel == MultiKernel::Tiles {
             let defines = format!(
-                "#define BS {}\n#define NT {}\n#define WN {}\n#define SLOT {}\n#define NSLOT {}\n#define CR1 {}\n#define CR2 {}\n",
+                "#define BS {}\n#define NT {}\n#define WN {}\n#define SLOT {}\n#define NSLOT {}\n#define CR1 {}\n#define CR2 {}\n#define F16 {}\n",
                 self.streams_per_block,
                 self.threads,
                 self.warps_n,
                 self.panel_bytes,
                 self.stages,
                 self.chunk_rows[0],
-                self.chunk_rows[1]
+                self.chunk_rows[1],
+                self.f16 as u8
             );
             return format!("{}{defines}{COMMON}\n{TILES}", common_defines(sizes, true));
         }

@@ -91,8 +91,9 @@ pub struct StreamsArgs {
     /// Stream counts to time.
     #[arg(long, value_delimiter = ',', default_value = "1024,2048,4096,8192")]
     streams: Vec<usize>,
-    /// Kernel-2 sources to run: `tiles` (wavenet_tiles.cu, bfloat16 only)
-    /// and/or `panels` (wavenet_multi.cu).
+    /// Kernel-2 sources to run: `tiles` (wavenet_tiles.cu, bfloat16 weights,
+    /// activations as two bfloat16 terms), `tiles-f16` (the same, activations
+    /// in half precision, one pass) and/or `panels` (wavenet_multi.cu).
     #[arg(long, value_delimiter = ',', default_value = "tiles")]
     kernels: Vec<String>,
     /// Stream slots per block.
@@ -322,14 +323,15 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                     let smem = dev.shared_memory_limit();
                     let plan = match kernel.as_str() {
                         "panels" => MultiPlan::new(&w.sizes, per_block, a.threads, bf16, a.stages, a.panel_bytes, smem),
-                        "tiles" if bf16 => {
-                            MultiPlan::tiles(&w.sizes, per_block, a.threads, a.stages, a.panel_bytes, smem)
+                        "tiles" | "tiles-f16" if bf16 => {
+                            let f16 = kernel == "tiles-f16";
+                            MultiPlan::tiles(&w.sizes, per_block, a.threads, a.stages, a.panel_bytes, f16, smem)
                         }
-                        "tiles" => {
-                            println!("tiles, f32: not run: the tile kernel is bfloat16 only");
+                        "tiles" | "tiles-f16" => {
+                            println!("{kernel}, f32: not run: the tile kernel takes bfloat16 weights only");
                             continue;
                         }
-                        other => anyhow::bail!("unknown kernel-2 source {other:?} (tiles or panels)"),
+                        other => anyhow::bail!("unknown kernel-2 source {other:?} (tiles, tiles-f16 or panels)"),
                     };
                     let plan = match plan {
                         Ok(p) => p,
@@ -338,7 +340,7 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                             continue;
                         }
                     };
-                    let kname = plan.entry();
+                    let kname = if plan.f16 { "wavenet_tiles-f16" } else { plan.entry() };
                     // Parity: two blocks of slots, every slot live, four checked.
                     let pstreams = 2 * per_block;
                     let pool =

@@ -58,8 +58,10 @@ fn nvrtc_compiles_both_kernels_for_every_preset() {
             assert!(ptx.contains("cp.async.cg.shared.global"), "{name}: weights not staged with cp.async");
         }
         // The tile kernel at the stream counts per block the benchmarks use.
-        for (per_block, threads, stages) in [(32, 128, 2), (48, 192, 3), (64, 256, 2)] {
-            let plan = match MultiPlan::tiles(&w.sizes, per_block, threads, stages, 0, smem) {
+        for (per_block, threads, stages, f16) in
+            [(32, 128, 2, false), (48, 192, 3, false), (64, 256, 2, false), (64, 256, 3, true)]
+        {
+            let plan = match MultiPlan::tiles(&w.sizes, per_block, threads, stages, 0, f16, smem) {
                 Ok(p) => p,
                 Err(e) => {
                     // Only the 256 skip channels' chunks outgrow shared memory.
@@ -71,7 +73,8 @@ fn nvrtc_compiles_both_kernels_for_every_preset() {
                 .unwrap_or_else(|e| panic!("{name} tiles {per_block}: {e}"))
                 .to_src();
             assert!(ptx.contains(".entry wavenet_tiles"), "{name}");
-            assert!(ptx.contains("mma.sync.aligned.m16n8k16"), "{name}");
+            let mma = if f16 { "m16n8k16.row.col.f32.f16.f16.f32" } else { "m16n8k16.row.col.f32.bf16.bf16.f32" };
+            assert!(ptx.contains(mma), "{name} f16={f16}");
             assert!(ptx.contains("ldmatrix.sync.aligned.m8n8.x4.shared.b16"), "{name}");
             assert!(!ptx.contains(".local"), "{name} tiles {per_block}: register arrays spilled to local memory");
         }

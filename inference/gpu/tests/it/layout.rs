@@ -120,31 +120,67 @@ fn the_tile_layout_interleaves_gate_rows_and_joins_residual_and_skip() {
 }
 
 #[test]
+fn the_f16_tile_layout_holds_the_bf16_weights_exactly_scaled_by_powers_of_two() {
+    let w = weights("20x64x128");
+    let t = MultiLayout::tiles(&w, false);
+    let (h, sc) = MultiLayout::tiles_f16(&w);
+    for (k, (full, half)) in
+        [(&t.dil, &h.dil), (&t.res, &h.res), (&t.relu, &h.relu), (&t.out, &h.out)].into_iter().enumerate()
+    {
+        assert!(matches!(half, Stored::F16(_)));
+        assert_eq!(sc[k], 2f32.powi(sc[k].log2().round() as i32), "scale {k} is a power of two");
+        let max = (0..half.len()).map(|i| half.get(i).abs()).fold(0.0f32, f32::max);
+        assert!((16384.0..32768.0).contains(&max), "set {k}: largest scaled magnitude {max}");
+        let mut exact = 0;
+        for i in 0..full.len() {
+            let want = bf16_value(bf16_bits(full.get(i)));
+            let got = half.get(i) * sc[k];
+            if got == want {
+                exact += 1;
+            } else {
+                // Only weights below half precision's normal range after scaling may change.
+                assert!(want.abs() < max * sc[k] / 2f32.powi(28), "set {k} weight {i}: {got} vs {want}");
+                assert!((got - want).abs() <= max * sc[k] / 2f32.powi(28), "set {k} weight {i}: {got} vs {want}");
+            }
+        }
+        assert!(exact > full.len() * 99 / 100, "set {k}: {exact} of {} exact", full.len());
+    }
+    let p = MultiPlan::tiles(&w.sizes, 64, 256, 3, 0, true, 227 * 1024).unwrap();
+    assert!(p.f16 && p.source(&w.sizes).contains("#define F16 1"), "one 16-bit term leaves room for a third slot");
+}
+
+#[test]
 fn tile_plans_size_their_chunks_to_the_slots_and_refuse_what_they_cannot_run() {
     let smem = 227 * 1024;
     let w = weights("20x64x128");
-    let p = MultiPlan::tiles(&w.sizes, 64, 256, 2, 0, smem).unwrap();
+    let p = MultiPlan::tiles(&w.sizes, 64, 256, 2, 0, false, smem).unwrap();
     assert_eq!((p.warps_n, p.entry()), (2, "wavenet_tiles"));
     // A slot holds W_dil (128 rows of 128 + 8 bfloat16) and [W_res; W_skip] (192 rows of 72).
     assert_eq!(p.panel_bytes, 128 * 136 * 2);
     // Relu rows (K = 128) and output rows (K = 256) per chunk: multiples of 32 dividing 256 that fit.
     assert_eq!(p.chunk_rows, [128, 64]);
     assert!(p.smem_bytes <= smem);
-    assert!(MultiPlan::tiles(&w.sizes, 64, 256, 3, 0, smem).is_err(), "three slots do not fit beside 64 streams");
-    assert!(MultiPlan::tiles(&w.sizes, 24, 256, 2, 0, smem).is_err(), "not a multiple of 16");
-    assert!(MultiPlan::tiles(&w.sizes, 32, 192, 2, 0, smem).is_err(), "192 threads are not 2 row tiles × whole warps");
-    assert!(MultiPlan::tiles(&w.sizes, 32, 512, 2, 0, smem).is_err(), "8 warps along 64 residual outputs");
+    assert!(
+        MultiPlan::tiles(&w.sizes, 64, 256, 3, 0, false, smem).is_err(),
+        "three slots do not fit beside 64 streams"
+    );
+    assert!(MultiPlan::tiles(&w.sizes, 24, 256, 2, 0, false, smem).is_err(), "not a multiple of 16");
+    assert!(
+        MultiPlan::tiles(&w.sizes, 32, 192, 2, 0, false, smem).is_err(),
+        "192 threads are not 2 row tiles × whole warps"
+    );
+    assert!(MultiPlan::tiles(&w.sizes, 32, 512, 2, 0, false, smem).is_err(), "8 warps along 64 residual outputs");
     let small = weights("20x32x128");
-    let p = MultiPlan::tiles(&small.sizes, 32, 128, 2, 0, smem).unwrap();
+    let p = MultiPlan::tiles(&small.sizes, 32, 128, 2, 0, false, smem).unwrap();
     // The slot grows to 32 output-layer rows of 256 + 8.
     assert_eq!(p.panel_bytes, (32 * 264 * 2usize).next_multiple_of(128));
     assert_eq!(p.chunk_rows, [32, 32]);
     let big = weights("40x64x256");
     assert!(
-        MultiPlan::tiles(&big.sizes, 64, 256, 2, 0, smem).is_err(),
+        MultiPlan::tiles(&big.sizes, 64, 256, 2, 0, false, smem).is_err(),
         "(40, 64, 256) at 64 streams exceeds shared memory"
     );
-    assert!(MultiPlan::tiles(&big.sizes, 48, 192, 2, 0, smem).is_ok());
+    assert!(MultiPlan::tiles(&big.sizes, 48, 192, 2, 0, false, smem).is_ok());
 }
 
 #[test]
