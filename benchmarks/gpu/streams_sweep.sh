@@ -26,6 +26,6 @@ for f in "$out"/ptx/*.ptx; do
     [ -e "$f" ] || continue
     echo "$(basename "$f"): $(ptxas -arch=sm_90 -v "$f" -o /dev/null 2>&1 | grep -E 'registers|spill' | tr '\n' ' ')"
 done > "$out/ptxas.txt"
-rm -rf "$out/bin" "$out/lib"
+rm -rf "$out/bin" "$out/lib" "$out/ptx"
 cat "$out/streams.txt" | tail -c 7000
 tail -c 1500 "$out/streams.err"
