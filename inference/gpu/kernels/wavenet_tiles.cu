@@ -63,6 +63,8 @@
 #define NT1 (CR1 / 8 / WN)    // relu n tiles per warp per chunk
 #define NT2 (CR2 / 8 / WN)    // output n tiles per warp per chunk
 #define NCH (2 * NL + A / CR1 + A / CR2)  // weight chunks per step
+#define G (NT / BS)                       // sampling threads per stream (2·WN)
+#define PER (A / G)                       // logits per sampling thread
 
 // Row strides (elements) of the bfloat16 activation buffers and the logits:
 // 16 bytes past a multiple of 128, so ldmatrix rows hit distinct banks.
@@ -274,14 +276,24 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
         float* hrow0 = hist + (size_t)(slot0 + b0) * HIST_ROWS * R;
         float* hrow1 = hist + (size_t)(slot0 + b1) * HIST_ROWS * R;
         // x (the residual stream) in this warp's residual columns; x(t - d) of layer 0.
-        float xr[NTR][4], xo[NTR][4];
+        // x(t - d) of layer 0 (xo) and of the next layer (xn): the history rings
+        // are in device memory, so each is read two layers before it is used.
+        float xr[NTR][4], xo[NTR][4], xn[NTR][4];
+        auto load_old = [&](int i, float (&dst)[NTR][4]) {
+#pragma unroll
+            for (int t = 0; t < NTR; t++) {
+                const int col = (wn * NTR + t) * 8 + 2 * tq;
+                const float2 o0 = *(const float2*)(hrow0 + (c_hoff[i] + (p0 & (c_dil[i] - 1))) * R + col);
+                const float2 o1 = *(const float2*)(hrow1 + (c_hoff[i] + (p1 & (c_dil[i] - 1))) * R + col);
+                dst[t][0] = o0.x; dst[t][1] = o0.y; dst[t][2] = o1.x; dst[t][3] = o1.y;
+            }
+        };
+        load_old(0, xo);
+        if (NL > 1) load_old(1, xn);
         const int cy0 = y1[b0] * R, cy1 = y1[b1] * R, py0 = y2[b0] * R, py1 = y2[b1] * R;
 #pragma unroll
         for (int t = 0; t < NTR; t++) {
             const int col = (wn * NTR + t) * 8 + 2 * tq;
-            const float2 o0 = *(const float2*)(hrow0 + (c_hoff[0] + (p0 & (c_dil[0] - 1))) * R + col);
-            const float2 o1 = *(const float2*)(hrow1 + (c_hoff[0] + (p1 & (c_dil[0] - 1))) * R + col);
-            xo[t][0] = o0.x; xo[t][1] = o0.y; xo[t][2] = o1.x; xo[t][3] = o1.y;
 #pragma unroll
             for (int e = 0; e < 2; e++) {
                 xr[t][e] = emb_c[cy0 + col + e] + emb_p[py0 + col + e] + emb_b[col + e];
@@ -304,15 +316,15 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
         };
         load_lb(0);
         // Layer i's A operand [x(t - d) | x(t)] and x_i(t) into its ring.
-        auto put_din = [&](int i) {
+        auto put_din = [&](int i, const float (&old)[NTR][4]) {
 #pragma unroll
             for (int t = 0; t < NTR; t++) {
                 const int col = (wn * NTR + t) * 8 + 2 * tq;
                 u32 h, l;
-                split2(xo[t][0], xo[t][1], h, l);
+                split2(old[t][0], old[t][1], h, l);
                 *(u32*)(DIN + b0 * DK + col) = h;
                 if (TERMS == 2) *(u32*)(DIN + BS * DK + b0 * DK + col) = l;
-                split2(xo[t][2], xo[t][3], h, l);
+                split2(old[t][2], old[t][3], h, l);
                 *(u32*)(DIN + b1 * DK + col) = h;
                 if (TERMS == 2) *(u32*)(DIN + BS * DK + b1 * DK + col) = l;
                 split2(xr[t][0], xr[t][1], h, l);
@@ -325,24 +337,16 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
                 if (l1) *(float2*)(hrow1 + (c_hoff[i] + (p1 & (c_dil[i] - 1))) * R + col) = make_float2(xr[t][2], xr[t][3]);
             }
         };
-        put_din(0);
+        put_din(0, xo);
         float sk[NTS][4];
 #pragma unroll
         for (int t = 0; t < NTS; t++) sk[t][0] = sk[t][1] = sk[t][2] = sk[t][3] = 0.0f;
         MARK(0);
 
         for (int i = 0; i < NL; i++) {
-            // Layer i + 1's x(t - d), read before this thread overwrites its
-            // ring slot with x_{i+1}(t) below.
-            if (i + 1 < NL) {
-#pragma unroll
-                for (int t = 0; t < NTR; t++) {
-                    const int col = (wn * NTR + t) * 8 + 2 * tq;
-                    const float2 o0 = *(const float2*)(hrow0 + (c_hoff[i + 1] + (p0 & (c_dil[i + 1] - 1))) * R + col);
-                    const float2 o1 = *(const float2*)(hrow1 + (c_hoff[i + 1] + (p1 & (c_dil[i + 1] - 1))) * R + col);
-                    xo[t][0] = o0.x; xo[t][1] = o0.y; xo[t][2] = o1.x; xo[t][3] = o1.y;
-                }
-            }
+            // Layer i + 2's x(t - d), read before this thread overwrites its
+            // ring slot with x_{i+2}(t) in the next layer.
+            if (i + 2 < NL) load_old(i + 2, xo);
             const unsigned char* cd = begin();
             MARK(1);
             float zd[NTD][4];
@@ -382,7 +386,11 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
                     xr[t][2] += zr[t][2] * SC_RS + r0;
                     xr[t][3] += zr[t][3] * SC_RS + r1;
                 }
-                put_din(i + 1);
+                put_din(i + 1, xn);
+#pragma unroll
+                for (int t = 0; t < NTR; t++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) xn[t][e] = xo[t][e];  // layer i + 2's, read at this layer's start
             }
             MARK(4);
             tiles_mm<R, NTS>(hin_hi, hin_lo, b_addr(crs, R, R / 8 + wn * NTS, lane), sk);
@@ -436,7 +444,103 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
         }
         __syncthreads();
         MARK(6);
-        // One warp per stream: softmax, sample, advance.
+        if (mode != SAMPLE_TEMPERATURE) {
+            // G = NT / BS threads per stream, PER logits each: softmax and
+            // mode or direct sampling with group shuffles, every stream at once.
+            const int b = tid / G, gl = tid % G, s = slot0 + b;
+            const unsigned gmask = 0xffffffffu;
+            const bool lv = live[b];  // read by every thread before the group's first updates it
+            float v[PER];
+#pragma unroll
+            for (int k = 0; k < PER; k += 4) {
+                const float4 q = *(const float4*)(LOG + b * LK + gl * PER + k);
+                v[k] = q.x; v[k + 1] = q.y; v[k + 2] = q.z; v[k + 3] = q.w;
+            }
+            float m = v[0];
+#pragma unroll
+            for (int k = 1; k < PER; k++) m = fmaxf(m, v[k]);
+#pragma unroll
+            for (int o = G / 2; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(gmask, m, o));
+            float sum = 0.0f;
+#pragma unroll
+            for (int k = 0; k < PER; k++) {
+                v[k] = __expf(v[k] - m);
+                sum += v[k];
+            }
+#pragma unroll
+            for (int o = G / 2; o > 0; o >>= 1) sum += __shfl_xor_sync(gmask, sum, o);
+            const float inv = 1.0f / sum;
+#pragma unroll
+            for (int k = 0; k < PER; k++) v[k] *= inv;
+            // One uniform per sample, drawn by the group's first thread (kept only for live streams).
+            u64 rs[4];
+            float u = 0.0f;
+            if (gl == 0) {
+#pragma unroll
+                for (int k = 0; k < 4; k++) rs[k] = rng[4 * b + k];
+                if (mode != SAMPLE_MODE) u = rng_uniform(rs);
+            }
+            u = __shfl_sync(gmask, u, lane & ~(G - 1));
+            int y;
+            if (mode == SAMPLE_MODE) {
+                float best = v[0];
+                int bi = gl * PER;
+#pragma unroll
+                for (int k = 1; k < PER; k++)
+                    if (v[k] > best) { best = v[k]; bi = gl * PER + k; }
+#pragma unroll
+                for (int o = G / 2; o > 0; o >>= 1) {
+                    const float ob = __shfl_xor_sync(gmask, best, o);
+                    const int oi = __shfl_xor_sync(gmask, bi, o);
+                    if (ob > best || (ob == best && oi < bi)) { best = ob; bi = oi; }
+                }
+                y = bi;
+            } else {
+                // Direct: the first class whose running sum passes u (the last
+                // with p > 0 if rounding leaves none), as warp_sample.
+                float run = 0.0f;
+#pragma unroll
+                for (int k = 0; k < PER; k++) run += v[k];
+                float before = run;
+#pragma unroll
+                for (int o = 1; o < G; o <<= 1) {
+                    const float n = __shfl_up_sync(gmask, before, o);
+                    if (gl >= o) before += n;
+                }
+                before -= run;
+                int first = A, last = -1;
+                float c = before;
+#pragma unroll
+                for (int k = 0; k < PER; k++) {
+                    c += v[k];
+                    if (c > u && first == A) first = gl * PER + k;
+                    if (v[k] > 0.0f) last = gl * PER + k;
+                }
+#pragma unroll
+                for (int o = G / 2; o > 0; o >>= 1) {
+                    first = min(first, __shfl_xor_sync(gmask, first, o));
+                    last = max(last, __shfl_xor_sync(gmask, last, o));
+                }
+                y = first < A ? first : (last < 0 ? 0 : last);
+            }
+            __syncwarp();
+            if (lv) {
+                if (probs_out) {
+#pragma unroll
+                    for (int k = 0; k < PER; k++) probs_out[((size_t)s * steps + step) * A + gl * PER + k] = v[k];
+                }
+                if (gl == 0) {
+#pragma unroll
+                    for (int k = 0; k < 4; k++) rng[4 * b + k] = rs[k];
+                    out[(size_t)s * steps + step] = y;
+                    y2[b] = y1[b];
+                    y1[b] = forced ? (int)forced[(size_t)s * steps + step] : y;
+                    pos[b] += 1;
+                    live[b] = pos[b] < len[b];
+                }
+            }
+        } else {
+        // Temperature sampling: one warp per stream (warp_sample).
         for (int b = warp; b < BS; b += NW) {
             const int s = slot0 + b;
             u64 rs[4];
@@ -461,6 +565,7 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
                 }
             }
             __syncwarp();
+        }
         }
         __syncthreads();
         MARK(7);

@@ -340,6 +340,11 @@ impl MultiPlan {
             return bad(format!("{threads} threads (a multiple of 32 × {wm} row tiles, at most 1024)"));
         }
         let wn = threads / (32 * wm);
+        if !wn.is_power_of_two() || wn > 16 {
+            return bad(format!(
+                "{wn} warps per row tile (a power of two: sampling takes 2 × that many threads per stream)"
+            ));
+        }
         // Every warp owns a whole number of n-tile pairs of each product.
         for (what, n) in [("2r", 2 * r), ("r", r), ("s", s)] {
             if n % (16 * wn) != 0 {
