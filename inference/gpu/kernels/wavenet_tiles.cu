@@ -276,9 +276,10 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
         float* hrow0 = hist + (size_t)(slot0 + b0) * HIST_ROWS * R;
         float* hrow1 = hist + (size_t)(slot0 + b1) * HIST_ROWS * R;
         // x (the residual stream) in this warp's residual columns; x(t - d) of layer 0.
-        // x(t - d) of layer 0 (xo) and of the next layer (xn): the history rings
-        // are in device memory, so each is read two layers before it is used.
-        float xr[NTR][4], xo[NTR][4], xn[NTR][4];
+        // x(t - d) of layer 0; each later layer's is read a layer ahead (the
+        // history rings are in device memory). Reading two layers ahead
+        // added registers and spills and gained nothing (run v27).
+        float xr[NTR][4], xo[NTR][4];
         auto load_old = [&](int i, float (&dst)[NTR][4]) {
 #pragma unroll
             for (int t = 0; t < NTR; t++) {
@@ -289,7 +290,6 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
             }
         };
         load_old(0, xo);
-        if (NL > 1) load_old(1, xn);
         const int cy0 = y1[b0] * R, cy1 = y1[b1] * R, py0 = y2[b0] * R, py1 = y2[b1] * R;
 #pragma unroll
         for (int t = 0; t < NTR; t++) {
@@ -344,9 +344,9 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
         MARK(0);
 
         for (int i = 0; i < NL; i++) {
-            // Layer i + 2's x(t - d), read before this thread overwrites its
-            // ring slot with x_{i+2}(t) in the next layer.
-            if (i + 2 < NL) load_old(i + 2, xo);
+            // Layer i + 1's x(t - d), read before this thread overwrites its
+            // ring slot with x_{i+1}(t) below.
+            if (i + 1 < NL) load_old(i + 1, xo);
             const unsigned char* cd = begin();
             MARK(1);
             float zd[NTD][4];
@@ -386,11 +386,7 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
                     xr[t][2] += zr[t][2] * SC_RS + r0;
                     xr[t][3] += zr[t][3] * SC_RS + r1;
                 }
-                put_din(i + 1, xn);
-#pragma unroll
-                for (int t = 0; t < NTR; t++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) xn[t][e] = xo[t][e];  // layer i + 2's, read at this layer's start
+                put_din(i + 1, xo);
             }
             MARK(4);
             tiles_mm<R, NTS>(hin_hi, hin_lo, b_addr(crs, R, R / 8 + wn * NTS, lane), sk);
