@@ -26,7 +26,13 @@
 //!    synchronization; each step's products are `[streams, K] × [K, N]`
 //!    matrix products (tensor cores with bfloat16 weights and split hi + lo
 //!    bfloat16 activations, float32 accumulation; or float32 FMAs), the
-//!    weights streamed through shared memory in `cp.async` panels. Slot state stays on the device between
+//!    weights streamed through shared memory in `cp.async` panels.
+//!    [`MultiPlan::tiles`] selects `kernels/wavenet_tiles.cu` instead (the
+//!    faster one, bfloat16 weights only): every product a tensor-core tile
+//!    grid whose warps own fixed output columns (`ldmatrix` fragments, the
+//!    gate, the residual stream and the skip sum in registers), weights in
+//!    chunks through 2–3 shared-memory slots, activations as two bfloat16
+//!    terms or, with `f16`, in half precision. Slot state stays on the device between
 //!    launches, so streams join ([`MultiStream::start`]) and leave (reaching
 //!    their length) between launches.
 //!
