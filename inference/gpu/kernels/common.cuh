@@ -1,4 +1,4 @@
-// Shared by wavenet_single.cu and wavenet_multi.cu: prepended by the host
+// Shared by every dv-gpu kernel (wavenet_single, wavenet_small, wavenet_multi, wavenet_tiles):
 // (src/source.rs) after the size defines, so NVRTC needs no include path.
 //
 // Defines set by the host: R (residual channels), S (skip channels),
@@ -176,3 +176,21 @@ __device__ int warp_sample(const float* logits, float* p, int mode, float inv_ta
     for (int o = 16; o > 0; o >>= 1) last = max(last, __shfl_xor_sync(0xffffffffu, last, o));
     return last < 0 ? 0 : last;
 }
+
+// Kernel 2's parameters (wavenet_multi.cu and wavenet_tiles.cu take the same
+// arguments, pushed in this order by src/cuda.rs); W1 and W2 name the second
+// and third weight pointers, which the two kernels lay out differently.
+#define MULTI_KERNEL_PARAMS(W1, W2)                                                                            \
+    const wt *__restrict__ w_dil, const wt *__restrict__ W1, const wt *__restrict__ W2,                      \
+        const wt *__restrict__ w_relu, const wt *__restrict__ w_out, const float *__restrict__ gate_b,        \
+        const float *__restrict__ res_b, const float *__restrict__ skip_b, const float *__restrict__ relu_b,   \
+        const float *__restrict__ out_b, const float *__restrict__ emb_c, const float *__restrict__ emb_p,    \
+        const float *__restrict__ emb_b,                                                                      \
+        const float *__restrict__ cond_pool, /* conditioning rows [*, NL*2R] */                               \
+        float *__restrict__ hist,            /* [slots][HIST_ROWS][R] */                                      \
+        int *__restrict__ st_pos, const int *__restrict__ st_len, int *__restrict__ st_y,                     \
+        u64 *__restrict__ st_rng, const long long *__restrict__ st_cond, int steps, int mode, float inv_tau,   \
+        int *__restrict__ out,                    /* [slots][steps], poisoned by the host */                  \
+        const unsigned char *__restrict__ forced, /* [slots][steps] or null */                                \
+        float *__restrict__ probs_out,            /* [slots][steps][A] or null */                             \
+        long long *__restrict__ prof              /* [10] cycles per phase (block 0, thread 0) or null */

@@ -264,20 +264,7 @@ __device__ void run_matrix(const Wts& W, Pipe& p, unsigned char* panels, u16* AH
 }
 
 extern "C" __global__ void __launch_bounds__(NT, 1)
-wavenet_multi(const wt* __restrict__ w_dil, const wt* __restrict__ w_res, const wt* __restrict__ w_skip,
-              const wt* __restrict__ w_relu, const wt* __restrict__ w_out,
-              const float* __restrict__ gate_b, const float* __restrict__ res_b, const float* __restrict__ skip_b,
-              const float* __restrict__ relu_b, const float* __restrict__ out_b,
-              const float* __restrict__ emb_c, const float* __restrict__ emb_p, const float* __restrict__ emb_b,
-              const float* __restrict__ cond_pool,  // conditioning rows [*, NL*2R]
-              float* __restrict__ hist,             // [slots][HIST_ROWS][R]
-              int* __restrict__ st_pos, const int* __restrict__ st_len, int* __restrict__ st_y,
-              u64* __restrict__ st_rng, const long long* __restrict__ st_cond,
-              int steps, int mode, float inv_tau,
-              int* __restrict__ out,                        // [slots][steps], poisoned by the host
-              const unsigned char* __restrict__ forced,     // [slots][steps] or null
-              float* __restrict__ probs_out,                // [slots][steps][A] or null
-              long long* __restrict__ prof)                 // [10] cycles per phase (block 0, thread 0) or null
+wavenet_multi(MULTI_KERNEL_PARAMS(w_res, w_skip))
 {
     extern __shared__ __align__(16) unsigned char smem[];
     unsigned char* panels = smem;  // NSTAGE x PANEL_BYTES

@@ -108,6 +108,14 @@ __device__ __forceinline__ void split2(float x0, float x1, u32& hi, u32& lo) {
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(lo) : "f"(r1), "f"(r0));
 #endif
 }
+// Writes x0, x1 as columns col, col + 1 of row `row` of an A operand of row
+// stride `stride` (its hi terms, then its lo terms BS rows further).
+__device__ __forceinline__ void put_pair(u16* buf, int stride, int row, int col, float x0, float x1) {
+    u32 h, l;
+    split2(x0, x1, h, l);
+    *(u32*)(buf + row * stride + col) = h;
+    if (TERMS == 2) *(u32*)(buf + BS * stride + row * stride + col) = l;
+}
 __device__ __forceinline__ void split1(float x, u16& hi, u16& lo) {
     u32 h, l;
     split2(x, 0.0f, h, l);
@@ -187,20 +195,7 @@ __device__ __forceinline__ void copy_step_chunk(const wt* w_dil, const wt* w_rs,
 }
 
 extern "C" __global__ void __launch_bounds__(NT, 1)
-wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const wt* __restrict__ w_unused,
-              const wt* __restrict__ w_relu, const wt* __restrict__ w_out,
-              const float* __restrict__ gate_b, const float* __restrict__ res_b, const float* __restrict__ skip_b,
-              const float* __restrict__ relu_b, const float* __restrict__ out_b,
-              const float* __restrict__ emb_c, const float* __restrict__ emb_p, const float* __restrict__ emb_b,
-              const float* __restrict__ cond_pool,  // conditioning rows [*, NL*2R]
-              float* __restrict__ hist,             // [slots][HIST_ROWS][R]
-              int* __restrict__ st_pos, const int* __restrict__ st_len, int* __restrict__ st_y,
-              u64* __restrict__ st_rng, const long long* __restrict__ st_cond,
-              int steps, int mode, float inv_tau,
-              int* __restrict__ out,                        // [slots][steps], poisoned by the host
-              const unsigned char* __restrict__ forced,     // [slots][steps] or null
-              float* __restrict__ probs_out,                // [slots][steps][A] or null
-              long long* __restrict__ prof)                 // [10] cycles per phase (block 0, thread 0) or null
+wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
 {
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned char* slots = smem;                           // NSLOT x SLOT
@@ -320,19 +315,10 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
 #pragma unroll
             for (int t = 0; t < NTR; t++) {
                 const int col = (wn * NTR + t) * 8 + 2 * tq;
-                u32 h, l;
-                split2(old[t][0], old[t][1], h, l);
-                *(u32*)(DIN + b0 * DK + col) = h;
-                if (TERMS == 2) *(u32*)(DIN + BS * DK + b0 * DK + col) = l;
-                split2(old[t][2], old[t][3], h, l);
-                *(u32*)(DIN + b1 * DK + col) = h;
-                if (TERMS == 2) *(u32*)(DIN + BS * DK + b1 * DK + col) = l;
-                split2(xr[t][0], xr[t][1], h, l);
-                *(u32*)(DIN + b0 * DK + R + col) = h;
-                if (TERMS == 2) *(u32*)(DIN + BS * DK + b0 * DK + R + col) = l;
-                split2(xr[t][2], xr[t][3], h, l);
-                *(u32*)(DIN + b1 * DK + R + col) = h;
-                if (TERMS == 2) *(u32*)(DIN + BS * DK + b1 * DK + R + col) = l;
+                put_pair(DIN, DK, b0, col, old[t][0], old[t][1]);
+                put_pair(DIN, DK, b1, col, old[t][2], old[t][3]);
+                put_pair(DIN, DK, b0, R + col, xr[t][0], xr[t][1]);
+                put_pair(DIN, DK, b1, R + col, xr[t][2], xr[t][3]);
                 if (l0) *(float2*)(hrow0 + (c_hoff[i] + (p0 & (c_dil[i] - 1))) * R + col) = make_float2(xr[t][0], xr[t][1]);
                 if (l1) *(float2*)(hrow1 + (c_hoff[i] + (p1 & (c_dil[i] - 1))) * R + col) = make_float2(xr[t][2], xr[t][3]);
             }
@@ -397,13 +383,8 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
         for (int t = 0; t < NTS; t++) {
             const int col = (wn * NTS + t) * 8 + 2 * tq;
             const float s0 = skip_b[col], s1 = skip_b[col + 1];
-            u32 h, l;
-            split2(fmaxf(sk[t][0] * SC_RS + s0, 0.0f), fmaxf(sk[t][1] * SC_RS + s1, 0.0f), h, l);
-            *(u32*)(RIN + b0 * RK + col) = h;
-            if (TERMS == 2) *(u32*)(RIN + BS * RK + b0 * RK + col) = l;
-            split2(fmaxf(sk[t][2] * SC_RS + s0, 0.0f), fmaxf(sk[t][3] * SC_RS + s1, 0.0f), h, l);
-            *(u32*)(RIN + b1 * RK + col) = h;
-            if (TERMS == 2) *(u32*)(RIN + BS * RK + b1 * RK + col) = l;
+            put_pair(RIN, RK, b0, col, fmaxf(sk[t][0] * SC_RS + s0, 0.0f), fmaxf(sk[t][1] * SC_RS + s1, 0.0f));
+            put_pair(RIN, RK, b1, col, fmaxf(sk[t][2] * SC_RS + s0, 0.0f), fmaxf(sk[t][3] * SC_RS + s1, 0.0f));
         }
         for (int c = 0; c < A / CR1; c++) {
             const unsigned char* cw = begin();
@@ -415,13 +396,8 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
             for (int t = 0; t < NT1; t++) {
                 const int col = c * CR1 + (wn * NT1 + t) * 8 + 2 * tq;
                 const float a0 = relu_b[col], a1 = relu_b[col + 1];
-                u32 h, l;
-                split2(fmaxf(z[t][0] * SC_RELU + a0, 0.0f), fmaxf(z[t][1] * SC_RELU + a1, 0.0f), h, l);
-                *(u32*)(OIN + b0 * OK + col) = h;
-                if (TERMS == 2) *(u32*)(OIN + BS * OK + b0 * OK + col) = l;
-                split2(fmaxf(z[t][2] * SC_RELU + a0, 0.0f), fmaxf(z[t][3] * SC_RELU + a1, 0.0f), h, l);
-                *(u32*)(OIN + b1 * OK + col) = h;
-                if (TERMS == 2) *(u32*)(OIN + BS * OK + b1 * OK + col) = l;
+                put_pair(OIN, OK, b0, col, fmaxf(z[t][0] * SC_RELU + a0, 0.0f), fmaxf(z[t][1] * SC_RELU + a1, 0.0f));
+                put_pair(OIN, OK, b1, col, fmaxf(z[t][2] * SC_RELU + a0, 0.0f), fmaxf(z[t][3] * SC_RELU + a1, 0.0f));
             }
         }
         for (int c = 0; c < A / CR2; c++) {
@@ -440,6 +416,17 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
         }
         __syncthreads();
         MARK(6);
+        // A live stream's sample y is written, its random state kept and it moves on.
+        auto advance = [&](int b, int y, const u64* rs) {
+            const int s = slot0 + b;
+#pragma unroll
+            for (int k = 0; k < 4; k++) rng[4 * b + k] = rs[k];
+            out[(size_t)s * steps + step] = y;
+            y2[b] = y1[b];
+            y1[b] = forced ? (int)forced[(size_t)s * steps + step] : y;
+            pos[b] += 1;
+            live[b] = pos[b] < len[b];
+        };
         if (mode != SAMPLE_TEMPERATURE) {
             // G = NT / BS threads per stream, PER logits each: softmax and
             // mode or direct sampling with group shuffles, every stream at once.
@@ -525,15 +512,7 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
 #pragma unroll
                     for (int k = 0; k < PER; k++) probs_out[((size_t)s * steps + step) * A + gl * PER + k] = v[k];
                 }
-                if (gl == 0) {
-#pragma unroll
-                    for (int k = 0; k < 4; k++) rng[4 * b + k] = rs[k];
-                    out[(size_t)s * steps + step] = y;
-                    y2[b] = y1[b];
-                    y1[b] = forced ? (int)forced[(size_t)s * steps + step] : y;
-                    pos[b] += 1;
-                    live[b] = pos[b] < len[b];
-                }
+                if (gl == 0) advance(b, y, rs);
             }
         } else {
         // Temperature sampling: one warp per stream (warp_sample).
@@ -550,15 +529,7 @@ wavenet_tiles(const wt* __restrict__ w_dil, const wt* __restrict__ w_rs, const w
                     for (int k = lane; k < A; k += 32) probs_out[((size_t)s * steps + step) * A + k] = PW[warp * A + k];
                 }
                 __syncwarp();
-                if (lane == 0) {
-#pragma unroll
-                    for (int k = 0; k < 4; k++) rng[4 * b + k] = rs[k];
-                    out[(size_t)s * steps + step] = y;
-                    y2[b] = y1[b];
-                    y1[b] = forced ? (int)forced[(size_t)s * steps + step] : y;
-                    pos[b] += 1;
-                    live[b] = pos[b] < len[b];
-                }
+                if (lane == 0) advance(b, y, rs);
             }
             __syncwarp();
         }
