@@ -1,4 +1,4 @@
-// Shared by every dv-gpu kernel (wavenet_single, wavenet_small, wavenet_multi, wavenet_tiles):
+// Shared by every dv-gpu kernel (wavenet_single, wavenet_small, wavenet_multi, wavenet_tiles): prepended by the host
 // (src/source.rs) after the size defines, so NVRTC needs no include path.
 //
 // Defines set by the host: R (residual channels), S (skip channels),
