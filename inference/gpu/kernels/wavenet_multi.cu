@@ -394,6 +394,7 @@ wavenet_multi(MULTI_KERNEL_PARAMS(w_res, w_skip))
             float u = 0.0f;
             if (mode != SAMPLE_MODE) u = rng_uniform(rs);
             const int y = warp_sample(ACT + b * AST(A), PW + warp * A, mode, inv_tau, u);
+            __syncwarp();  // the lanes' probabilities in PW, visible to every lane
             if (live[b]) {
                 if (probs_out) {
                     for (int k = lane; k < A; k += 32) probs_out[((size_t)s * steps + step) * A + k] = PW[warp * A + k];

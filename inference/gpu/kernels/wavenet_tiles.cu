@@ -480,7 +480,9 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
                 y = bi;
             } else {
                 // Direct: the first class whose running sum passes u (the last
-                // with p > 0 if rounding leaves none), as warp_sample.
+                // with p > 0 if rounding leaves none), as warp_sample, though
+                // with __expf and another summation order: a draw within
+                // rounding of a class boundary may pick its neighbour.
                 float run = 0.0f;
 #pragma unroll
                 for (int k = 0; k < PER; k++) run += v[k];
@@ -524,6 +526,7 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
             float u = 0.0f;
             if (mode != SAMPLE_MODE) u = rng_uniform(rs);
             const int y = warp_sample(LOG + b * LK, PW + warp * A, mode, inv_tau, u);
+            __syncwarp();  // the lanes' probabilities in PW, visible to every lane
             if (live[b]) {
                 if (probs_out) {
                     for (int k = lane; k < A; k += 32) probs_out[((size_t)s * steps + step) * A + k] = PW[warp * A + k];
