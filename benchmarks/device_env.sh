@@ -5,7 +5,8 @@
 device_env() {
     local dvxz=$1 out=$2 site
     mkdir -p "$out/bin" "$out/lib"
-    xz -dc "$dvxz" > "$out/bin/dv" && chmod +x "$out/bin/dv"
+    # unpacked beside and renamed, so a dv still running from an earlier call keeps its file
+    xz -dc "$dvxz" > "$out/bin/dv.$$" && chmod +x "$out/bin/dv.$$" && mv -f "$out/bin/dv.$$" "$out/bin/dv"
     site=$(python3 -c 'import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))')
     ln -sf "$site/nvidia/nccl/lib/libnccl.so.2" "$out/lib/libnccl.so"
     export LD_LIBRARY_PATH="$out/lib:$site/torch/lib:$site/nvidia/cu13/lib:$site/nvidia/nccl/lib:${LD_LIBRARY_PATH:-}"

@@ -13,9 +13,14 @@
 #                                         # (G2P_BG=1: in the background; `g2p-eval` evaluates it later;
 #                                         # G2P_ATTENTION=true: with attention, not in §3.1;
 #                                         # G2P_SMOOTHING=0.1: label smoothing, not in §3.1;
+#                                         # G2P_SEED=N: the [train] seed (init, batch order; default 0);
 #                                         # G2P_RUN=NAME: the run's name (default g2p-dropout), so
 #                                         # that two runs can share the GPU; NO_PACK=1 leaves $OUT
 #                                         # unpacked, for phases run side by side, then `pack`)
+#   ENSEMBLE_RUNS="g2p-s1 g2p-s2" benchmarks/hours/run.sh ensemble $OUT
+#                                         # waits (G2P_WAIT_S) for those background G2P runs, then PER/WER
+#                                         # of each one's last checkpoint and of all of them decoded as an
+#                                         # ensemble (`dv evaluate --with`), on the test and dev words
 #   benchmarks/hours/run.sh prepare $OUT  # render + featurize only (features at $WORK/features/slt5000)
 #   benchmarks/hours/run.sh wavenet $OUT  # render + featurize if not yet; the (40, 64, 256) WaveNet
 #                                         # in the background, resumed from .carry/wavenet-ck/ if there
@@ -143,9 +148,10 @@ g2p)
     g2p_config
     sed -i -e 's/^preset = "paper"/[model.sizes]\nembed = 256\nhidden = 1024\nlayers = 3\nbeam = 5\ndropout = '"$G2P_DROPOUT"'\nattention = '"${G2P_ATTENTION:-false}"'\nlabel_smoothing = '"${G2P_SMOOTHING:-0.0}"'/' \
         -e "s/^steps = 20000/steps = $G2P_STEPS/" -e "s/^threads_per_rank = .*/threads_per_rank = ${G2P_THREADS:-8}/" \
-        -e "s#$work/g2p-paper#$work/$run#g" -e 's/^keep_last = 1/keep_last = 2/' "$work/g2p-paper.toml"
+        -e "s#$work/g2p-paper#$work/$run#g" -e 's/^keep_last = 1/keep_last = 2/' \
+        -e "/^\[train\]/,/^\[/ s/^seed = 0/seed = ${G2P_SEED:-0}/" "$work/g2p-paper.toml"
     mv "$work/g2p-paper.toml" "$work/$run.toml"
-    stamp "G2P $run: dropout $G2P_DROPOUT, attention ${G2P_ATTENTION:-false}, smoothing ${G2P_SMOOTHING:-0.0}, $G2P_STEPS steps"
+    stamp "G2P $run: dropout $G2P_DROPOUT, attention ${G2P_ATTENTION:-false}, smoothing ${G2P_SMOOTHING:-0.0}, seed ${G2P_SEED:-0}, $G2P_STEPS steps"
     if [ -n "${G2P_BG:-}" ]; then   # background: `g2p-eval` evaluates it later
         (cd "$work" && setsid nohup "$dv" train --config $run.toml > $run.log 2>&1 &)
         stamp "G2P $run started (background)"
@@ -192,6 +198,40 @@ g2p-eval)
     done
     "$dv" plot "$work/$run/metrics.jsonl" --out "$out/$run/loss.png" > /dev/null 2>&1
     stamp "G2P $run: finished"
+    ;;
+ensemble)
+    runs=($ENSEMBLE_RUNS)
+    for _ in $(seq "${G2P_WAIT_S:-0}"); do
+        alive=0; for r in "${runs[@]}"; do pgrep -f "config [${r:0:1}]${r:1}.toml" > /dev/null && alive=1; done
+        [ $alive = 0 ] && break; sleep 1
+    done
+    mkdir -p "$out/ensemble"
+    lasts=()
+    for r in "${runs[@]}"; do
+        if pgrep -f "config [${r:0:1}]${r:1}.toml" > /dev/null; then
+            pkill -f "config [${r:0:1}]${r:1}.toml"; sleep 3; stamp "G2P $r: stopped before its last step"
+        fi
+        mkdir -p "$out/$r"
+        cp "$work/$r/metrics.jsonl" "$work/$r.toml" "$out/$r/"
+        tail -3 "$work/$r.log" > "$out/$r/log-tail.txt"
+        "$dv" plot "$work/$r/metrics.jsonl" --out "$out/$r/loss.png" > /dev/null 2>&1
+        lasts+=("$(ls "$work/$r/checkpoints"/step-*.safetensors | tail -1)")
+    done
+    # each member on the test words, side by side (4 libtorch threads each)
+    for i in "${!runs[@]}"; do
+        (OMP_NUM_THREADS=4 timeout "${EVAL_S:-300}" "$dv" evaluate --checkpoint "${lasts[$i]}" --device cuda 2>&1 \
+            | tail -2 > "$out/${runs[$i]}/eval.txt") &
+    done
+    wait
+    for r in "${runs[@]}"; do stamp "G2P $r: $(head -1 "$out/$r/eval.txt")"; done
+    withs=(); for ck in "${lasts[@]:1}"; do withs+=(--with "$ck"); done
+    for part in test dev; do
+        flag=; [ $part = dev ] && flag=--dev
+        (OMP_NUM_THREADS=8 timeout "${EVAL_S:-300}" "$dv" evaluate --checkpoint "${lasts[0]}" "${withs[@]}" $flag \
+            --device cuda 2>&1 | tail -2 > "$out/ensemble/eval-$part.txt") &
+    done
+    wait
+    for part in test dev; do stamp "ensemble of ${#runs[@]} ($part): $(head -1 "$out/ensemble/eval-$part.txt")"; done
     ;;
 pack)   # packs $OUT after phases run side by side with NO_PACK=1
     ;;

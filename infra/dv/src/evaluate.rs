@@ -33,28 +33,51 @@ pub struct EvaluateArgs {
     /// G2P: decode at most this many test words.
     #[arg(long, default_value_t = usize::MAX)]
     limit: usize,
+    /// G2P: more checkpoints decoded with `--checkpoint` as an ensemble (each step's
+    /// log-probabilities averaged over the models); all must be G2P runs on the same lexicon
+    /// split. Repeat the flag for each.
+    #[arg(long = "with", value_name = "CHECKPOINT")]
+    with: Vec<PathBuf>,
     /// G2P: where to decode (`cpu`, `cuda`, `cuda:N`).
     #[arg(long, default_value = "cpu")]
     device: String,
 }
 
-/// PER and WER of a G2P checkpoint on the test split of its run's lexicon.
+/// PER and WER of a G2P checkpoint (or of an ensemble with `--with`) on the test split of its
+/// run's lexicon.
 fn run_g2p(a: &EvaluateArgs, name: &str, cfg: &RunConfig, ck: &dv_train::CheckpointData) -> anyhow::Result<()> {
     let DataConfig::Lexicon(data) = cfg.data.clone() else { anyhow::bail!("{name}: not a G2P run") };
-    let sizes = cfg.g2p_sizes(name)?;
-    let model = dv_train::G2p::new(&sizes, dv_train::device_of(&a.device)?)?;
-    dv_train::checkpoint::load_model_weights(name, ck, &model)?;
+    let device = dv_train::device_of(&a.device)?;
+    let load = |name: &str, cfg: &RunConfig, ck: &dv_train::CheckpointData| -> anyhow::Result<dv_train::G2p> {
+        let model = dv_train::G2p::new(&cfg.g2p_sizes(name)?, device)?;
+        dv_train::checkpoint::load_model_weights(name, ck, &model)?;
+        Ok(model)
+    };
+    let mut models = vec![load(name, cfg, ck)?];
+    for path in &a.with {
+        let other = path.display().to_string();
+        let bytes = std::fs::read(path).with_context(|| format!("reading {other}"))?;
+        let ck = decode(&other, &bytes)?;
+        let cfg = RunConfig::from_toml(&format!("{other} (its run config)"), &ck.state.config)?;
+        match &cfg.data {
+            DataConfig::Lexicon(d) if *d == data => {}
+            _ => anyhow::bail!("{other}: not a G2P run on {name}'s lexicon split (its [data] differs)"),
+        }
+        models.push(load(&other, &cfg, &ck)?);
+    }
     let split = dv_train::Pronunciations::load(&data)?;
     let (set, what) = match (a.train_split, a.dev) {
         (true, _) => (&split.train, "training"),
         (_, true) => (&split.dev, "held-out dev"),
         _ => (&split.test, "held-out test"),
     };
-    let width = a.beam.unwrap_or(sizes.beam);
+    let width = a.beam.unwrap_or(models[0].config.beam);
     let t0 = std::time::Instant::now();
-    let m = dv_train::pronunciation::evaluate(&model, set, width, a.limit)?;
+    let refs: Vec<&dv_train::G2p> = models.iter().collect();
+    let m = dv_train::pronunciation::evaluate(&refs, set, width, a.limit)?;
+    let ensemble = if models.len() > 1 { format!(", ensemble of {}", models.len()) } else { String::new() };
     println!(
-        "{} {} words at step {}, beam {width}: PER {:.2}%, WER {:.2}% ({:.1} s)",
+        "{} {} words at step {}{ensemble}, beam {width}: PER {:.2}%, WER {:.2}% ({:.1} s)",
         m.words,
         what,
         ck.state.step,
@@ -73,6 +96,9 @@ pub(crate) fn run(a: EvaluateArgs) -> anyhow::Result<()> {
     let cfg = RunConfig::from_toml(&format!("{name} (its run config)"), &ck.state.config)?;
     if matches!(cfg.data, DataConfig::Lexicon(_)) {
         return run_g2p(&a, &name, &cfg, &ck);
+    }
+    if !a.with.is_empty() {
+        anyhow::bail!("{name}: --with is for G2P checkpoints");
     }
     if a.dev {
         anyhow::bail!(

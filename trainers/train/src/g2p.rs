@@ -264,72 +264,110 @@ impl G2p {
     /// finished, the `width` best live hypotheses go on, and the search stops
     /// when the best finished score beats every live one or after
     /// `2n + 8` steps. Width 1 is greedy decoding. Returns the tokens
-    /// (without EOS) and the score.
+    /// (without EOS) and the score. [`beam_ensemble`] with this model alone.
     pub fn beam(&self, letters: &[i64], width: usize) -> Result<(Vec<i64>, f64), TrainError> {
-        if letters.is_empty() || width == 0 {
-            return Err(TrainError::Shape {
-                what: "g2p beam search",
-                expected: "a word of ≥ 1 letter, width ≥ 1".into(),
-                got: format!("{} letters, width {width}", letters.len()),
-            });
-        }
-        let device = self.vs.device();
-        let n = letters.len() as i64;
-        let x = Tensor::from_slice(letters).f_view([1, n])?.f_to_device(device)?;
-        let encoded = tch::no_grad(|| self.encode(&x, &[n], false, 0, &[0]))?;
-        // Live hypotheses: (tokens, score, states per layer [1, 1, H]).
-        let states = encoded.states.iter().map(|t| t.shallow_clone()).collect();
-        let mut live: Vec<(Vec<i64>, f64, Vec<Tensor>)> = vec![(vec![], 0.0, states)];
-        let mut finished: Vec<(Vec<i64>, f64)> = Vec::new();
-        for _ in 0..(2 * n + 8) {
-            if live.is_empty() {
-                break;
-            }
-            let mut cands: Vec<(usize, i64, f64)> = Vec::new();
-            let mut new_states = Vec::with_capacity(live.len());
-            for (h, (toks, score, st)) in live.iter().enumerate() {
-                let prev = *toks.last().unwrap_or(&BOS);
-                let inp = Tensor::from_slice(&[prev]).f_view([1, 1])?.f_to_device(device)?;
-                let (logits, ns) = tch::no_grad(|| self.decode(&inp, st, &encoded, false, 0, &[0]))?;
-                let lp = Vec::<f32>::try_from(
-                    logits.f_log_softmax(-1, Kind::Float)?.f_to_device(tch::Device::Cpu)?.f_view([-1])?,
-                )?;
-                for (t, &v) in lp.iter().enumerate() {
-                    cands.push((h, t as i64, score + v as f64));
-                }
-                new_states.push(ns);
-            }
-            // Best first; ties by hypothesis then token index, so width 1 is argmax with the lowest index.
-            cands.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)).then(a.1.cmp(&b.1)));
-            let mut next = Vec::with_capacity(width);
-            for (h, t, s) in cands {
-                if next.len() == width {
-                    break;
-                }
-                if t == EOS {
-                    finished.push((live[h].0.clone(), s));
-                } else {
-                    let mut toks = live[h].0.clone();
-                    toks.push(t);
-                    next.push((toks, s, new_states[h].iter().map(|x| x.shallow_clone()).collect()));
-                }
-            }
-            live = next;
-            let best_finished = finished.iter().map(|f| f.1).fold(f64::NEG_INFINITY, f64::max);
-            let best_live = live.iter().map(|l| l.1).fold(f64::NEG_INFINITY, f64::max);
-            if best_finished >= best_live {
-                break;
-            }
-        }
-        // The best finished hypothesis (the earliest on ties); the best live
-        // one only when none finished.
-        let pick = |v: Vec<(Vec<i64>, f64)>| v.into_iter().reduce(|a, b| if b.1 > a.1 { b } else { a });
-        let best = match pick(finished) {
-            Some(f) => f,
-            None => pick(live.into_iter().map(|(t, s, _)| (t, s)).collect()).unwrap_or((vec![], f64::NEG_INFINITY)),
-        };
-        Ok(best)
+        beam_ensemble(&[self], letters, width)
     }
+}
+
+/// Beam search over an ensemble: the rule of [`G2p::beam`], with each step's
+/// log-probabilities the mean of the models' (Sutskever et al. 2014; the
+/// models must share the vocabulary, which every [`G2p`] does). All live
+/// hypotheses of a step go through each model's decoder as one batch.
+pub fn beam_ensemble(models: &[&G2p], letters: &[i64], width: usize) -> Result<(Vec<i64>, f64), TrainError> {
+    if letters.is_empty() || width == 0 || models.is_empty() {
+        return Err(TrainError::Shape {
+            what: "g2p beam search",
+            expected: "a word of ≥ 1 letter, width ≥ 1, ≥ 1 model".into(),
+            got: format!("{} letters, width {width}, {} models", letters.len(), models.len()),
+        });
+    }
+    let n = letters.len() as i64;
+    // Per model: the encoder's output and the live hypotheses' states per layer [1, k, H].
+    let mut encoded = Vec::with_capacity(models.len());
+    let mut states = Vec::with_capacity(models.len());
+    for m in models {
+        let x = Tensor::from_slice(letters).f_view([1, n])?.f_to_device(m.vs.device())?;
+        let e = tch::no_grad(|| m.encode(&x, &[n], false, 0, &[0]))?;
+        states.push(e.states.iter().map(|t| t.shallow_clone()).collect::<Vec<_>>());
+        encoded.push(e);
+    }
+    let mut live: Vec<(Vec<i64>, f64)> = vec![(vec![], 0.0)];
+    let mut finished: Vec<(Vec<i64>, f64)> = Vec::new();
+    let classes = G2P_OUTPUTS as usize;
+    for _ in 0..(2 * n + 8) {
+        if live.is_empty() {
+            break;
+        }
+        let k = live.len() as i64;
+        let prev: Vec<i64> = live.iter().map(|(t, _)| *t.last().unwrap_or(&BOS)).collect();
+        // Mean log-probabilities [k · 201] and each model's new states.
+        let mut lp = vec![0f64; live.len() * classes];
+        let mut new_states = Vec::with_capacity(models.len());
+        for ((m, e), st) in models.iter().zip(&encoded).zip(&states) {
+            let device = m.vs.device();
+            let inp = Tensor::from_slice(&prev).f_view([k, 1])?.f_to_device(device)?;
+            let batch = Encoded {
+                states: vec![],
+                memory: e.memory.f_expand([k, -1, -1], false)?,
+                valid: e.valid.f_expand([k, -1, -1], false)?,
+            };
+            let (logits, ns) = tch::no_grad(|| m.decode(&inp, st, &batch, false, 0, &[0]))?;
+            let v = Vec::<f32>::try_from(
+                logits.f_log_softmax(-1, Kind::Float)?.f_to_device(tch::Device::Cpu)?.f_view([-1])?,
+            )?;
+            for (a, b) in lp.iter_mut().zip(v) {
+                *a += b as f64 / models.len() as f64;
+            }
+            new_states.push(ns);
+        }
+        let mut cands: Vec<(usize, i64, f64)> = Vec::with_capacity(lp.len());
+        for (h, (_, score)) in live.iter().enumerate() {
+            for t in 0..classes {
+                cands.push((h, t as i64, score + lp[h * classes + t]));
+            }
+        }
+        // Best first; ties by hypothesis then token index, so width 1 is argmax with the lowest index.
+        cands.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)).then(a.1.cmp(&b.1)));
+        let mut next = Vec::with_capacity(width);
+        let mut from = Vec::with_capacity(width);
+        for (h, t, s) in cands {
+            if next.len() == width {
+                break;
+            }
+            if t == EOS {
+                finished.push((live[h].0.clone(), s));
+            } else {
+                let mut toks = live[h].0.clone();
+                toks.push(t);
+                next.push((toks, s));
+                from.push(h as i64);
+            }
+        }
+        if !from.is_empty() {
+            states = new_states
+                .iter()
+                .zip(models)
+                .map(|(ns, m)| {
+                    let idx = Tensor::from_slice(&from).f_to_device(m.vs.device())?;
+                    ns.iter().map(|s| s.f_index_select(1, &idx)).collect::<Result<Vec<_>, _>>()
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+        }
+        live = next;
+        let best_finished = finished.iter().map(|f| f.1).fold(f64::NEG_INFINITY, f64::max);
+        let best_live = live.iter().map(|l| l.1).fold(f64::NEG_INFINITY, f64::max);
+        if best_finished >= best_live {
+            break;
+        }
+    }
+    // The best finished hypothesis (the earliest on ties); the best live
+    // one only when none finished.
+    let pick = |v: Vec<(Vec<i64>, f64)>| v.into_iter().reduce(|a, b| if b.1 > a.1 { b } else { a });
+    Ok(match pick(finished) {
+        Some(f) => f,
+        None => pick(live).unwrap_or((vec![], f64::NEG_INFINITY)),
+    })
 }
 
 /// Reverses each sequence within its length (padding stays in place).

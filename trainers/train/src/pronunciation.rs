@@ -161,12 +161,13 @@ pub struct G2pMetrics {
     pub mean_score: f64,
 }
 
-/// Decodes up to `limit` words of `data` with beam `width` and scores them.
-pub fn evaluate(model: &G2p, data: &Pronunciations, width: usize, limit: usize) -> Result<G2pMetrics, TrainError> {
+/// Decodes up to `limit` words of `data` with beam `width` and scores them;
+/// more than one model decode as an ensemble ([`crate::g2p::beam_ensemble`]).
+pub fn evaluate(models: &[&G2p], data: &Pronunciations, width: usize, limit: usize) -> Result<G2pMetrics, TrainError> {
     let (mut edits, mut refs, mut wrong, mut score) = (0usize, 0usize, 0usize, 0.0);
     let n = data.len().min(limit);
     for i in 0..n {
-        let (hyp, s) = model.beam(&data.letters[i], width)?;
+        let (hyp, s) = crate::g2p::beam_ensemble(models, &data.letters[i], width)?;
         let e = edit_distance(&hyp, &data.tokens[i]);
         edits += e;
         refs += data.tokens[i].len();

@@ -184,6 +184,18 @@ fn train_export_check_parity_and_synthesize() {
     .unwrap();
     ok(&dv(&["train", "--config", gcfg.to_str().unwrap()]));
     let gck = d.path().join("gck/step-0000000003.safetensors");
+    // PER/WER of the model alone and of an ensemble of it with itself (the same decoding);
+    // a duration checkpoint is refused as an ensemble member, by name.
+    let g = gck.to_str().unwrap();
+    let rates =
+        |s: &str| s.lines().next().and_then(|l| l.split(": ").nth(1)).map(|r| r[..r.find(" (").unwrap()].to_string());
+    let alone = ok(&dv(&["evaluate", "--checkpoint", g, "--limit", "30"]));
+    let twice = ok(&dv(&["evaluate", "--checkpoint", g, "--with", g, "--limit", "30"]));
+    assert!(twice.contains("ensemble of 2") && rates(&alone).is_some(), "{alone}\n{twice}");
+    assert_eq!(rates(&alone), rates(&twice), "{alone}\n{twice}");
+    let o = dv(&["evaluate", "--checkpoint", g, "--with", dck.to_str().unwrap(), "--limit", "30"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains(dck.to_str().unwrap()) && err.contains("lexicon"), "{err}");
     let g2p_voice = d.path().join("g2p-voice");
     let printed = ok(&dv(&[
         "export",

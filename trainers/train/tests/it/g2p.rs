@@ -1,6 +1,7 @@
 //! The G2P model (§3.1): letters and tokens, the hash split, edit distance,
 //! a tiny lexicon overfits, width-1 beam search is greedy decoding, width 5
-//! finds hypotheses scoring at least as well as greedy.
+//! finds hypotheses scoring at least as well as greedy, an ensemble decodes
+//! with the mean of its models' log-probabilities.
 
 use dv_train::g2p::{encode_word, token, BOS, EOS};
 use dv_train::pronunciation::{edit_distance, part_of, Part};
@@ -37,16 +38,25 @@ fn toy() -> Pronunciations {
 }
 
 fn greedy(m: &G2p, letters: &[i64]) -> (Vec<i64>, f64) {
+    greedy_mean(&[m], letters)
+}
+
+/// Greedy decoding one word at a time on the mean of the models' log-probabilities.
+fn greedy_mean(models: &[&G2p], letters: &[i64]) -> (Vec<i64>, f64) {
     let n = letters.len() as i64;
     let x = Tensor::from_slice(letters).view([1, n]);
-    let encoded = tch::no_grad(|| m.encode(&x, &[n], false, 0, &[0])).unwrap();
-    let mut states: Vec<Tensor> = encoded.states.iter().map(|t| t.shallow_clone()).collect();
+    let encoded: Vec<_> = models.iter().map(|m| tch::no_grad(|| m.encode(&x, &[n], false, 0, &[0])).unwrap()).collect();
+    let mut states: Vec<Vec<Tensor>> =
+        encoded.iter().map(|e| e.states.iter().map(|t| t.shallow_clone()).collect()).collect();
     let (mut prev, mut out, mut score) = (BOS, vec![], 0.0);
     for _ in 0..(2 * n + 8) {
         let inp = Tensor::from_slice(&[prev]).view([1, 1]);
-        let (logits, st) = tch::no_grad(|| m.decode(&inp, &states, &encoded, false, 0, &[0])).unwrap();
-        states = st;
-        let lp = logits.log_softmax(-1, Kind::Float).view([-1]);
+        let mut lp = Tensor::zeros([dv_train::g2p::G2P_OUTPUTS], (Kind::Double, Device::Cpu));
+        for (k, m) in models.iter().enumerate() {
+            let (logits, st) = tch::no_grad(|| m.decode(&inp, &states[k], &encoded[k], false, 0, &[0])).unwrap();
+            states[k] = st;
+            lp += logits.log_softmax(-1, Kind::Float).view([-1]).to_kind(Kind::Double) / models.len() as f64;
+        }
         let best = lp.argmax(0, false).int64_value(&[]);
         score += lp.double_value(&[best]);
         if best == EOS {
@@ -107,6 +117,37 @@ fn width_one_is_greedy(attention: bool) {
         beam_total += s5;
     }
     assert!(beam_total >= greedy_total - 1e-6, "width 5 mean {beam_total} below greedy {greedy_total}");
+}
+
+/// An ensemble of one model twice decodes as that model; two different models
+/// at width 1 follow the argmax of their mean log-probabilities (by hand,
+/// one model at a time), and width 5 scores at least as well.
+#[test]
+fn an_ensemble_decodes_with_the_mean_of_its_models() {
+    use dv_train::g2p::beam_ensemble;
+    let a = dv_train::with_rng(5, || G2p::new(&G2pConfig { dropout: 0.0, ..G2pConfig::tiny() }, Device::Cpu)).unwrap();
+    let b = dv_train::with_rng(6, || {
+        G2p::new(&G2pConfig { dropout: 0.0, attention: true, ..G2pConfig::tiny() }, Device::Cpu)
+    })
+    .unwrap();
+    let (mut mean1, mut mean5) = (0.0, 0.0);
+    let mut differs = 0;
+    for w in ["speech", "synthesis", "deep", "voice", "rust", "a", "queue", "onomatopoeia"] {
+        let l = encode_word(w).unwrap();
+        let (alone, sa) = a.beam(&l, 5).unwrap();
+        let (twice, st) = beam_ensemble(&[&a, &a], &l, 5).unwrap();
+        assert_eq!(twice, alone, "{w}");
+        assert!((st - sa).abs() < 1e-5, "{w}: {st} vs {sa}");
+        let (g, gs) = greedy_mean(&[&a, &b], &l);
+        let (e1, s1) = beam_ensemble(&[&a, &b], &l, 1).unwrap();
+        assert_eq!(e1, g, "{w}: width 1 differs from greedy on the mean");
+        assert!((s1 - gs).abs() < 1e-4, "{w}: {s1} vs {gs}");
+        differs += usize::from(e1 != greedy(&a, &l).0);
+        mean1 += s1;
+        mean5 += beam_ensemble(&[&a, &b], &l, 5).unwrap().1;
+    }
+    assert!(differs > 0, "the second model never changed a decision: the test would not see it ignored");
+    assert!(mean5 >= mean1 - 1e-6, "width 5 {mean5} below width 1 {mean1}");
 }
 
 /// Label smoothing ε: the training loss is `(1 − ε) · CE + ε · mean_k(−log p_k)`

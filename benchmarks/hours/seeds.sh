@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Paper-size G2P runs that differ only in their [train] seed, side by side on one GPU, for an
+# ensemble (issue 5). Run from the repository root on the device machine:
+#   SEEDS="1 2 3 4" SEEDS_BUDGET_S=1150 benchmarks/hours/seeds.sh $OUT
+# starts `run.sh g2p` in the background for each seed (runs g2p-s<seed>, label smoothing 0.1,
+# dropout 0.05, 20,000 iterations, 4 libtorch threads each), then watches them until WATCH_S
+# (default 560) has passed. After 150 s and again after 300 s, while the projected end of the
+# runs (from their logged steps) lies beyond SEEDS_BUDGET_S after the start, it stops the
+# highest-numbered run still going, so the rest end within the device time. Then
+#   G2P_WAIT_S=… ENSEMBLE_RUNS="g2p-s1 …" benchmarks/hours/run.sh ensemble $OUT
+# scores each member and the ensemble.
+set -uo pipefail
+out=$1
+here=$(cd "$(dirname "$0")/../.." && pwd)
+work=${WORK:-/root/dvwork}
+mkdir -p "$out"
+stamp() { echo "[$(date +%T)] $*" | tee -a "$out/phases.txt"; }
+until_s() { local left=$((t0 + $1 - $(date +%s))); [ $left -gt 0 ] && sleep $left; }
+t0=$(date +%s)
+seeds=(${SEEDS:-1 2 3 4})
+for s in "${seeds[@]}"; do
+    G2P_RUN=g2p-s$s G2P_SEED=$s G2P_DROPOUT=0.05 G2P_SMOOTHING=0.1 G2P_STEPS=${G2P_STEPS:-20000} \
+        G2P_THREADS=4 G2P_BG=1 NO_PACK=1 "$here/benchmarks/hours/run.sh" g2p "$out"
+done
+# steps done by run r so far (0 before its first log line)
+steps_of() { tail -1 "$work/$1/metrics.jsonl" 2>/dev/null | sed -n 's/.*"step":\([0-9]*\).*/\1/p'; }
+alive=("${seeds[@]}")
+for check in 150 300; do
+    until_s $check
+    for s in "${alive[@]}"; do stamp "g2p-s$s: step $(steps_of g2p-s$s) after $check s"; done
+    while [ ${#alive[@]} -gt 1 ]; do
+        slowest=$(for s in "${alive[@]}"; do steps_of g2p-s$s; done | sort -n | head -1)
+        [ -n "$slowest" ] && [ "$slowest" -gt 0 ] || break
+        end=$(( check * ${G2P_STEPS:-20000} / slowest ))
+        [ $end -gt ${SEEDS_BUDGET_S:-1150} ] || break
+        last=${alive[${#alive[@]}-1]}
+        pkill -f "config [g]2p-s$last.toml"
+        stamp "projected end at $end s > ${SEEDS_BUDGET_S:-1150} s with ${#alive[@]} runs: stopped g2p-s$last"
+        unset 'alive[${#alive[@]}-1]'
+        break
+    done
+done
+for s in "${alive[@]}"; do echo -n "g2p-s$s "; done > "$work/ensemble-runs.txt"   # for `run.sh ensemble`
+until_s ${WATCH_S:-560}
+for s in "${alive[@]}"; do stamp "g2p-s$s: step $(steps_of g2p-s$s) after $(($(date +%s) - t0)) s"; done
+stamp "running: ${alive[*]}"
