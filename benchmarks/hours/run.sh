@@ -188,7 +188,7 @@ g2p-eval)
         stamp "G2P $run: dev evaluation of $ck"
         line=$(timeout "${EVAL_S:-240}" "$dv" evaluate --checkpoint "$ck" --device cuda --dev 2>&1 | grep "WER")
         echo "$ck: $line" | tee -a "$out/$run/eval.txt"
-        wer=$(echo "$line" | sed -n 's/.*WER \([0-9.]*\)%.*/\1/p')
+        wer=$(echo "$line" | sed -n 's/^[^W]*WER \([0-9.]*\)%.*/\1/p')
         if [ -n "$wer" ] && python3 -c "import sys; sys.exit(not $wer < $best_wer)"; then best_wer=$wer chosen=$ck; fi
     done
     stamp "G2P $run: chosen on the dev words: $chosen (WER $best_wer%)"

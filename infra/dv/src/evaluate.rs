@@ -77,13 +77,15 @@ fn run_g2p(a: &EvaluateArgs, name: &str, cfg: &RunConfig, ck: &dv_train::Checkpo
     let m = dv_train::pronunciation::evaluate(&refs, set, width, a.limit)?;
     let ensemble = if models.len() > 1 { format!(", ensemble of {}", models.len()) } else { String::new() };
     println!(
-        "{} {} words at step {}{ensemble}, beam {width}: PER {:.2}%, WER {:.2}% ({:.1} s)",
+        "{} {} words at step {}{ensemble}, beam {width}: PER {:.2}%, WER {:.2}% ({:.1} s); stress ignored: PER {:.2}%, WER {:.2}%",
         m.words,
         what,
         ck.state.step,
         100.0 * m.per,
         100.0 * m.wer,
-        t0.elapsed().as_secs_f64()
+        t0.elapsed().as_secs_f64(),
+        100.0 * m.per_no_stress,
+        100.0 * m.wer_no_stress
     );
     println!("{}", serde_json::to_string(&m)?);
     Ok(())

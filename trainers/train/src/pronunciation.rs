@@ -9,7 +9,10 @@
 //! Metrics ([`G2pMetrics`]): phoneme error rate = total edit distance
 //! between decoded and reference token sequences (phoneme with stress) over
 //! total reference tokens; word error rate = share of words with any
-//! difference. The paper (§4.2): 5.8% PER, 28.7% WER.
+//! difference. The paper (§4.2): 5.8% PER, 28.7% WER. The same two rates
+//! with stress ignored (each token mapped to its phoneme on both sides) are
+//! reported beside them (`per_no_stress`, `wer_no_stress`), for comparison
+//! with results on CMUDict without stress.
 
 use std::path::PathBuf;
 
@@ -155,6 +158,9 @@ pub use dv_align::edit_distance;
 pub struct G2pMetrics {
     pub per: f64,
     pub wer: f64,
+    /// PER and WER with stress ignored (module docs).
+    pub per_no_stress: f64,
+    pub wer_no_stress: f64,
     pub words: usize,
     pub beam: usize,
     /// Mean summed log-probability of the decoded hypotheses.
@@ -165,6 +171,8 @@ pub struct G2pMetrics {
 /// more than one model decode as an ensemble ([`crate::g2p::beam_ensemble`]).
 pub fn evaluate(models: &[&G2p], data: &Pronunciations, width: usize, limit: usize) -> Result<G2pMetrics, TrainError> {
     let (mut edits, mut refs, mut wrong, mut score) = (0usize, 0usize, 0usize, 0.0);
+    let (mut edits_ns, mut wrong_ns) = (0usize, 0usize);
+    let phonemes = |t: &[i64]| t.iter().map(|&k| (k - 1) / 5).collect::<Vec<_>>();
     let n = data.len().min(limit);
     for i in 0..n {
         let (hyp, s) = crate::g2p::beam_ensemble(models, &data.letters[i], width)?;
@@ -172,11 +180,16 @@ pub fn evaluate(models: &[&G2p], data: &Pronunciations, width: usize, limit: usi
         edits += e;
         refs += data.tokens[i].len();
         wrong += usize::from(e > 0);
+        let e_ns = edit_distance(&phonemes(&hyp), &phonemes(&data.tokens[i]));
+        edits_ns += e_ns;
+        wrong_ns += usize::from(e_ns > 0);
         score += s;
     }
     Ok(G2pMetrics {
         per: edits as f64 / refs.max(1) as f64,
         wer: wrong as f64 / n.max(1) as f64,
+        per_no_stress: edits_ns as f64 / refs.max(1) as f64,
+        wer_no_stress: wrong_ns as f64 / n.max(1) as f64,
         words: n,
         beam: width,
         mean_score: score / n.max(1) as f64,
