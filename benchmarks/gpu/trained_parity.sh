@@ -1,16 +1,36 @@
 #!/usr/bin/env bash
-# Kernel 1 and 2 parity (and kernel-2 timing) on trained weights (issue 9): trains a (20, 64, 128)
-# and a (40, 64, 256) WaveNet side by side on one GPU for TRAIN_S=230 s each on the carried
-# embedded-corpus features (benchmarks/wavenet/gpu.sh), exports both as voice packages, then runs
-# `dv bench gpu-streams` (tiles, tiles-f16) and `dv bench gpu-single` on them. On the device:
-#   bash benchmarks/gpu/trained_parity.sh     (writes under $OUT)
+# Kernel 1 and 2 parity (and kernel-2 timing) on trained weights (issue 9): trains WaveNets on the
+# carried embedded-corpus features for TRAIN_S (230) s each, side by side on one GPU
+# (benchmarks/wavenet/gpu.sh; SIZES lists them, default "20x64x128 40x64x256"), exports each as a
+# voice package, then runs `dv bench gpu-streams` (KERNELS, default tiles,tiles-f16; 32 streams per
+# block, 4,224 streams) and `dv bench gpu-single` on every voice. EXTRA_CONFIGS, if set, runs one
+# more streams_sweep.sh on random weights. Everything is packed into $OUT/all.tgz. On the device:
+#   bash benchmarks/gpu/trained_parity.sh
 set -u
-(FEATURES=.carry/features TIMING=x TRAIN_S=230 TRAIN_SIZE="20 64 128 true" benchmarks/wavenet/gpu.sh .carry/dv.xz $OUT/w20 > $OUT/w20.log 2>&1 &)
-FEATURES=.carry/features TIMING=x TRAIN_S=230 TRAIN_SIZE="40 64 256 true" benchmarks/wavenet/gpu.sh .carry/dv.xz $OUT/w40 > $OUT/w40.log 2>&1
-while pgrep -f "w20/train/run.toml" >/dev/null || [ ! -e $OUT/w20/all.tgz ]; do sleep 2; done
-tail -3 $OUT/w20.log $OUT/w40.log; ls $OUT/w20/voice $OUT/w40/voice
-VOICE=$OUT/w20/voice CONFIGS=$'none tiles,tiles-f16 32 256 2 4224\nnone tiles,tiles-f16 64 256 2 8448' STREAMS_TIMEOUT=120 benchmarks/gpu/streams_sweep.sh .carry/dv.xz $OUT/k20 | grep -v "^$" | tail -30
-VOICE=$OUT/w40/voice CONFIGS=$'none tiles,tiles-f16 32 256 2 4224' STREAMS_TIMEOUT=120 benchmarks/gpu/streams_sweep.sh .carry/dv.xz $OUT/k40 | grep -v "^$" | tail -20
-source benchmarks/device_env.sh; device_env .carry/dv.xz $OUT/s1
-for v in w20 w40; do timeout 100 $dv bench gpu-single --presets none --voice $OUT/$v/voice --precision both --clusters 16 --helpers 8 --json $OUT/single.jsonl 2>&1 | tail -8; done | tee $OUT/single.txt
-rm -rf $OUT/s1/bin $OUT/s1/lib
+sizes=(${SIZES:-20x64x128 40x64x256})
+for z in "${sizes[@]}"; do
+    (FEATURES=.carry/features TIMING=x TRAIN_S=${TRAIN_S:-230} TRAIN_SIZE="${z//x/ } true" \
+        benchmarks/wavenet/gpu.sh .carry/dv.xz $OUT/w$z > $OUT/w$z.log 2>&1 &)
+done
+sleep 5
+for z in "${sizes[@]}"; do
+    while pgrep -f "w$z/train/run.toml" > /dev/null || [ ! -e $OUT/w$z/all.tgz ]; do sleep 2; done
+    tail -2 $OUT/w$z.log; ls $OUT/w$z/voice
+done
+for z in "${sizes[@]}"; do
+    VOICE=$OUT/w$z/voice CONFIGS="none ${KERNELS:-tiles,tiles-f16} 32 256 2 4224" STREAMS_TIMEOUT=120 \
+        benchmarks/gpu/streams_sweep.sh .carry/dv.xz $OUT/k$z > /dev/null
+    grep -E "parity|^\| [0-9]" $OUT/k$z/streams.txt
+done
+if [ -n "${EXTRA_CONFIGS:-}" ]; then
+    CONFIGS=$EXTRA_CONFIGS STREAMS_TIMEOUT=150 benchmarks/gpu/streams_sweep.sh .carry/dv.xz $OUT/kx > /dev/null
+    grep -E "^==|parity|^\| [0-9]|cycles per step" $OUT/kx/streams.txt; cat $OUT/kx/ptxas.txt
+fi
+source benchmarks/device_env.sh
+device_env .carry/dv.xz $OUT/s1
+for z in "${sizes[@]}"; do
+    timeout 100 $dv bench gpu-single --presets none --voice $OUT/w$z/voice --precision both --clusters 16 \
+        --helpers 8 --json $OUT/single.jsonl 2>&1 | grep -E "^\| /"
+done | tee $OUT/single.txt
+rm -rf $OUT/s1 $OUT/w*/all.tgz $OUT/w*/train/ck
+cd $OUT && tar czf /tmp/all.tgz . && find . -mindepth 1 -delete && mv /tmp/all.tgz .
