@@ -247,10 +247,11 @@ pub struct MultiPlan {
     /// [`MultiKernel::Tiles`]: activations in IEEE half precision, one
     /// tensor-core pass (weights rounded to bfloat16, then scaled into half;
     /// `MultiLayout::tiles_f16`), instead of two bfloat16 terms (hi + lo).
-    /// Faster, but less exact (max |Δp| 6.8e-4 for (20, 64, 128), over the
-    /// 1e-3 bound for (40, 64, 256)), and an activation beyond half's range
-    /// (65504) would become infinite: check a voice with the parity harness
-    /// before serving it this way.
+    /// Faster, but less exact: max |Δp| 6.8e-4 for random (20, 64, 128)
+    /// weights, over the 1e-3 bound for random (40, 64, 256) weights and for
+    /// trained voices of both sizes (1.9–2.1e-3, benchmarks/gpu.md); an
+    /// activation beyond half's range (65504) would become infinite. Not for
+    /// serving a voice the parity harness has not passed.
     pub f16: bool,
     pub smem_bytes: usize,
 }
