@@ -9,14 +9,11 @@
 set -u
 sizes=(${SIZES:-20x64x128 40x64x256})
 for z in "${sizes[@]}"; do
-    (FEATURES=.carry/features TIMING=x TRAIN_S=${TRAIN_S:-230} TRAIN_SIZE="${z//x/ } true" \
-        benchmarks/wavenet/gpu.sh .carry/dv.xz $OUT/w$z > $OUT/w$z.log 2>&1 &)
+    FEATURES=.carry/features TIMING=x TRAIN_S=${TRAIN_S:-230} TRAIN_SIZE="${z//x/ } true" \
+        benchmarks/wavenet/gpu.sh .carry/dv.xz $OUT/w$z > $OUT/w$z.log 2>&1 &
 done
-sleep 5
-for z in "${sizes[@]}"; do
-    while pgrep -f "w$z/train/run.toml" > /dev/null || [ ! -e $OUT/w$z/all.tgz ]; do sleep 2; done
-    tail -2 $OUT/w$z.log; ls $OUT/w$z/voice
-done
+wait   # each gpu.sh ends after its training (TRAIN_S) and export
+for z in "${sizes[@]}"; do tail -2 $OUT/w$z.log; ls $OUT/w$z/voice; done
 for z in "${sizes[@]}"; do
     VOICE=$OUT/w$z/voice CONFIGS="none ${KERNELS:-tiles,tiles-f16} 32 256 2 4224" STREAMS_TIMEOUT=120 \
         benchmarks/gpu/streams_sweep.sh .carry/dv.xz $OUT/k$z > /dev/null

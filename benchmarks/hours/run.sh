@@ -17,7 +17,7 @@
 #                                         # G2P_RUN=NAME: the run's name (default g2p-dropout), so
 #                                         # that two runs can share the GPU; NO_PACK=1 leaves $OUT
 #                                         # unpacked, for phases run side by side, then `pack`)
-#   ENSEMBLE_RUNS="g2p-s1 g2p-s2" benchmarks/hours/run.sh ensemble $OUT
+#   ENSEMBLE_RUNS="g2p-s1 g2p-s2" benchmarks/hours/run.sh ensemble $OUT   (default: seeds.sh's runs)
 #                                         # waits (G2P_WAIT_S) for those background G2P runs, then PER/WER
 #                                         # of each one's last checkpoint and of all of them decoded as an
 #                                         # ensemble (`dv evaluate --with`), on the test and dev words
@@ -200,7 +200,7 @@ g2p-eval)
     stamp "G2P $run: finished"
     ;;
 ensemble)
-    runs=($ENSEMBLE_RUNS)
+    runs=(${ENSEMBLE_RUNS:-$(cat "$work/ensemble-runs.txt")})
     for _ in $(seq "${G2P_WAIT_S:-0}"); do
         alive=0; for r in "${runs[@]}"; do pgrep -f "config [${r:0:1}]${r:1}.toml" > /dev/null && alive=1; done
         [ $alive = 0 ] && break; sleep 1
@@ -215,8 +215,14 @@ ensemble)
         cp "$work/$r/metrics.jsonl" "$work/$r.toml" "$out/$r/"
         tail -3 "$work/$r.log" > "$out/$r/log-tail.txt"
         "$dv" plot "$work/$r/metrics.jsonl" --out "$out/$r/loss.png" > /dev/null 2>&1
-        lasts+=("$(ls "$work/$r/checkpoints"/step-*.safetensors | tail -1)")
+        lasts+=("$(ls "$work/$r/checkpoints"/step-*.safetensors 2>/dev/null | tail -1)")
     done
+    # a run that wrote no checkpoint is left out of the evaluations
+    for i in "${!runs[@]}"; do
+        [ -n "${lasts[$i]}" ] || { stamp "G2P ${runs[$i]}: no checkpoint, left out"; unset 'runs[i]' 'lasts[i]'; }
+    done
+    runs=("${runs[@]}") lasts=("${lasts[@]}")
+    [ ${#runs[@]} -gt 0 ] || { stamp "no run to evaluate"; exit 1; }
     # each member on the test words, side by side (4 libtorch threads each)
     for i in "${!runs[@]}"; do
         (OMP_NUM_THREADS=4 timeout "${EVAL_S:-300}" "$dv" evaluate --checkpoint "${lasts[$i]}" --device cuda 2>&1 \

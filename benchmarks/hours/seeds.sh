@@ -23,15 +23,20 @@ for s in "${seeds[@]}"; do
         G2P_THREADS=4 G2P_BG=1 NO_PACK=1 "$here/benchmarks/hours/run.sh" g2p "$out"
 done
 # steps done by run r so far (0 before its first log line)
-steps_of() { tail -1 "$work/$1/metrics.jsonl" 2>/dev/null | sed -n 's/.*"step":\([0-9]*\).*/\1/p'; }
+steps_of() {
+    local n; n=$(tail -1 "$work/$1/metrics.jsonl" 2>/dev/null | sed -n 's/.*"step":\([0-9]*\).*/\1/p')
+    echo "${n:-0}"
+}
 alive=("${seeds[@]}")
+prev_check=0 prev_steps=0
 for check in 150 300; do
     until_s $check
     for s in "${alive[@]}"; do stamp "g2p-s$s: step $(steps_of g2p-s$s) after $check s"; done
+    slowest=$(for s in "${alive[@]}"; do steps_of g2p-s$s; done | sort -n | head -1)
     while [ ${#alive[@]} -gt 1 ]; do
-        slowest=$(for s in "${alive[@]}"; do steps_of g2p-s$s; done | sort -n | head -1)
-        [ -n "$slowest" ] && [ "$slowest" -gt 0 ] || break
-        end=$(( check * ${G2P_STEPS:-20000} / slowest ))
+        # the pace since the last check (after a stop at 150 s, that of the runs left)
+        [ "$slowest" -gt "$prev_steps" ] || break
+        end=$(( check + (${G2P_STEPS:-20000} - slowest) * (check - prev_check) / (slowest - prev_steps) ))
         [ $end -gt ${SEEDS_BUDGET_S:-1150} ] || break
         last=${alive[${#alive[@]}-1]}
         pkill -f "config [g]2p-s$last.toml"
@@ -39,8 +44,9 @@ for check in 150 300; do
         unset 'alive[${#alive[@]}-1]'
         break
     done
+    prev_check=$check prev_steps=$(for s in "${alive[@]}"; do steps_of g2p-s$s; done | sort -n | head -1)
 done
-for s in "${alive[@]}"; do echo -n "g2p-s$s "; done > "$work/ensemble-runs.txt"   # for `run.sh ensemble`
+for s in "${alive[@]}"; do echo -n "g2p-s$s "; done > "$work/ensemble-runs.txt"   # `run.sh ensemble` reads it
 until_s ${WATCH_S:-560}
 for s in "${alive[@]}"; do stamp "g2p-s$s: step $(steps_of g2p-s$s) after $(($(date +%s) - t0)) s"; done
 stamp "running: ${alive[*]}"

@@ -193,6 +193,7 @@ fn train_export_check_parity_and_synthesize() {
     let twice = ok(&dv(&["evaluate", "--checkpoint", g, "--with", g, "--limit", "30"]));
     assert!(twice.contains("ensemble of 2") && rates(&alone).is_some(), "{alone}\n{twice}");
     assert_eq!(rates(&alone), rates(&twice), "{alone}\n{twice}");
+    assert_eq!(alone.lines().nth(1), twice.lines().nth(1), "the metrics' JSON (mean score, rates without stress)");
     let o = dv(&["evaluate", "--checkpoint", g, "--with", dck.to_str().unwrap(), "--limit", "30"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains(dck.to_str().unwrap()) && err.contains("lexicon"), "{err}");

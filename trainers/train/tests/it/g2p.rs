@@ -148,6 +148,48 @@ fn an_ensemble_decodes_with_the_mean_of_its_models() {
     }
     assert!(differs > 0, "the second model never changed a decision: the test would not see it ignored");
     assert!(mean5 >= mean1 - 1e-6, "width 5 {mean5} below width 1 {mean1}");
+    // Width 5 batches several live hypotheses per step: each result's score is the mean
+    // log-probability of its tokens (and of EOS, if it finished) under teacher forcing, one
+    // model and one word at a time.
+    for models in [vec![&a], vec![&a, &b]] {
+        for w in ["speech", "synthesis", "onomatopoeia", "queue"] {
+            let l = encode_word(w).unwrap();
+            let (toks, score) = beam_ensemble(&models, &l, 5).unwrap();
+            let (with_eos, without) = forced_mean(&models, &l, &toks);
+            let d = (score - with_eos).abs().min((score - without).abs());
+            assert!(
+                d < 1e-4,
+                "{w}, {} models: beam score {score}, teacher-forced {with_eos} / {without}",
+                models.len()
+            );
+        }
+    }
+}
+
+/// The summed mean log-probability of `tokens` then EOS, and of `tokens` alone, fed one at a time.
+fn forced_mean(models: &[&G2p], letters: &[i64], tokens: &[i64]) -> (f64, f64) {
+    let n = letters.len() as i64;
+    let x = Tensor::from_slice(letters).view([1, n]);
+    let (mut with_eos, mut without) = (0.0, 0.0);
+    for m in models {
+        let encoded = tch::no_grad(|| m.encode(&x, &[n], false, 0, &[0])).unwrap();
+        let mut states: Vec<Tensor> = encoded.states.iter().map(|t| t.shallow_clone()).collect();
+        let mut prev = BOS;
+        let mut sum = 0.0;
+        for &t in tokens.iter().chain([EOS].iter()) {
+            let inp = Tensor::from_slice(&[prev]).view([1, 1]);
+            let (logits, st) = tch::no_grad(|| m.decode(&inp, &states, &encoded, false, 0, &[0])).unwrap();
+            states = st;
+            let lp = logits.log_softmax(-1, Kind::Float).view([-1]).double_value(&[t]);
+            if t == EOS {
+                with_eos += (sum + lp) / models.len() as f64;
+                without += sum / models.len() as f64;
+            }
+            sum += lp;
+            prev = t;
+        }
+    }
+    (with_eos, without)
 }
 
 /// Label smoothing ε: the training loss is `(1 − ε) · CE + ε · mean_k(−log p_k)`
