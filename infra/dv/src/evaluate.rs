@@ -38,6 +38,10 @@ pub struct EvaluateArgs {
     /// split. Repeat the flag for each.
     #[arg(long = "with", value_name = "CHECKPOINT")]
     with: Vec<PathBuf>,
+    /// G2P: write every word decoded wrongly here, one per line (TSV: word, reference,
+    /// hypothesis, edits, edits with stress ignored), worst first.
+    #[arg(long)]
+    errors: Option<PathBuf>,
     /// G2P: where to decode (`cpu`, `cuda`, `cuda:N`).
     #[arg(long, default_value = "cpu")]
     device: String,
@@ -74,7 +78,12 @@ fn run_g2p(a: &EvaluateArgs, name: &str, cfg: &RunConfig, ck: &dv_train::Checkpo
     let width = a.beam.unwrap_or(models[0].config.beam);
     let t0 = std::time::Instant::now();
     let refs: Vec<&dv_train::G2p> = models.iter().collect();
-    let m = dv_train::pronunciation::evaluate(&refs, set, width, a.limit)?;
+    let decoded = dv_train::pronunciation::decode(&refs, set, width, a.limit)?;
+    let m = dv_train::pronunciation::score(&decoded, set, width);
+    if let Some(path) = &a.errors {
+        let n = write_errors(path, set, &decoded)?;
+        eprintln!("{n} words decoded wrongly → {}", path.display());
+    }
     let ensemble = if models.len() > 1 { format!(", ensemble of {}", models.len()) } else { String::new() };
     println!(
         "{} {} words at step {}{ensemble}, beam {width}: PER {:.2}%, WER {:.2}% ({:.1} s); stress ignored: PER {:.2}%, WER {:.2}%",
@@ -91,6 +100,47 @@ fn run_g2p(a: &EvaluateArgs, name: &str, cfg: &RunConfig, ck: &dv_train::Checkpo
     Ok(())
 }
 
+/// The wrongly decoded words as TSV (`--errors`), most edits first, then by word; returns how
+/// many. Written beside and renamed, so a crash leaves no half-written file.
+fn write_errors(
+    path: &std::path::Path,
+    set: &dv_train::Pronunciations,
+    decoded: &[dv_train::pronunciation::Decoded],
+) -> anyhow::Result<usize> {
+    use dv_train::pronunciation::{edit_distance, phonemes};
+    let text = |tokens: &[i64]| {
+        tokens
+            .iter()
+            .map(|&k| {
+                let (p, s) = (((k - 1) / 5) as usize, ((k - 1) % 5) as usize);
+                crate::speak::stressed(p, s).map_or_else(|| format!("?{k}"), |x| x.to_string())
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut rows: Vec<(usize, usize, &str, String, String)> = decoded
+        .iter()
+        .zip(&set.tokens)
+        .zip(&set.words)
+        .filter_map(|(((hyp, _), reference), word)| {
+            let e = edit_distance(hyp, reference);
+            (e > 0).then(|| {
+                let e_ns = edit_distance(&phonemes(hyp), &phonemes(reference));
+                (e, e_ns, word.as_str(), text(reference), text(hyp))
+            })
+        })
+        .collect();
+    rows.sort_by(|a, b| b.0.cmp(&a.0).then(a.2.cmp(b.2)));
+    let mut out = String::from("word\treference\thypothesis\tedits\tedits_no_stress\n");
+    for (e, e_ns, w, r, h) in &rows {
+        out.push_str(&format!("{w}\t{r}\t{h}\t{e}\t{e_ns}\n"));
+    }
+    let tmp = path.with_extension("tsv.partial");
+    std::fs::write(&tmp, out).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
+    Ok(rows.len())
+}
+
 pub(crate) fn run(a: EvaluateArgs) -> anyhow::Result<()> {
     let name = a.checkpoint.display().to_string();
     let bytes = std::fs::read(&a.checkpoint).with_context(|| format!("reading {name}"))?;
@@ -99,8 +149,8 @@ pub(crate) fn run(a: EvaluateArgs) -> anyhow::Result<()> {
     if matches!(cfg.data, DataConfig::Lexicon(_)) {
         return run_g2p(&a, &name, &cfg, &ck);
     }
-    if !a.with.is_empty() {
-        anyhow::bail!("{name}: --with is for G2P checkpoints");
+    if !a.with.is_empty() || a.errors.is_some() {
+        anyhow::bail!("{name}: --with and --errors are for G2P checkpoints");
     }
     if a.dev {
         anyhow::bail!(

@@ -167,25 +167,36 @@ pub struct G2pMetrics {
     pub mean_score: f64,
 }
 
-/// Decodes up to `limit` words of `data` with beam `width` and scores them;
-/// more than one model decode as an ensemble ([`crate::g2p::beam_ensemble`]).
-pub fn evaluate(models: &[&G2p], data: &Pronunciations, width: usize, limit: usize) -> Result<G2pMetrics, TrainError> {
+/// One decoded word: the hypothesis tokens (without EOS) and their score.
+pub type Decoded = (Vec<i64>, f64);
+
+/// Decodes up to `limit` words of `data` with beam `width`; more than one
+/// model decode as an ensemble ([`crate::g2p::beam_ensemble`]).
+pub fn decode(models: &[&G2p], data: &Pronunciations, width: usize, limit: usize) -> Result<Vec<Decoded>, TrainError> {
+    (0..data.len().min(limit)).map(|i| crate::g2p::beam_ensemble(models, &data.letters[i], width)).collect()
+}
+
+/// A token's phoneme, stress dropped (tokens are `1 + phoneme · 5 + stress`).
+pub fn phonemes(tokens: &[i64]) -> Vec<i64> {
+    tokens.iter().map(|&k| (k - 1) / 5).collect()
+}
+
+/// PER/WER (module docs) of `decoded`, the first `decoded.len()` words of `data`.
+pub fn score(decoded: &[Decoded], data: &Pronunciations, width: usize) -> G2pMetrics {
     let (mut edits, mut refs, mut wrong, mut score) = (0usize, 0usize, 0usize, 0.0);
     let (mut edits_ns, mut wrong_ns) = (0usize, 0usize);
-    let phonemes = |t: &[i64]| t.iter().map(|&k| (k - 1) / 5).collect::<Vec<_>>();
-    let n = data.len().min(limit);
-    for i in 0..n {
-        let (hyp, s) = crate::g2p::beam_ensemble(models, &data.letters[i], width)?;
-        let e = edit_distance(&hyp, &data.tokens[i]);
+    for ((hyp, s), reference) in decoded.iter().zip(&data.tokens) {
+        let e = edit_distance(hyp, reference);
         edits += e;
-        refs += data.tokens[i].len();
+        refs += reference.len();
         wrong += usize::from(e > 0);
-        let e_ns = edit_distance(&phonemes(&hyp), &phonemes(&data.tokens[i]));
+        let e_ns = edit_distance(&phonemes(hyp), &phonemes(reference));
         edits_ns += e_ns;
         wrong_ns += usize::from(e_ns > 0);
         score += s;
     }
-    Ok(G2pMetrics {
+    let n = decoded.len();
+    G2pMetrics {
         per: edits as f64 / refs.max(1) as f64,
         wer: wrong as f64 / n.max(1) as f64,
         per_no_stress: edits_ns as f64 / refs.max(1) as f64,
@@ -193,5 +204,11 @@ pub fn evaluate(models: &[&G2p], data: &Pronunciations, width: usize, limit: usi
         words: n,
         beam: width,
         mean_score: score / n.max(1) as f64,
-    })
+    }
+}
+
+/// Decodes up to `limit` words of `data` with beam `width` and scores them
+/// ([`decode`], then [`score`]).
+pub fn evaluate(models: &[&G2p], data: &Pronunciations, width: usize, limit: usize) -> Result<G2pMetrics, TrainError> {
+    Ok(score(&decode(models, data, width, limit)?, data, width))
 }

@@ -189,7 +189,18 @@ fn train_export_check_parity_and_synthesize() {
     let g = gck.to_str().unwrap();
     let rates =
         |s: &str| s.lines().next().and_then(|l| l.split(": ").nth(1)).map(|r| r[..r.find(" (").unwrap()].to_string());
-    let alone = ok(&dv(&["evaluate", "--checkpoint", g, "--limit", "30"]));
+    let errors = d.path().join("errors.tsv");
+    let alone = ok(&dv(&["evaluate", "--checkpoint", g, "--limit", "30", "--errors", errors.to_str().unwrap()]));
+    // --errors lists exactly the wrongly decoded words: WER × 30 rows after the header.
+    let wer: f64 = alone.split("WER ").nth(1).and_then(|r| r.split('%').next()).unwrap().parse().unwrap();
+    let tsv = std::fs::read_to_string(&errors).unwrap();
+    let rows: Vec<&str> = tsv.lines().skip(1).collect();
+    assert_eq!(rows.len(), (wer * 30.0 / 100.0).round() as usize, "{alone}\n{tsv}");
+    assert!(tsv.starts_with("word\treference\thypothesis\t"), "{tsv}");
+    assert!(
+        rows.iter().all(|r| r.split('\t').count() == 5 && r.split('\t').nth(3).unwrap().parse::<usize>().unwrap() > 0),
+        "{tsv}"
+    );
     let twice = ok(&dv(&["evaluate", "--checkpoint", g, "--with", g, "--limit", "30"]));
     assert!(twice.contains("ensemble of 2") && rates(&alone).is_some(), "{alone}\n{twice}");
     assert_eq!(rates(&alone), rates(&twice), "{alone}\n{twice}");
