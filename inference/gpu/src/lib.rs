@@ -58,6 +58,7 @@
 
 mod bench;
 mod cuda;
+pub mod emulate;
 mod error;
 pub mod model;
 pub mod parity;

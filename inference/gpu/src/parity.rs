@@ -33,9 +33,9 @@ impl Parity {
     }
 }
 
-/// The reference's mode-sampled stream of `cond` from `first_frame` and
-/// its per-step distributions.
-fn reference(voice: &Voice, cond: &Conditioning, n: usize) -> Result<(Vec<u8>, Vec<f32>), GpuError> {
+/// The reference's mode-sampled stream of the first `n` samples of `cond`
+/// and its per-step distributions (`[n · A]`).
+pub fn reference(voice: &Voice, cond: &Conditioning, n: usize) -> Result<(Vec<u8>, Vec<f32>), GpuError> {
     let sampler = Sampler::new(voice, Kernel::Scalar, SamplerOptions::default())?;
     let mut scratch = sampler.make_scratch();
     let mut out = vec![0u8; n];
