@@ -78,7 +78,12 @@ fn run_g2p(a: &EvaluateArgs, name: &str, cfg: &RunConfig, ck: &dv_train::Checkpo
     let width = a.beam.unwrap_or(models[0].config.beam);
     let t0 = std::time::Instant::now();
     let refs: Vec<&dv_train::G2p> = models.iter().collect();
-    let decoded = dv_train::pronunciation::decode(&refs, set, width, a.limit)?;
+    // Progress on stderr every 10 % (an ensemble of paper-size models takes minutes).
+    let decoded = dv_train::pronunciation::decode_with_progress(&refs, set, width, a.limit, |done, n| {
+        if n >= 1000 && done % (n / 10) == 0 && done < n {
+            eprintln!("decoded {done} of {n} words ({:.0} s)", t0.elapsed().as_secs_f64());
+        }
+    })?;
     let m = dv_train::pronunciation::score(&decoded, set, width);
     if let Some(path) = &a.errors {
         let n = write_errors(path, set, &decoded)?;

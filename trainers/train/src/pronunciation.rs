@@ -173,7 +173,25 @@ pub type Decoded = (Vec<i64>, f64);
 /// Decodes up to `limit` words of `data` with beam `width`; more than one
 /// model decode as an ensemble ([`crate::g2p::beam_ensemble`]).
 pub fn decode(models: &[&G2p], data: &Pronunciations, width: usize, limit: usize) -> Result<Vec<Decoded>, TrainError> {
-    (0..data.len().min(limit)).map(|i| crate::g2p::beam_ensemble(models, &data.letters[i], width)).collect()
+    decode_with_progress(models, data, width, limit, |_, _| {})
+}
+
+/// [`decode`], calling `progress(done, total)` after every word.
+pub fn decode_with_progress(
+    models: &[&G2p],
+    data: &Pronunciations,
+    width: usize,
+    limit: usize,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<Vec<Decoded>, TrainError> {
+    let n = data.len().min(limit);
+    (0..n)
+        .map(|i| {
+            let d = crate::g2p::beam_ensemble(models, &data.letters[i], width);
+            progress(i + 1, n);
+            d
+        })
+        .collect()
 }
 
 /// A token's phoneme, stress dropped (tokens are `1 + phoneme · 5 + stress`).
