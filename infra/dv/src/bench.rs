@@ -211,6 +211,9 @@ fn emulate(a: EmulateArgs) -> anyhow::Result<()> {
     use dv_gpu::emulate::{drift, Activations, Rounding};
     let mut json = JsonOut::new(&a.common.json)?;
     let n = a.common.parity_steps;
+    if a.rows.is_empty() || n == 0 {
+        anyhow::bail!("--rows and --parity-steps: at least one stream of at least one step to emulate");
+    }
     println!("| voice | activations | rounded | predicted max|Δp| (pool rows {:?}, {n} steps) | bound |", a.rows);
     println!("|---|---|---|---|---|");
     for (name, voice) in voices(&a.common)? {

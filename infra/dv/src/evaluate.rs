@@ -117,7 +117,7 @@ fn write_errors(
         tokens
             .iter()
             .map(|&k| {
-                let (p, s) = (((k - 1) / 5) as usize, ((k - 1) % 5) as usize);
+                let (p, s) = dv_train::g2p::untoken(k);
                 crate::speak::stressed(p, s).map_or_else(|| format!("?{k}"), |x| x.to_string())
             })
             .collect::<Vec<_>>()

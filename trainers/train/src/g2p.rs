@@ -123,6 +123,11 @@ pub fn token(phoneme: usize, stress: usize) -> i64 {
     1 + phoneme as i64 * 5 + stress as i64
 }
 
+/// The (phoneme, stress) of an output token other than EOS: [`token`]'s inverse.
+pub fn untoken(t: i64) -> (usize, usize) {
+    (((t - 1) / 5) as usize, ((t - 1) % 5) as usize)
+}
+
 pub struct G2p {
     pub config: G2pConfig,
     vs: nn::VarStore,

@@ -196,7 +196,7 @@ pub fn decode_with_progress(
 
 /// A token's phoneme, stress dropped (tokens are `1 + phoneme · 5 + stress`).
 pub fn phonemes(tokens: &[i64]) -> Vec<i64> {
-    tokens.iter().map(|&k| (k - 1) / 5).collect()
+    tokens.iter().map(|&k| crate::g2p::untoken(k).0 as i64).collect()
 }
 
 /// PER/WER (module docs) of `decoded`, the first `decoded.len()` words of `data`.

@@ -14,6 +14,8 @@ fn letters_tokens_and_the_split() {
     assert_eq!(encode_word("caf\u{e9}"), Err('\u{e9}'));
     assert_eq!(token(0, 0), 1);
     assert_eq!(token(39, 4), 200);
+    assert_eq!(dv_train::g2p::untoken(token(17, 2)), (17, 2));
+    assert_eq!(dv_train::g2p::untoken(200), (39, 4));
     let c = LexiconConfig { cmudict: None, test_fraction: 0.05, dev_fraction: 0.05, seed: 0 };
     let parts: Vec<Part> = (0..20_000).map(|i| part_of(&format!("word{i}"), &c)).collect();
     let test = parts.iter().filter(|p| **p == Part::Test).count() as f64 / 20_000.0;
