@@ -240,6 +240,8 @@ pub struct SingleRun {
     /// With profiling: cycles of thread 0 in block 0 per phase, summed over
     /// the launch ([`PROFILE_PHASES`] names them).
     pub phase_cycles: Option<[i64; 8]>,
+    /// With profiling, `wavenet_chain`'s 32 counters ([`CHAIN_CLOCK`]).
+    pub clock: Option<Vec<i64>>,
 }
 
 /// The phases of kernel 1's per-sample clock (`MARK(k)` in the kernel).
@@ -253,6 +255,11 @@ pub const PROFILE_PHASES_SMALL: [&str; 8] = [
     "barriers 2-4 (helpers' skip, relu, output layers)",
     "sampling",
 ];
+
+/// What `wavenet_chain`'s clock counters hold ([`SingleRun::clock`]).
+pub const CHAIN_CLOCK: &str = "cycles per sample of thread 0 (summed over the launch): [k < 16] chain block k from \
+its x's arrival to the end of its layers; [16, 17] relu block waiting, working; [18, 19] output block waiting, \
+working (output layer, sampling, sending x); [20 + i] block 0's layer i (i < 8)";
 
 /// The phases of `wavenet_single`'s per-sample clock (`MARK(k)` in the kernel).
 pub const PROFILE_PHASES: [&str; 8] = [
@@ -289,7 +296,9 @@ impl SingleStream {
                 ),
             });
         }
-        let layout = if plan.helpers > 0 {
+        let layout = if plan.layers_per_block > 0 {
+            SingleLayout::chain_split(w)
+        } else if plan.helpers > 0 {
             SingleLayout::chain_block(w, plan.bf16)
         } else {
             SingleLayout::new(w, plan.cluster, plan.bf16)?
@@ -381,13 +390,14 @@ impl SingleStream {
         let s = &dev.stream;
         let (_, rows) = sizes.history_offsets();
         let cond_d = dev.upload("conditioning", cond.data())?;
-        let copies = if self.plan.helpers > 0 { 1 } else { self.plan.cluster };
+        let copies = if self.plan.helpers > 0 || self.plan.layers_per_block > 0 { 1 } else { self.plan.cluster };
         let hist = s.alloc_zeros::<f32>(copies * rows * sizes.residual).map_err(driver("cuMemAlloc(history)"))?;
         let mut rng = dev.upload("random state", &rng_state(seed))?;
         let mut out = dev.upload("samples", &vec![-1i32; n])?;
         let mut forced_d = forced.map(|f| dev.upload("forced samples", f)).transpose()?;
         let mut probs = if want_probs { Some(dev.upload("probabilities", &vec![f32::NAN; n * A])?) } else { None };
-        let mut prof = if profile { Some(dev.upload("phase clock", &[-1i64; 8])?) } else { None };
+        let counters = if self.plan.layers_per_block > 0 { 32 } else { 8 };
+        let mut prof = if profile { Some(dev.upload("phase clock", &vec![-1i64; counters])?) } else { None };
         let null = 0u64;
         let n_i = n as i32;
         let cfg = LaunchConfig {
@@ -428,8 +438,12 @@ impl SingleStream {
             }
             None => None,
         };
-        let phase_cycles = read_clock(s, prof, "wavenet_single phase clock")?.map(|v| first8(&v));
-        Ok(SingleRun { samples: codes.into_iter().map(|c| c as u8).collect(), probs, kernel_ms, phase_cycles })
+        let clock = read_clock(s, prof, "kernel-1 phase clock")?;
+        let (phase_cycles, clock) = match clock {
+            Some(v) if self.plan.layers_per_block > 0 => (None, Some(v)),
+            v => (v.map(|v| first8(&v)), None),
+        };
+        Ok(SingleRun { samples: codes.into_iter().map(|c| c as u8).collect(), probs, kernel_ms, phase_cycles, clock })
     }
 }
 

@@ -20,6 +20,12 @@
 //!    product split over the warps by input), the block's other warps
 //!    compute the next sample's W_prev rows meanwhile, and helper blocks
 //!    take the skip and output layers: 4 cluster barriers per sample.
+//!    For r = 64 in bfloat16, [`SinglePlan::chain_split`] selects
+//!    `kernels/wavenet_chain.cu`: the chain split by layers over several
+//!    blocks, each holding its layers' W_cur and W_res, x handed from block
+//!    to block by `st.async` on the next block's `mbarrier` (no cluster
+//!    barrier per sample), one block for the relu layer and one for the
+//!    output layer and sampling.
 //! 2. [`MultiStream`] (`kernels/wavenet_multi.cu`): many independent
 //!    streams, highest throughput. Each block owns a group of stream slots
 //!    and advances them one sample per step with no inter-block
@@ -68,7 +74,7 @@ mod source;
 pub use bench::{floor, time_multi, time_single, Floor, MultiTiming, SingleTiming, SAMPLE_RATE};
 pub use cuda::{
     compile_ptx, driver_available, nvrtc_available, GpuDevice, MultiRun, MultiStream, SingleRun, SingleStream,
-    StreamStart, PROFILE_PHASES, PROFILE_PHASES_MULTI, PROFILE_PHASES_SMALL, PROFILE_PHASES_TILES,
+    StreamStart, CHAIN_CLOCK, PROFILE_PHASES, PROFILE_PHASES_MULTI, PROFILE_PHASES_SMALL, PROFILE_PHASES_TILES,
 };
 pub use error::GpuError;
 pub use model::{Sizes, Weights};

@@ -250,6 +250,24 @@ impl SingleLayout {
         }
     }
 
+    /// The layout of `wavenet_chain`: as [`SingleLayout::chain_block`], with
+    /// W_skip as `[ℓ][r/2][s][2]` pairs (W_skip[o, i·r + 2m], W_skip[o,
+    /// i·r + 2m + 1]) so that the threads owning consecutive skip rows read
+    /// consecutive words of one layer's columns.
+    pub fn chain_split(w: &Weights) -> Self {
+        let Sizes { layers: l, residual: r, skip: s, .. } = w.sizes;
+        let mut wsk = Vec::with_capacity(s * l * r);
+        for i in 0..l {
+            for m in 0..r / 2 {
+                for o in 0..s {
+                    wsk.push(w.skip_w[o * l * r + i * r + 2 * m]);
+                    wsk.push(w.skip_w[o * l * r + i * r + 2 * m + 1]);
+                }
+            }
+        }
+        Self { wsk: Stored::new(wsk, true), ..Self::chain_block(w, true) }
+    }
+
     /// Slices `w` over a cluster of `cluster` blocks (which must divide r and A).
     pub fn new(w: &Weights, cluster: usize, bf16: bool) -> Result<Self, GpuError> {
         let Sizes { layers: l, residual: r, skip: s, .. } = w.sizes;

@@ -8,6 +8,7 @@ use crate::model::{Sizes, A};
 const COMMON: &str = include_str!("../kernels/common.cuh");
 const SINGLE: &str = include_str!("../kernels/wavenet_single.cu");
 const SMALL: &str = include_str!("../kernels/wavenet_small.cu");
+const CHAIN: &str = include_str!("../kernels/wavenet_chain.cu");
 const MULTI: &str = include_str!("../kernels/wavenet_multi.cu");
 const TILES: &str = include_str!("../kernels/wavenet_tiles.cu");
 
@@ -41,8 +42,12 @@ pub struct SinglePlan {
     /// blocks the skip and output layers (`cluster` = H + 1).
     pub helpers: usize,
     /// Warps sharing each layer's products: the gate warps of
-    /// `wavenet_single` (1 or 2), the chain warps of `wavenet_small` (1, 2 or 4).
+    /// `wavenet_single` (1 or 2), the chain warps of `wavenet_small` (1, 2 or 4),
+    /// the chain warps of `wavenet_chain` (4 or 8).
     pub chain_warps: usize,
+    /// 0, or `wavenet_chain`: the layers of each chain block (the cluster
+    /// is ⌈ℓ / this⌉ chain blocks, a relu block and an output block).
+    pub layers_per_block: usize,
 }
 
 impl SinglePlan {
@@ -105,6 +110,69 @@ impl SinglePlan {
             smem_bytes,
             helpers,
             chain_warps,
+            layers_per_block: 0,
+        })
+    }
+
+    /// A plan for `wavenet_chain` (r = 64, bfloat16 weights): the residual
+    /// chain split by layers over ⌈ℓ / `layers_per_block`⌉ chain blocks,
+    /// each holding its layers' W_cur and W_res in shared memory and handing
+    /// x to the next block point to point; `chain_warps` (4 or 8) warps run
+    /// each block's layers, the other warps its skip rows and the next
+    /// sample's W_prev rows; one block takes the relu layer, one the output
+    /// layer and sampling.
+    pub fn chain_split(
+        sizes: &Sizes,
+        layers_per_block: usize,
+        chain_warps: usize,
+        smem_limit: usize,
+    ) -> Result<Self, GpuError> {
+        let (l, r, s) = (sizes.layers, sizes.residual, sizes.skip);
+        let bad = |why: String| {
+            Err(GpuError::Unsupported { what: format!("the layer-split chain kernel for {}: {why}", sizes.name()) })
+        };
+        check_dilations(sizes)?;
+        const NT: usize = 512;
+        if r != 64 || l < 2 {
+            return bad(format!("r = {r} (the chain warps' lanes are 32 of the 64 units: r = 64)"));
+        }
+        if chain_warps != 4 && chain_warps != 8 {
+            return bad(format!("{chain_warps} chain warps (4 or 8)"));
+        }
+        if s % 32 != 0 || s > NT - 32 * chain_warps {
+            return bad(format!("s = {s} (one thread per skip row among the {} others)", NT - 32 * chain_warps));
+        }
+        if layers_per_block == 0 {
+            return bad("0 layers per chain block".into());
+        }
+        let chain_blocks = l.div_ceil(layers_per_block);
+        let cluster = chain_blocks + 2;
+        if cluster > 16 {
+            return bad(format!("{cluster} blocks in the cluster (at most 16)"));
+        }
+        let (lpb, cq) = (layers_per_block, chain_warps / 2);
+        let bars = (8 * (3 + lpb)).div_ceil(16) * 16;
+        let chain = bars + lpb * r * r * (4 + 2) + 4 * (r + 2 * r * lpb + 2 * r * cq + r * cq + 4 * r + 4 * r * lpb);
+        let relu = bars + 4 * (s / 2 * A) + 4 * (chain_blocks * s + s + 2 * A);
+        let output = bars + 4 * (A / 2 * A) + 4 * (A * r + 5 * A);
+        let smem_bytes = chain.max(relu).max(output);
+        if smem_bytes > smem_limit {
+            return bad(format!(
+                "{smem_bytes} bytes of shared memory per block with {lpb} layers per chain block (the device allows {smem_limit})"
+            ));
+        }
+        Ok(Self {
+            cluster,
+            threads: NT,
+            tpr: 1,
+            tpp: 1,
+            tpz: 2,
+            smem_weights: true,
+            bf16: true,
+            smem_bytes,
+            helpers: 0,
+            chain_warps,
+            layers_per_block,
         })
     }
 
@@ -179,12 +247,15 @@ impl SinglePlan {
             smem_bytes,
             helpers: 0,
             chain_warps: gate_warps,
+            layers_per_block: 0,
         })
     }
 
     /// The kernel's entry point.
     pub fn entry(&self) -> &'static str {
-        if self.helpers > 0 {
+        if self.layers_per_block > 0 {
+            "wavenet_chain"
+        } else if self.helpers > 0 {
             "wavenet_small"
         } else {
             "wavenet_single"
@@ -193,6 +264,15 @@ impl SinglePlan {
 
     /// The kernel source for `sizes` under this plan.
     pub fn source(&self, sizes: &Sizes) -> String {
+        if self.layers_per_block > 0 {
+            let defines = format!(
+                "#define NT {}\n#define CQ {}\n#define LPB {}\n",
+                self.threads,
+                self.chain_warps / 2,
+                self.layers_per_block
+            );
+            return format!("{}{defines}{COMMON}\n{CHAIN}", common_defines(sizes, self.bf16));
+        }
         if self.helpers > 0 {
             let s = sizes.skip;
             let defines = format!(

@@ -92,6 +92,13 @@ pub struct SingleArgs {
     /// measured fastest on an H200).
     #[arg(long, default_value_t = 2)]
     chain_warps: usize,
+    /// wavenet_chain (r = 64, bfloat16): layers per chain block to try
+    /// (the chain split by layers over several blocks).
+    #[arg(long, value_delimiter = ',', default_value = "8")]
+    layers_per_block: Vec<usize>,
+    /// wavenet_chain: chain warps per chain block to try (4 or 8).
+    #[arg(long, value_delimiter = ',', default_value = "4,8")]
+    split_warps: Vec<usize>,
     /// Seconds of audio per timed launch.
     #[arg(long, default_value_t = 1.0)]
     seconds: f64,
@@ -279,19 +286,38 @@ fn single(a: SingleArgs) -> anyhow::Result<()> {
         let frames = n.div_ceil(w.sizes.hop).max(a.common.parity_steps.div_ceil(w.sizes.hop));
         let cond = random_conditioning(voice.config(), frames, 3);
         for &bf16 in &precisions(&a.common)? {
-            // Cluster sizes for wavenet_single, then helper counts for wavenet_small.
-            let kinds = a.clusters.iter().map(|&c| (c, 0)).chain(a.helpers.iter().map(|&h| (h + 1, h)));
-            for (cluster, helpers) in kinds {
+            // Cluster sizes for wavenet_single, helper counts for wavenet_small,
+            // then (layers per block, chain warps) for wavenet_chain.
+            let kinds = a
+                .clusters
+                .iter()
+                .map(|&c| (c, 0, 0))
+                .chain(a.helpers.iter().map(|&h| (h + 1, h, 0)))
+                .chain(a.layers_per_block.iter().flat_map(|&l| a.split_warps.iter().map(move |&w| (w, 0, l))));
+            for (cluster, helpers, lpb) in kinds {
                 {
-                    let planned = if helpers > 0 {
-                        SinglePlan::chain_block(&w.sizes, helpers, a.chain_warps, bf16, dev.shared_memory_limit())
+                    let smem = dev.shared_memory_limit();
+                    let planned = if lpb > 0 {
+                        if bf16 {
+                            SinglePlan::chain_split(&w.sizes, lpb, cluster, smem)
+                        } else {
+                            Err(dv_gpu::GpuError::Unsupported { what: "wavenet_chain in float32".into() })
+                        }
+                    } else if helpers > 0 {
+                        SinglePlan::chain_block(&w.sizes, helpers, a.chain_warps, bf16, smem)
                     } else {
                         match a.gate_warps {
-                            0 => SinglePlan::new(&w.sizes, cluster, bf16, dev.shared_memory_limit()),
-                            g => SinglePlan::with_gate_warps(&w.sizes, cluster, g, bf16, dev.shared_memory_limit()),
+                            0 => SinglePlan::new(&w.sizes, cluster, bf16, smem),
+                            g => SinglePlan::with_gate_warps(&w.sizes, cluster, g, bf16, smem),
                         }
                     };
-                    let cluster = if helpers > 0 { format!("1+{helpers}") } else { cluster.to_string() };
+                    let cluster = if lpb > 0 {
+                        format!("{} x {lpb} layers + 2, {cluster} chain warps", w.sizes.layers.div_ceil(lpb))
+                    } else if helpers > 0 {
+                        format!("1+{helpers}")
+                    } else {
+                        cluster.to_string()
+                    };
                     let plan = match planned {
                         Ok(p) => p,
                         Err(e) => {
@@ -319,10 +345,11 @@ fn single(a: SingleArgs) -> anyhow::Result<()> {
                         failed += 1;
                         None
                     };
-                    let phases = if ok && a.profile {
-                        gpu.run_profiled(&cond, n.min(8192), GpuSampling::new(Sampling::Direct)?, 9)?.phase_cycles
+                    let (phases, clock) = if ok && a.profile {
+                        let run = gpu.run_profiled(&cond, n.min(8192), GpuSampling::new(Sampling::Direct)?, 9)?;
+                        (run.phase_cycles, run.clock)
                     } else {
-                        None
+                        (None, None)
                     };
                     let (ms, us, rtf) = timing
                         .as_ref()
@@ -352,7 +379,24 @@ fn single(a: SingleArgs) -> anyhow::Result<()> {
                             parts.join("; ")
                         );
                     }
+                    if let Some(c) = &clock {
+                        let per = n.min(8192) as f64;
+                        let f = |r: std::ops::Range<usize>| {
+                            c[r].iter().map(|&v| format!("{:.0}", v as f64 / per)).collect::<Vec<_>>().join(" ")
+                        };
+                        let blocks = w.sizes.layers.div_ceil(plan.layers_per_block);
+                        eprintln!(
+                            "  cycles per sample: chain blocks' layers {}; relu block wait {} work {}; output block wait {} work {}; block 0 per layer {}",
+                            f(0..blocks),
+                            f(16..17),
+                            f(17..18),
+                            f(18..19),
+                            f(19..20),
+                            f(20..20 + plan.layers_per_block.min(8))
+                        );
+                    }
                     json.put(json!({
+                        "clock": clock, "clock_meaning": clock.as_ref().map(|_| dv_gpu::CHAIN_CLOCK),
                         "phase_cycles": phases.map(|c| c.to_vec()),
                         "bench": "gpu-single", "device": dev.name(), "voice": name, "sizes": w.sizes.name(),
                         "bf16": bf16, "cluster": cluster, "threads": threads, "smem_weights": plan.smem_weights,

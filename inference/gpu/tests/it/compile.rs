@@ -48,6 +48,28 @@ fn nvrtc_compiles_both_kernels_for_every_preset() {
             }
             Err(e) => assert_ne!(name, "20x32x128", "{e}"),
         }
+        // The layer-split chain kernel: r = 64 only, 4 or 8 chain warps.
+        for (lpb, warps) in [(8, 4), (8, 8), (5, 8)] {
+            match SinglePlan::chain_split(&w.sizes, lpb, warps, smem) {
+                Ok(plan) => {
+                    assert_eq!(w.sizes.residual, 64, "{name}");
+                    assert_eq!(plan.cluster, w.sizes.layers.div_ceil(lpb) + 2, "{name}");
+                    let ptx = compile_ptx(&plan.source(&w.sizes), plan.entry(), "compute_90")
+                        .unwrap_or_else(|e| panic!("{name} chain split {lpb}/{warps}: {e}"))
+                        .to_src();
+                    assert!(ptx.contains(".entry wavenet_chain"), "{name}");
+                    assert!(
+                        ptx.contains("st.async.shared::cluster.mbarrier::complete_tx::bytes"),
+                        "{name}: no st.async"
+                    );
+                    assert!(ptx.contains("mbarrier.try_wait.parity.acquire.cluster"), "{name}");
+                    // One cluster barrier at the start and one at the end, none per sample.
+                    assert_eq!(ptx.matches("barrier.cluster.wait").count(), 2, "{name}");
+                    assert!(!ptx.contains(".local"), "{name} chain split {lpb}/{warps}: spills to local memory");
+                }
+                Err(e) => assert_ne!(w.sizes.residual, 64, "{name}: {e}"),
+            }
+        }
         for mma in [true, false] {
             let plan = MultiPlan::new(&w.sizes, 32, 256, mma, 3, 16384, smem).unwrap();
             let ptx = compile_ptx(&plan.source(&w.sizes), "wavenet_multi", "compute_90")

@@ -273,3 +273,37 @@ fn the_chain_block_layout_interleaves_gate_rows_and_keeps_the_rest() {
     assert!(SinglePlan::chain_block(&w.sizes, 4, 4, false, 227 * 1024).is_err());
     assert!(SinglePlan::chain_block(&w.sizes, 3, 4, true, 227 * 1024).is_err(), "3 does not divide 256");
 }
+
+#[test]
+fn chain_split_layout_and_plans() {
+    let voice = random_voice(dv_voice::PRESETS.iter().find(|(n, _)| *n == "40x64x256").unwrap().1, 3).unwrap();
+    let w = Weights::from_voice(&voice).unwrap();
+    let (l, r, s) = (w.sizes.layers, w.sizes.residual, w.sizes.skip);
+    let lay = dv_gpu::model::SingleLayout::chain_split(&w);
+    // W_skip as [ℓ][r/2][s][2]: the pair (2m, 2m + 1) of layer i's columns for row o.
+    for (i, m, o) in [(0, 0, 0), (3, 5, 17), (l - 1, r / 2 - 1, s - 1)] {
+        let at = ((i * (r / 2) + m) * s + o) * 2;
+        let bf = |v: f32| dv_gpu::model::bf16_value(dv_gpu::model::bf16_bits(v));
+        assert_eq!(lay.wsk.get(at), bf(w.skip_w[o * l * r + i * r + 2 * m]));
+        assert_eq!(lay.wsk.get(at + 1), bf(w.skip_w[o * l * r + i * r + 2 * m + 1]));
+    }
+    // The rest is the chain-block layout in bfloat16.
+    let cb = dv_gpu::model::SingleLayout::chain_block(&w, true);
+    assert_eq!(lay.wc.get(777), cb.wc.get(777));
+    assert_eq!(lay.wo.get(4321), cb.wo.get(4321));
+    // 8 layers per block: 5 chain blocks + 2; 4 or 8 chain warps; r = 32, zero
+    // layers per block and too many blocks are refused.
+    let smem = 227 * 1024;
+    let p = SinglePlan::chain_split(&w.sizes, 8, 8, smem).unwrap();
+    assert_eq!((p.cluster, p.threads, p.layers_per_block, p.chain_warps), (7, 512, 8, 8));
+    assert!(p.smem_bytes <= smem && p.bf16);
+    assert_eq!(p.entry(), "wavenet_chain");
+    assert!(SinglePlan::chain_split(&w.sizes, 8, 6, smem).is_err());
+    assert!(SinglePlan::chain_split(&w.sizes, 0, 8, smem).is_err());
+    assert!(SinglePlan::chain_split(&w.sizes, 2, 8, smem).is_err(), "22 blocks");
+    assert!(SinglePlan::chain_split(&w.sizes, 10, 8, smem).is_err(), "10 layers do not fit shared memory");
+    let small = Weights::from_voice(&random_voice(dv_voice::PRESETS[0].1, 3).unwrap()).unwrap();
+    if small.sizes.residual != 64 {
+        assert!(SinglePlan::chain_split(&small.sizes, 8, 8, smem).is_err());
+    }
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Issue 9, kernel 1c (`wavenet_chain`, the chain split by layers) on the GPU machine: a short
+# smoke launch first (a hang costs SMOKE_S seconds, not the call), then parity and timing of
+# every (layers per block, chain warps) beside kernel 1 (C = 16) in the same run.
+#   benchmarks/gpu/chain.sh .carry/dv.xz $OUT [VOICE_DIR]
+# CHAIN holds extra arguments for the sweep's `dv bench gpu-single`.
+set -uo pipefail
+dvxz=$1 out=$2 voice=${3:-}
+mkdir -p "$out/ptx"
+source "$(dirname "$0")/../device_env.sh"
+device_env "$dvxz" "$out"
+export DV_GPU_DUMP_PTX=$out/ptx
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpus.csv"
+echo "== smoke"
+timeout "${SMOKE_S:-60}" "$dv" bench gpu-single --presets 20x64x128 --clusters 16 --helpers 8 --layers-per-block 8 \
+    --split-warps 8 --precision bf16 --parity-steps 256 --seconds 0.25 --repeats 1 > "$out/smoke.txt" 2>&1
+echo "rc=$?"; cat "$out/smoke.txt"
+vargs=()
+[ -n "$voice" ] && vargs=(--voice "$voice")
+# VARIANTS: "name:DEFINES" words (DEFINES comma-separated, passed as DV_GPU_DEFINES); "base:" is the code as is.
+for v in ${VARIANTS:-base:}; do
+    name=${v%%:*} defs=${v#*:}
+    echo "== sweep $name (${defs}) ${CHAIN:-}"
+    DV_GPU_DEFINES=${defs//,/ } timeout "${SWEEP_S:-300}" "$dv" bench gpu-single "${vargs[@]}" --json "$out/single-$name.jsonl" \
+        --presets ${PRESETS:-20x64x128,40x64x256} --clusters 16 --helpers 8 --precision bf16 --parity-steps 512 --seconds 1 \
+        --repeats 3 --profile ${CHAIN:-} > "$out/single-$name.txt" 2> "$out/single-$name.err"
+    echo "rc=$?"; grep -E "chain blocks|FAIL|rror" "$out/single-$name.err" | head -20
+    grep -E "chain warps|\| 16 \|" "$out/single-$name.txt"
+done
+for f in "$out"/ptx/*.ptx; do
+    [ -e "$f" ] || continue
+    echo "$(basename "$f"): $(ptxas -arch=sm_90 -v "$f" -o /dev/null 2>&1 | grep -E 'registers|spill' | tr '\n' ' ')"
+done > "$out/ptxas.txt"
+grep -i chain "$out/ptxas.txt" | head
+rm -rf "$out/bin" "$out/lib"
+tar -C "$out" -czf "$out/all.tgz" --exclude=all.tgz . 2>/dev/null

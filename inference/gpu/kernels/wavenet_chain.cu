@@ -1,0 +1,467 @@
+// Kernel 1c: one utterance per launch for r = 64 WaveNets ((20, 64, 128),
+// (40, 64, 128), (40, 64, 256) of Table 2), bfloat16 weights.
+// Kernel 1 (wavenet_single.cu) splits every layer's units over the cluster
+// and pays one cluster barrier per layer; kernel 1b (wavenet_small.cu)
+// keeps the whole chain in one block, which only r = 32 fits. Here the
+// chain is split by *layers*: chain block k holds W_cur and W_res of LPB
+// consecutive layers in shared memory and runs them on x alone, then hands
+// x (64 floats) to block k + 1 with `st.async` into that block's shared
+// memory, completing bytes on its `mbarrier`: a point-to-point hand-off
+// every LPB layers and no cluster barrier in the sample loop.
+//
+//   chain block k (ranks 0 .. NCB-1), NT = 512 threads:
+//     2·CQ chain warps: warp (u = w & 1, q = w >> 1), lane j owns gate unit
+//        and residual output 32u + j, and products over inputs
+//        [q·NQ, (q+1)·NQ) (NQ = 64 / CQ); each warp keeps x and h of that
+//        input slice (lane j % NQ), so a layer takes two named barriers.
+//     the other warps: one thread per skip row accumulates W_skip · h of
+//        the block's layers and sends its partial sum to block P; then all
+//        of them compute the next sample's W_prev rows (+ gate bias +
+//        conditioning) of the block's layers from L2. All of it waits for
+//        the block's part of the chain to end, so that nothing competes
+//        with the chain warps for the SM, except in the last chain block
+//        (or with TRAIL_ALL), whose skip rows are on the sample's critical
+//        path: there they follow the chain layer by layer (an mbarrier per
+//        layer).
+//   block P (rank NCB): sums the NCB skip partials, relu, the relu layer.
+//   block Q (rank NCB + 1): the output layer, softmax and sampling, and the
+//        next sample's embedding (emb_c in shared memory), sent to block 0.
+//
+// Every buffer another block writes has one mbarrier that completes one
+// phase per sample (its owner arms it with the bytes it expects); so each
+// wait is on parity t & 1. A buffer is rewritten only after the sample
+// that read it has produced its output, which needs every reader done.
+//
+// Extra defines: NT (512), CQ (input parts: 2 or 4), LPB (layers per chain
+// block).
+#if !WBF16 || R != 64 || A != 256 || NT != 512
+#error "wavenet_chain takes r = 64, 256 classes, 512 threads and bfloat16 weights"
+#endif
+
+#define NCB ((NL + LPB - 1) / LPB)   // chain blocks
+#define C (NCB + 2)
+#define RP NCB                       // rank of the relu block
+#define RQ (NCB + 1)                 // rank of the output block
+#define NQ (R / CQ)                  // inputs per chain-warp part
+#define NCW (NT / 32 - 2 * CQ)       // non-chain warps of a chain block
+#if NCW * 32 < S || S % 32 != 0
+#error "wavenet_chain needs one non-chain thread per skip row"
+#endif
+
+__device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+// One arrival, and `bytes` more to come by st.async (the owner arms each phase).
+__device__ __forceinline__ void mbar_expect(u32 bar, u32 bytes) {
+    asm volatile("{ .reg .b64 s; mbarrier.arrive.expect_tx.release.cluster.shared::cta.b64 s, [%0], %1; }" ::"r"(bar),
+                 "r"(bytes)
+                 : "memory");
+}
+// One arrival (release at block scope: this thread's earlier writes).
+__device__ __forceinline__ void mbar_arrive(u32 bar) {
+    asm volatile("{ .reg .b64 s; mbarrier.arrive.shared::cta.b64 s, [%0]; }" ::"r"(bar) : "memory");
+}
+// Waits for the phase of parity `par` to complete; `cluster`: the data came
+// from other blocks (st.async), otherwise from this block's threads.
+__device__ __forceinline__ void mbar_wait(u32 bar, u32 par, bool cluster) {
+    u32 done = 0;
+    while (!done) {
+        if (cluster) {
+            asm volatile(
+                "{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                : "=r"(done)
+                : "r"(bar), "r"(par)
+                : "memory");
+        } else {
+            asm volatile(
+                "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                : "=r"(done)
+                : "r"(bar), "r"(par)
+                : "memory");
+        }
+    }
+}
+// 4 or 8 bytes into another block's shared memory, completing them on its mbarrier.
+__device__ __forceinline__ void send1(u32 addr, float v, u32 bar) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(addr),
+                 "r"(__float_as_uint(v)), "r"(bar)
+                 : "memory");
+}
+__device__ __forceinline__ void send2(u32 addr, float a, float b, u32 bar) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];" ::"r"(addr),
+                 "r"(__float_as_uint(a)), "r"(__float_as_uint(b)), "r"(bar)
+                 : "memory");
+}
+__device__ __forceinline__ float lo16(u32 p) { return __uint_as_float(p << 16); }
+__device__ __forceinline__ float hi16(u32 p) { return __uint_as_float(p & 0xffff0000u); }
+
+// part[h][a] = Σ over inputs [h·K/2, (h+1)·K/2) of W[a][k] in[k], W as
+// [K/2][A] bf16 pairs (k even in the low half): warp w takes rows
+// 32·(w >> 1) + lane and input half w & 1 (16 warps, 256 rows).
+template <int K>
+__device__ __forceinline__ void matvec_halves(const u32* w2, const float* in, float* part) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int a = (warp >> 1) * 32 + lane, h = warp & 1;
+    const u32* w = w2 + (size_t)(h * K / 4) * A + a;
+    const float* x = in + h * K / 2;
+    float acc0 = 0.0f, acc1 = 0.0f;
+#pragma unroll 16
+    for (int m = 0; m < K / 4; m++) {
+        const u32 p = w[m * A];
+        acc0 += lo16(p) * x[2 * m];
+        acc1 += hi16(p) * x[2 * m + 1];
+    }
+    part[h * A + a] = acc0 + acc1;
+}
+
+extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(NT, 1)
+wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k], W_cur[R + j][k]) pairs
+              const wt* __restrict__ g_wp,   // [NL][2R][R] (FORMAT.md rows)
+              const wt* __restrict__ g_wr,   // [NL-1][R k][R o]: W_res transposed
+              const wt* __restrict__ g_wsk,  // [NL][R/2][S][2]: (W_skip[s][iR + 2m], W_skip[s][iR + 2m + 1])
+              const wt* __restrict__ g_wz,   // [A][S]
+              const wt* __restrict__ g_wo,   // [A][A]
+              const float* __restrict__ gate_b,  // [NL][2R]
+              const float* __restrict__ res_b,   // [NL-1][R]
+              const float* __restrict__ skip_b, const float* __restrict__ relu_b, const float* __restrict__ out_b,
+              const float* __restrict__ emb_c, const float* __restrict__ emb_p, const float* __restrict__ emb_b,
+              const float* __restrict__ cond,    // [frames][NL*2R]
+              int n_samples,
+              float* __restrict__ hist,          // [HIST_ROWS][R], zero at launch
+              int mode, float inv_tau, u64* __restrict__ rng_state,
+              int* __restrict__ out, const unsigned char* __restrict__ forced, float* __restrict__ probs_out,
+              long long* __restrict__ prof)      // [32] cycles (see PROFILE_PHASES_CHAIN) or null
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int rank = (int)cluster_rank();
+    // mbarriers first: [0] the input another block sends (x, the skip
+    // partials or the relu output), [1] chain done, [2] rows ready,
+    // [3 + il] h of local layer il.
+    const u32 bars = smem_u32(smem_raw);
+    const u32 bar_in = bars, bar_seg = bars + 8, bar_pre = bars + 16;
+    unsigned char* base = smem_raw + ((8 * (3 + LPB) + 15) & ~15);
+    // Chain-block carve-up.
+    u32* wc = (u32*)base;                    // [LPB][R k][R j] bf16 pairs
+    wt* wr = (wt*)(wc + LPB * R * R);        // [LPB][R k][R o]
+    float* xin = (float*)(wr + LPB * R * R);  // [R] this block's input x (sent)
+    float* pre = xin + R;                    // [LPB][2R] W_prev rows + gate bias + conditioning
+    float* gpart = pre + LPB * 2 * R;        // [CQ][2][R] gate partial sums
+    float* rpart = gpart + CQ * 2 * R;       // [CQ][R] residual partial sums
+    float* xw = rpart + CQ * R;              // [2CQ][NQ] each chain warp's x slice
+    float* hw = xw + 2 * CQ * NQ;            // [2CQ][NQ] each chain warp's h slice
+    float* xall = hw + 2 * CQ * NQ;          // [LPB][R] the layers' inputs x_i(t)
+    float* hsm = xall + LPB * R;             // [LPB][R] the layers' h
+    float* olds = hsm + LPB * R;             // [LPB][R] x_i(t + 1 - d_i)
+    float* rbs = olds + LPB * R;             // [LPB][R] residual biases
+    // Block P.
+    u32* wz2 = (u32*)base;                   // [S/2][A] bf16 pairs
+    float* skb = (float*)(wz2 + S / 2 * A);  // [NCB][S] skip partials (sent)
+    float* zs = skb + NCB * S;               // [S] relu(skip)
+    float* ppart = zs + S;                   // [2][A]
+    // Block Q.
+    u32* wo2 = (u32*)base;                   // [A/2][A] bf16 pairs
+    float* embc = (float*)(wo2 + A / 2 * A); // [A][R]
+    float* za = embc + A * R;                // [A] relu-layer output (sent)
+    float* probs = za + A;                   // [A]
+    float* qpart = probs + A;                // [2][A]
+    float* logits = qpart + 2 * A;           // [A]
+
+    const int first = rank * LPB;
+    const int nl = rank < NCB ? min(LPB, NL - first) : 0;
+    if (rank < NCB) {
+        const u32* src = (const u32*)g_wc + (size_t)first * R * R;
+        for (int e = tid; e < nl * R * R; e += NT) wc[e] = src[e];
+        const int nres = min(nl, NL - 1 - first);
+        for (int e = tid; e < nres * R * R; e += NT) wr[e] = g_wr[(size_t)first * R * R + e];
+        for (int e = tid; e < nres * R; e += NT) rbs[e] = res_b[first * R + e];
+        for (int e = tid; e < LPB * R; e += NT) xall[e] = 0.0f;  // x_i(-1) = 0
+        if (tid == 0) {
+            mbar_init(bar_in, 1);
+            mbar_init(bar_seg, 2 * CQ);
+            mbar_init(bar_pre, NCW);
+            for (int il = 0; il < LPB; il++) mbar_init(bars + 24 + 8 * il, CQ);
+        }
+    } else if (rank == RP) {
+        for (int e = tid; e < S / 2 * A; e += NT) {
+            const int m = e / A, a = e % A;
+            wz2[e] = (u32)g_wz[a * S + 2 * m] | ((u32)g_wz[a * S + 2 * m + 1] << 16);
+        }
+        if (tid == 0) mbar_init(bar_in, 1);
+    } else {
+        for (int e = tid; e < A / 2 * A; e += NT) {
+            const int m = e / A, a = e % A;
+            wo2[e] = (u32)g_wo[a * A + 2 * m] | ((u32)g_wo[a * A + 2 * m + 1] << 16);
+        }
+        for (int e = tid; e < A * R; e += NT) embc[e] = emb_c[e];
+        if (tid == 0) mbar_init(bar_in, 1);
+    }
+    if (tid == 0) {
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        const u32 bytes = rank < NCB ? R * 4 : rank == RP ? NCB * S * 4 : A * 4;
+        mbar_expect(bar_in, bytes);  // phase 0
+    }
+    __syncthreads();
+    cluster_sync(true);
+
+    long long pacc[2] = {0, 0};
+    long long lacc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    const bool profiling = prof != nullptr && tid == 0;
+#ifdef TRAIL_ALL
+    const bool trail = true;
+#else
+    const bool trail = rank == NCB - 1;
+#endif
+
+    if (rank < NCB) {
+        const bool last_block = rank == NCB - 1;
+        const u32 next_xin = map_rank(smem_u32(xin), last_block ? 0 : rank + 1);
+        const u32 next_bar = map_rank(bar_in, last_block ? 0 : rank + 1);
+        if (warp < 2 * CQ) {
+            // The chain.
+            const int u = warp & 1, q = warp >> 1;
+            const int V = q * NQ + (lane % NQ);  // this lane's element of the warp's input slice
+            const int U = 32 * u + lane;         // this lane's gate unit and residual output
+            const bool writer = lane < NQ;
+            float* xwp = xw + warp * NQ;
+            float* hwp = hw + warp * NQ;
+            for (int t = 0; t < n_samples; t++) {
+                mbar_wait(bar_pre, t & 1, false);
+                mbar_wait(bar_in, t & 1, true);
+                const long long c1 = clock64();
+                long long cl = c1;
+                float xr = xin[V];
+                for (int il = 0; il < nl; il++) {
+                    const int i = first + il;
+                    if (writer) {
+                        xwp[lane] = xr;
+                        if (u == 0) {
+                            xall[il * R + V] = xr;
+                            if (c_dil[i] > 1) hist[(size_t)(c_hoff[i] + (t & (c_dil[i] - 1))) * R + V] = xr;
+                        }
+                    }
+                    __syncwarp();
+                    const u32* w = wc + (size_t)il * R * R + q * NQ * R + U;
+                    const float4* x4 = (const float4*)xwp;
+                    float tp = 0.0f, sp = 0.0f;
+#pragma unroll
+                    for (int m = 0; m < NQ / 4; m++) {
+                        const float4 xk = x4[m];
+                        const u32 w0 = w[(4 * m) * R], w1 = w[(4 * m + 1) * R], w2 = w[(4 * m + 2) * R],
+                                  w3 = w[(4 * m + 3) * R];
+                        tp += lo16(w0) * xk.x;
+                        sp += hi16(w0) * xk.x;
+                        tp += lo16(w1) * xk.y;
+                        sp += hi16(w1) * xk.y;
+                        tp += lo16(w2) * xk.z;
+                        sp += hi16(w2) * xk.z;
+                        tp += lo16(w3) * xk.w;
+                        sp += hi16(w3) * xk.w;
+                    }
+                    gpart[(2 * q) * R + U] = tp;
+                    gpart[(2 * q + 1) * R + U] = sp;
+                    asm volatile("bar.sync 3, %0;" ::"n"(2 * CQ * 32) : "memory");
+                    float vt = pre[il * 2 * R + V], vs = pre[il * 2 * R + R + V];
+#pragma unroll
+                    for (int c = 0; c < CQ; c++) {
+                        vt += gpart[(2 * c) * R + V];
+                        vs += gpart[(2 * c + 1) * R + V];
+                    }
+#ifdef FAST_GATE
+                    const float h = (1.0f - __fdividef(2.0f, __expf(2.0f * vt) + 1.0f)) * __fdividef(1.0f, 1.0f + __expf(-vs));
+#else
+                    const float h = tanhf(vt) * sigmoidf_exact(vs);
+#endif
+                    if (writer) {
+                        hwp[lane] = h;
+                        if (u == 0) hsm[il * R + V] = h;
+                    }
+                    __syncwarp();
+                    if (trail && u == 0 && lane == 0) mbar_arrive(bars + 24 + 8 * il);
+                    if (i + 1 < NL) {
+                        const wt* wrr = wr + (size_t)il * R * R + q * NQ * R + U;
+                        const float4* h4 = (const float4*)hwp;
+                        float a = 0.0f;
+#pragma unroll
+                        for (int m = 0; m < NQ / 4; m++) {
+                            const float4 hk = h4[m];
+                            a += wf(wrr[(4 * m) * R]) * hk.x;
+                            a += wf(wrr[(4 * m + 1) * R]) * hk.y;
+                            a += wf(wrr[(4 * m + 2) * R]) * hk.z;
+                            a += wf(wrr[(4 * m + 3) * R]) * hk.w;
+                        }
+                        rpart[q * R + U] = a;
+                        asm volatile("bar.sync 3, %0;" ::"n"(2 * CQ * 32) : "memory");
+                        float sum = rbs[il * R + V];
+#pragma unroll
+                        for (int c = 0; c < CQ; c++) sum += rpart[c * R + V];
+                        xr += sum;
+                    }
+                    if (profiling && rank == 0) {
+                        const long long now = clock64();
+#pragma unroll
+                        for (int k = 0; k < 8; k++)  // constant indices: lacc stays in registers
+                            if (k == il) lacc[k] += now - cl;
+                        cl = now;
+                    }
+                }
+                if (!last_block && writer && u == 0) send1(next_xin + 4 * V, xr, next_bar);
+                // Armed for the next sample's x only now, off the chain: the
+                // release at cluster scope waits for this thread's stores.
+                if (tid == 0) mbar_expect(bar_in, R * 4);
+                __syncwarp();
+                if (lane == 0) mbar_arrive(bar_seg);
+                if (profiling) pacc[0] += clock64() - c1;
+            }
+        } else {
+            // Skip rows as the chain goes, then the next sample's W_prev rows.
+            const int nt = tid - 64 * CQ;
+            const u32 p_skb = map_rank(smem_u32(skb), RP) + 4 * (rank * S + nt);
+            const u32 p_bar = map_rank(bar_in, RP);
+            // W_prev rows of sample t1 (all layers of the block) into pre.
+            auto rows = [&](int t1) {
+                for (int e = nt; e < nl * R; e += NCW * 32) {
+                    const int il = e / R, i = first + il, d = c_dil[i];
+                    olds[e] = d == 1 ? xall[e] : hist[(size_t)(c_hoff[i] + (t1 & (d - 1))) * R + e % R];
+                }
+                asm volatile("bar.sync 1, %0;" ::"n"(NCW * 32) : "memory");
+                const float* crow = cond + (size_t)(t1 / HOP) * NL * 2 * R;
+                for (int row = nt; row < nl * 2 * R; row += NCW * 32) {
+                    const int il = row / (2 * R), qq = row % (2 * R), i = first + il;
+                    const uint4* w = (const uint4*)(g_wp + ((size_t)i * 2 * R + qq) * R);
+                    const float* o = olds + il * R;
+                    float acc = 0.0f;
+#pragma unroll
+                    for (int v = 0; v < R / 8; v++) {
+                        const uint4 p = w[v];
+                        acc += lo16(p.x) * o[8 * v] + hi16(p.x) * o[8 * v + 1] + lo16(p.y) * o[8 * v + 2] +
+                               hi16(p.y) * o[8 * v + 3] + lo16(p.z) * o[8 * v + 4] + hi16(p.z) * o[8 * v + 5] +
+                               lo16(p.w) * o[8 * v + 6] + hi16(p.w) * o[8 * v + 7];
+                    }
+                    pre[row] = acc + gate_b[i * 2 * R + qq] + crow[i * 2 * R + qq];
+                }
+                __syncwarp();
+                if (lane == 0) mbar_arrive(bar_pre);
+            };
+            rows(0);
+            for (int t = 0; t < n_samples; t++) {
+                if (nt < S) {
+                    float acc = 0.0f;
+                    const u32* wsk = (const u32*)g_wsk + (size_t)first * (R / 2) * S + nt;
+                    u32 wv[R / 2];
+#pragma unroll
+                    for (int m = 0; m < R / 2; m++) wv[m] = wsk[m * S];
+                    if (!trail) mbar_wait(bar_seg, t & 1, false);
+                    for (int il = 0; il < nl; il++) {
+                        if (trail) mbar_wait(bars + 24 + 8 * il, t & 1, false);
+                        const float4* h = (const float4*)(hsm + il * R);
+#pragma unroll
+                        for (int m = 0; m < R / 4; m++) {
+                            const float4 hk = h[m];
+                            acc += lo16(wv[2 * m]) * hk.x + hi16(wv[2 * m]) * hk.y + lo16(wv[2 * m + 1]) * hk.z +
+                                   hi16(wv[2 * m + 1]) * hk.w;
+                        }
+                        if (il + 1 < nl) {
+#pragma unroll
+                            for (int m = 0; m < R / 2; m++) wv[m] = wsk[((il + 1) * (R / 2) + m) * S];
+                        }
+                    }
+                    send1(p_skb, acc, p_bar);
+                }
+                if (t + 1 < n_samples) {
+                    mbar_wait(bar_seg, t & 1, false);
+                    rows(t + 1);
+                }
+            }
+        }
+        if (profiling) {
+            prof[rank] = pacc[0];
+            if (rank == 0) {
+                for (int il = 0; il < 8; il++) prof[20 + il] = il < nl ? lacc[il] : 0;
+            }
+        }
+    } else if (rank == RP) {
+        const u32 q_za = map_rank(smem_u32(za), RQ) + 4 * tid;
+        const u32 q_bar = map_rank(bar_in, RQ);
+        for (int t = 0; t < n_samples; t++) {
+            const long long c0 = clock64();
+            mbar_wait(bar_in, t & 1, true);
+            const long long c1 = clock64();
+            if (tid == 0) mbar_expect(bar_in, NCB * S * 4);
+            if (tid < S) {
+                float v = skip_b[tid];
+#pragma unroll
+                for (int k = 0; k < NCB; k++) v += skb[k * S + tid];
+                zs[tid] = fmaxf(v, 0.0f);
+            }
+            __syncthreads();
+            matvec_halves<S>(wz2, zs, ppart);
+            __syncthreads();
+            if (tid < A) send1(q_za, fmaxf(ppart[tid] + ppart[A + tid] + relu_b[tid], 0.0f), q_bar);
+            if (profiling) {
+                pacc[0] += c1 - c0;
+                pacc[1] += clock64() - c1;
+            }
+        }
+        if (profiling) {
+            prof[16] = pacc[0];
+            prof[17] = pacc[1];
+        }
+    } else {
+        const u32 b0_xin = map_rank(smem_u32(xin), 0) + 8 * lane;
+        const u32 b0_bar = map_rank(bar_in, 0);
+        u64 rs[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) rs[k] = rng_state[k];
+        // e = emb_p[y(t-1)] + emb_b, this lane's pair; x(0) from y = 128.
+        float e0 = 0.0f, e1 = 0.0f;
+        if (warp == 0) {
+            e0 = emb_p[128 * R + 2 * lane] + emb_b[2 * lane];
+            e1 = emb_p[128 * R + 2 * lane + 1] + emb_b[2 * lane + 1];
+            send2(b0_xin, embc[128 * R + 2 * lane] + e0, embc[128 * R + 2 * lane + 1] + e1, b0_bar);
+        }
+        for (int t = 0; t < n_samples; t++) {
+            const long long c0 = clock64();
+            mbar_wait(bar_in, t & 1, true);
+            const long long c1 = clock64();
+            if (tid == 0) mbar_expect(bar_in, A * 4);
+            matvec_halves<A>(wo2, za, qpart);
+            __syncthreads();
+            if (warp == 0) {
+                // Each lane forms the 8 logits warp_sample reads from it.
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    const int a = lane * 8 + k;
+                    logits[a] = qpart[a] + qpart[A + a] + out_b[a];
+                }
+                float uu = 0.0f;
+                if (mode != SAMPLE_MODE) uu = rng_uniform(rs);
+                const int y = warp_sample(logits, probs, mode, inv_tau, uu);
+                const int yin = forced ? (int)forced[t] : y;
+                if (t + 1 < n_samples)
+                    send2(b0_xin, embc[yin * R + 2 * lane] + e0, embc[yin * R + 2 * lane + 1] + e1, b0_bar);
+                __syncwarp();
+                if (lane == 0) out[t] = y;
+                if (probs_out) {
+                    for (int k = lane; k < A; k += 32) probs_out[(size_t)t * A + k] = probs[k];
+                }
+                e0 = emb_p[yin * R + 2 * lane] + emb_b[2 * lane];
+                e1 = emb_p[yin * R + 2 * lane + 1] + emb_b[2 * lane + 1];
+            }
+            if (profiling) {
+                pacc[0] += c1 - c0;
+                pacc[1] += clock64() - c1;
+            }
+        }
+        if (tid == 0) {
+            for (int k = 0; k < 4; k++) rng_state[k] = rs[k];
+        }
+        if (profiling) {
+            prof[18] = pacc[0];
+            prof[19] = pacc[1];
+            for (int k = NCB; k < 16; k++) prof[k] = 0;  // the counters no block writes
+            for (int k = 28; k < 32; k++) prof[k] = 0;
+        }
+    }
+    cluster_sync(true);
+}
