@@ -1,5 +1,5 @@
-// Kernel 1c: one utterance per launch for r = 64 WaveNets ((20, 64, 128),
-// (40, 64, 128), (40, 64, 256) of Table 2), bfloat16 weights.
+// Kernel 1c: one utterance per launch, bfloat16 weights, r = 64 ((20, 64,
+// 128), (40, 64, 128), (40, 64, 256) of Table 2) or r = 32.
 // Kernel 1 (wavenet_single.cu) splits every layer's units over the cluster
 // and pays one cluster barrier per layer; kernel 1b (wavenet_small.cu)
 // keeps the whole chain in one block, which only r = 32 fits. Here the
@@ -10,10 +10,11 @@
 // every LPB layers and no cluster barrier in the sample loop.
 //
 //   chain block k (ranks 0 .. NCB-1), NT = 512 threads:
-//     2·CQ chain warps: warp (u = w & 1, q = w >> 1), lane j owns gate unit
-//        and residual output 32u + j, and products over inputs
-//        [q·NQ, (q+1)·NQ) (NQ = 64 / CQ); each warp keeps x and h of that
-//        input slice (lane j % NQ), so a layer takes two named barriers.
+//     CW = (r / 32)·CQ chain warps: warp (u = w % (r/32), q = w / (r/32)),
+//        lane j owns gate unit and residual output 32u + j, and products
+//        over inputs [q·NQ, (q+1)·NQ) (NQ = r / CQ); each warp keeps x and
+//        h of that input slice (lane j % NQ), so a layer takes two named
+//        barriers (none with one chain warp: r = 32, CQ = 1).
 //     the other warps: one thread per skip row accumulates W_skip · h of
 //        the block's layers and sends its partial sum to block P; then all
 //        of them store the block's x_i(t) into the history rings and
@@ -41,20 +42,25 @@
 //
 // Extra defines: NT (512), CQ (input parts: 2 or 4), LPB (layers per chain
 // block).
-#if !WBF16 || R != 64 || A != 256 || NT != 512
-#error "wavenet_chain takes r = 64, 256 classes, 512 threads and bfloat16 weights"
+#if !WBF16 || (R != 64 && R != 32) || A != 256 || NT != 512
+#error "wavenet_chain takes r = 32 or 64, 256 classes, 512 threads and bfloat16 weights"
 #endif
 
 #define NCB ((NL + LPB - 1) / LPB)   // chain blocks
 #define C (NCB + 2)
 #define RP NCB                       // rank of the relu block
 #define RQ (NCB + 1)                 // rank of the output block
+#define UH (R / 32)                  // unit halves (warps side by side along the units)
+#define CW (UH * CQ)                 // chain warps
 #define NQ (R / CQ)                  // inputs per chain-warp part
-#define NCW (NT / 32 - 2 * CQ)       // non-chain warps of a chain block
+#define NCW (NT / 32 - CW)           // non-chain warps of a chain block
+#if NQ > 32 || NQ % 4 != 0
+#error "each chain-warp part takes 4 to 32 inputs"
+#endif
 #define NLAST (NL - (NCB - 1) * LPB)  // layers of the last chain block
 #define TPSP (NT / S)                 // block P's threads per skip row
-#if NCW * 32 < S || S % 32 != 0 || NCB < 2 || NT % S != 0
-#error "wavenet_chain needs two chain blocks and one non-chain thread per skip row"
+#if NCW * 32 < S || S % 32 != 0 || NT % S != 0
+#error "wavenet_chain needs one non-chain thread per skip row"
 #endif
 
 __device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
@@ -157,9 +163,9 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
     float* pre = xin + R;                    // [LPB][2R] W_prev rows + gate bias + conditioning
     float* gpart = pre + LPB * 2 * R;        // [CQ][2][R] gate partial sums
     float* rpart = gpart + CQ * 2 * R;       // [CQ][R] residual partial sums
-    float* xw = rpart + CQ * R;              // [2CQ][NQ] each chain warp's x slice
-    float* hw = xw + 2 * CQ * NQ;            // [2CQ][NQ] each chain warp's h slice
-    float* xall = hw + 2 * CQ * NQ;          // [LPB][R] the layers' inputs x_i(t)
+    float* xw = rpart + CQ * R;              // [CW][NQ] each chain warp's x slice
+    float* hw = xw + CW * NQ;                // [CW][NQ] each chain warp's h slice
+    float* xall = hw + CW * NQ;              // [LPB][R] the layers' inputs x_i(t)
     float* hsm = xall + LPB * R;             // [LPB][R] the layers' h
     float* olds = hsm + LPB * R;             // [LPB][R] x_i(t + 1 - d_i)
     float* rbs = olds + LPB * R;             // [LPB][R] residual biases
@@ -188,7 +194,7 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
         for (int e = tid; e < LPB * R; e += NT) xall[e] = 0.0f;  // x_i(-1) = 0
         if (tid == 0) {
             mbar_init(bar_in, 1);
-            mbar_init(bar_seg, 2 * CQ);
+            mbar_init(bar_seg, CW);
             mbar_init(bar_pre, NCW);
         }
     } else if (rank == RP) {
@@ -214,7 +220,7 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
     if (tid == 0) {
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         const u32 bytes = rank < NCB ? R * 4 : rank == RP ? (NCB - 1) * S * 4 : A * 4;
-        mbar_expect(bar_in, bytes);  // phase 0
+        if (rank != RP || NCB > 1) mbar_expect(bar_in, bytes);  // phase 0 (P has no partials to wait for with one chain block)
     }
     __syncthreads();
     cluster_sync(true);
@@ -228,9 +234,9 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
         const u32 next_xin = map_rank(smem_u32(xin), last_block ? 0 : rank + 1);
         const u32 next_bar = map_rank(bar_in, last_block ? 0 : rank + 1);
         const u32 p_hl = map_rank(smem_u32(hl), RP), p_hbar = map_rank(bars + 24, RP);
-        if (warp < 2 * CQ) {
+        if (warp < CW) {
             // The chain.
-            const int u = warp & 1, q = warp >> 1;
+            const int u = warp % UH, q = warp / UH;
             const int V = q * NQ + (lane % NQ);  // this lane's element of the warp's input slice
             const int U = 32 * u + lane;         // this lane's gate unit and residual output
             const bool writer = lane < NQ;
@@ -249,32 +255,39 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
                         if (u == 0) xall[il * R + V] = xr;
                     }
                     __syncwarp();
+                    // Two accumulators per gate row and four for the residual
+                    // output: shorter dependent chains of FMAs.
                     const u32* w = wc + (size_t)il * R * R + q * NQ * R + U;
                     const float4* x4 = (const float4*)xwp;
-                    float tp = 0.0f, sp = 0.0f;
+                    float tp0 = 0.0f, sp0 = 0.0f, tp1 = 0.0f, sp1 = 0.0f;
 #pragma unroll
                     for (int m = 0; m < NQ / 4; m++) {
                         const float4 xk = x4[m];
                         const u32 w0 = w[(4 * m) * R], w1 = w[(4 * m + 1) * R], w2 = w[(4 * m + 2) * R],
                                   w3 = w[(4 * m + 3) * R];
-                        tp += lo16(w0) * xk.x;
-                        sp += hi16(w0) * xk.x;
-                        tp += lo16(w1) * xk.y;
-                        sp += hi16(w1) * xk.y;
-                        tp += lo16(w2) * xk.z;
-                        sp += hi16(w2) * xk.z;
-                        tp += lo16(w3) * xk.w;
-                        sp += hi16(w3) * xk.w;
+                        tp0 += lo16(w0) * xk.x;
+                        sp0 += hi16(w0) * xk.x;
+                        tp1 += lo16(w1) * xk.y;
+                        sp1 += hi16(w1) * xk.y;
+                        tp0 += lo16(w2) * xk.z;
+                        sp0 += hi16(w2) * xk.z;
+                        tp1 += lo16(w3) * xk.w;
+                        sp1 += hi16(w3) * xk.w;
                     }
-                    gpart[(2 * q) * R + U] = tp;
-                    gpart[(2 * q + 1) * R + U] = sp;
-                    asm volatile("bar.sync 3, %0;" ::"n"(2 * CQ * 32) : "memory");
+#if CQ > 1
+                    gpart[(2 * q) * R + U] = tp0 + tp1;
+                    gpart[(2 * q + 1) * R + U] = sp0 + sp1;
+                    asm volatile("bar.sync 3, %0;" ::"n"(CW * 32) : "memory");
                     float vt = pre[il * 2 * R + V], vs = pre[il * 2 * R + R + V];
 #pragma unroll
                     for (int c = 0; c < CQ; c++) {
                         vt += gpart[(2 * c) * R + V];
                         vs += gpart[(2 * c + 1) * R + V];
                     }
+#else
+                    // One warp holds whole rows (r = 32): lane j = unit j = V = U.
+                    const float vt = pre[il * 2 * R + V] + (tp0 + tp1), vs = pre[il * 2 * R + R + V] + (sp0 + sp1);
+#endif
 #ifdef ACCURATE_GATE
                     const float h = tanhf(vt) * sigmoidf_exact(vs);
 #else
@@ -294,21 +307,25 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
                     if (i + 1 < NL) {
                         const wt* wrr = wr + (size_t)il * R * R + q * NQ * R + U;
                         const float4* h4 = (const float4*)hwp;
-                        float a = 0.0f;
+                        float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
 #pragma unroll
                         for (int m = 0; m < NQ / 4; m++) {
                             const float4 hk = h4[m];
-                            a += wf(wrr[(4 * m) * R]) * hk.x;
-                            a += wf(wrr[(4 * m + 1) * R]) * hk.y;
-                            a += wf(wrr[(4 * m + 2) * R]) * hk.z;
-                            a += wf(wrr[(4 * m + 3) * R]) * hk.w;
+                            a0 += wf(wrr[(4 * m) * R]) * hk.x;
+                            a1 += wf(wrr[(4 * m + 1) * R]) * hk.y;
+                            a2 += wf(wrr[(4 * m + 2) * R]) * hk.z;
+                            a3 += wf(wrr[(4 * m + 3) * R]) * hk.w;
                         }
-                        rpart[q * R + U] = a;
-                        asm volatile("bar.sync 3, %0;" ::"n"(2 * CQ * 32) : "memory");
+#if CQ > 1
+                        rpart[q * R + U] = (a0 + a1) + (a2 + a3);
+                        asm volatile("bar.sync 3, %0;" ::"n"(CW * 32) : "memory");
                         float sum = rbs[il * R + V];
 #pragma unroll
                         for (int c = 0; c < CQ; c++) sum += rpart[c * R + V];
                         xr += sum;
+#else
+                        xr += rbs[il * R + V] + ((a0 + a1) + (a2 + a3));
+#endif
                     }
                     if (profiling && rank == 0) {
                         const long long now = clock64();
@@ -328,7 +345,7 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
             }
         } else {
             // Skip rows as the chain goes, then the next sample's W_prev rows.
-            const int nt = tid - 64 * CQ;
+            const int nt = tid - 32 * CW;
             const u32 p_skb = map_rank(smem_u32(skb), RP) + 4 * (rank * S + nt);
             const u32 p_bar = map_rank(bar_in, RP);
             // x_i(t1 - 1) into the rings (d > 1), then the W_prev rows of
@@ -429,9 +446,11 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
                 }
             }
             ppart[s_part * S + s_row] = acc;
+#if NCB > 1
             mbar_wait(bar_in, t & 1, true);  // the other chain blocks' partials (long there)
-            const long long c1 = clock64();
             if (tid == 0) mbar_expect(bar_in, (NCB - 1) * S * 4);
+#endif
+            const long long c1 = clock64();
             __syncthreads();
             if (tid < S) {
                 float v = skip_b[tid];
@@ -462,7 +481,8 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
         for (int k = 0; k < 4; k++) rs[k] = rng_state[k];
         // e = emb_p[y(t-1)] + emb_b, this lane's pair; x(0) from y = 128.
         float e0 = 0.0f, e1 = 0.0f;
-        if (warp == 0) {
+        const bool xlane = 2 * lane < R;  // lanes sending a pair of x
+        if (warp == 0 && xlane) {
             e0 = emb_p[128 * R + 2 * lane] + emb_b[2 * lane];
             e1 = emb_p[128 * R + 2 * lane + 1] + emb_b[2 * lane + 1];
             send2(b0_xin, embc[128 * R + 2 * lane] + e0, embc[128 * R + 2 * lane + 1] + e1, b0_bar);
@@ -474,6 +494,7 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
             if (tid == 0) mbar_expect(bar_in, A * 4);
             matvec_halves<A>(wo2, za, qpart);
             __syncthreads();
+            const long long c2 = clock64();
             if (warp == 0) {
                 // Each lane forms the 8 logits warp_sample reads from it.
 #pragma unroll
@@ -485,19 +506,23 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
                 if (mode != SAMPLE_MODE) uu = rng_uniform(rs);
                 const int y = warp_sample(logits, probs, mode, inv_tau, uu);
                 const int yin = forced ? (int)forced[t] : y;
-                if (t + 1 < n_samples)
+                if (t + 1 < n_samples && xlane)
                     send2(b0_xin, embc[yin * R + 2 * lane] + e0, embc[yin * R + 2 * lane + 1] + e1, b0_bar);
                 __syncwarp();
                 if (lane == 0) out[t] = y;
                 if (probs_out) {
                     for (int k = lane; k < A; k += 32) probs_out[(size_t)t * A + k] = probs[k];
                 }
-                e0 = emb_p[yin * R + 2 * lane] + emb_b[2 * lane];
-                e1 = emb_p[yin * R + 2 * lane + 1] + emb_b[2 * lane + 1];
+                if (xlane) {
+                    e0 = emb_p[yin * R + 2 * lane] + emb_b[2 * lane];
+                    e1 = emb_p[yin * R + 2 * lane + 1] + emb_b[2 * lane + 1];
+                }
             }
             if (profiling) {
+                const long long c3 = clock64();
                 pacc[0] += c1 - c0;
-                pacc[1] += clock64() - c1;
+                pacc[1] += c3 - c1;
+                lacc[0] += c3 - c2;
             }
         }
         if (tid == 0) {
@@ -507,7 +532,8 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
             prof[18] = pacc[0];
             prof[19] = pacc[1];
             for (int k = NCB; k < 16; k++) prof[k] = 0;  // the counters no block writes
-            for (int k = 28; k < 32; k++) prof[k] = 0;
+            prof[28] = lacc[0];
+            for (int k = 29; k < 32; k++) prof[k] = 0;
         }
     }
     cluster_sync(true);

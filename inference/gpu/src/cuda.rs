@@ -259,7 +259,8 @@ pub const PROFILE_PHASES_SMALL: [&str; 8] = [
 /// What `wavenet_chain`'s clock counters hold ([`SingleRun::clock`]).
 pub const CHAIN_CLOCK: &str = "cycles per sample of thread 0 (summed over the launch): [k < 16] chain block k from \
 its x's arrival to the end of its layers; [16, 17] relu block waiting, working; [18, 19] output block waiting, \
-working (output layer, sampling, sending x); [20 + i] block 0's layer i (i < 8)";
+working (output layer, sampling, sending x); [20 + i] block 0's layer i (i < 8); [28] the output block's \
+sampling and sending x (within [19])";
 
 /// The phases of `wavenet_single`'s per-sample clock (`MARK(k)` in the kernel).
 pub const PROFILE_PHASES: [&str; 8] = [

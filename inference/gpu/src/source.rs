@@ -43,7 +43,7 @@ pub struct SinglePlan {
     pub helpers: usize,
     /// Warps sharing each layer's products: the gate warps of
     /// `wavenet_single` (1 or 2), the chain warps of `wavenet_small` (1, 2 or 4),
-    /// the chain warps of `wavenet_chain` (4 or 8).
+    /// the chain warps of `wavenet_chain` (r / 32 times 1, 2 or 4).
     pub chain_warps: usize,
     /// 0, or `wavenet_chain`: the layers of each chain block (the cluster
     /// is ⌈ℓ / this⌉ chain blocks, a relu block and an output block).
@@ -114,10 +114,10 @@ impl SinglePlan {
         })
     }
 
-    /// A plan for `wavenet_chain` (r = 64, bfloat16 weights): the residual
+    /// A plan for `wavenet_chain` (r = 32 or 64, bfloat16 weights): the residual
     /// chain split by layers over ⌈ℓ / `layers_per_block`⌉ chain blocks,
     /// each holding its layers' W_cur and W_res in shared memory and handing
-    /// x to the next block point to point; `chain_warps` (4 or 8) warps run
+    /// x to the next block point to point; `chain_warps` (r / 32 × 1, 2 or 4) warps run
     /// each block's layers, the other warps its skip rows and the next
     /// sample's W_prev rows; one block takes the relu layer, one the output
     /// layer and sampling.
@@ -133,11 +133,12 @@ impl SinglePlan {
         };
         check_dilations(sizes)?;
         const NT: usize = 512;
-        if r != 64 || l < 2 {
-            return bad(format!("r = {r} (the chain warps' lanes are 32 of the 64 units: r = 64)"));
+        if (r != 64 && r != 32) || l < 2 {
+            return bad(format!("r = {r} (the chain warps' lanes are 32 units: r = 32 or 64)"));
         }
-        if chain_warps != 4 && chain_warps != 8 {
-            return bad(format!("{chain_warps} chain warps (4 or 8)"));
+        let uh = r / 32;
+        if chain_warps % uh != 0 || ![1, 2, 4].contains(&(chain_warps / uh)) || r / (chain_warps / uh) > 32 {
+            return bad(format!("{chain_warps} chain warps (r / 32 times 1, 2 or 4, at most 32 inputs each)"));
         }
         if s % 32 != 0 || NT % s != 0 || s > NT - 32 * chain_warps {
             return bad(format!("s = {s} (one thread per skip row among the {} others)", NT - 32 * chain_warps));
@@ -146,16 +147,15 @@ impl SinglePlan {
             return bad("0 layers per chain block".into());
         }
         let chain_blocks = l.div_ceil(layers_per_block);
-        if chain_blocks < 2 {
-            return bad(format!("{layers_per_block} layers per block: ℓ = {l} needs at least two chain blocks"));
-        }
         let cluster = chain_blocks + 2;
         if cluster > 16 {
             return bad(format!("{cluster} blocks in the cluster (at most 16)"));
         }
-        let (lpb, cq) = (layers_per_block, chain_warps / 2);
+        let (lpb, cq) = (layers_per_block, chain_warps / uh);
         let bars = (8 * (3 + lpb)).div_ceil(16) * 16;
-        let chain = bars + lpb * r * r * (4 + 2) + 4 * (r + 2 * r * lpb + 2 * r * cq + r * cq + 4 * r + 4 * r * lpb);
+        let chain = bars
+            + lpb * r * r * (4 + 2)
+            + 4 * (r + 2 * r * lpb + 2 * r * cq + r * cq + 2 * chain_warps * (r / cq) + 4 * r * lpb);
         let relu = bars + 4 * (s / 2 * A) + 4 * (chain_blocks * s + s + 2 * A + lpb * r);
         let output = bars + 4 * (A / 2 * A) + 4 * (A * r + 5 * A);
         let smem_bytes = chain.max(relu).max(output);
@@ -271,7 +271,7 @@ impl SinglePlan {
             let defines = format!(
                 "#define NT {}\n#define CQ {}\n#define LPB {}\n",
                 self.threads,
-                self.chain_warps / 2,
+                self.chain_warps / (sizes.residual / 32),
                 self.layers_per_block
             );
             return format!("{}{defines}{COMMON}\n{CHAIN}", common_defines(sizes, self.bf16));

@@ -92,11 +92,12 @@ pub struct SingleArgs {
     /// measured fastest on an H200).
     #[arg(long, default_value_t = 2)]
     chain_warps: usize,
-    /// wavenet_chain (r = 64, bfloat16): layers per chain block to try
+    /// wavenet_chain (r = 32 or 64, bfloat16): layers per chain block to try
     /// (the chain split by layers over several blocks).
     #[arg(long, value_delimiter = ',', default_value = "8")]
     layers_per_block: Vec<usize>,
-    /// wavenet_chain: chain warps per chain block to try (4 or 8).
+    /// wavenet_chain: chain warps per chain block to try (r / 32 times 1, 2
+    /// or 4; the others are reported as not run).
     #[arg(long, value_delimiter = ',', default_value = "4,8")]
     split_warps: Vec<usize>,
     /// Seconds of audio per timed launch.
@@ -386,12 +387,13 @@ fn single(a: SingleArgs) -> anyhow::Result<()> {
                         };
                         let blocks = w.sizes.layers.div_ceil(plan.layers_per_block);
                         eprintln!(
-                            "  cycles per sample: chain blocks' layers {}; relu block wait {} work {}; output block wait {} work {}; block 0 per layer {}",
+                            "  cycles per sample: chain blocks' layers {}; relu block wait {} work {}; output block wait {} work {} (sampling {}); block 0 per layer {}",
                             f(0..blocks),
                             f(16..17),
                             f(17..18),
                             f(18..19),
                             f(19..20),
+                            f(28..29),
                             f(20..20 + plan.layers_per_block.min(8))
                         );
                     }

@@ -302,8 +302,10 @@ fn chain_split_layout_and_plans() {
     assert!(SinglePlan::chain_split(&w.sizes, 0, 8, smem).is_err());
     assert!(SinglePlan::chain_split(&w.sizes, 2, 8, smem).is_err(), "22 blocks");
     assert!(SinglePlan::chain_split(&w.sizes, 10, 8, smem).is_err(), "10 layers do not fit shared memory");
-    let small = Weights::from_voice(&random_voice(dv_voice::PRESETS[0].1, 3).unwrap()).unwrap();
-    if small.sizes.residual != 64 {
-        assert!(SinglePlan::chain_split(&small.sizes, 8, 8, smem).is_err());
-    }
+    // r = 32: one chain warp (no named barriers) and all 20 layers in one chain block.
+    let small = dv_voice::PRESETS.iter().find(|(n, _)| *n == "20x32x128").unwrap().1;
+    let small = Weights::from_voice(&random_voice(small, 3).unwrap()).unwrap();
+    let p = SinglePlan::chain_split(&small.sizes, 20, 1, smem).unwrap();
+    assert_eq!((p.cluster, p.chain_warps), (3, 1));
+    assert!(SinglePlan::chain_split(&small.sizes, 20, 8, smem).is_err(), "4 inputs per warp part");
 }
