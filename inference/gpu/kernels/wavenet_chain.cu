@@ -37,8 +37,10 @@
 // wait is on parity t & 1. A buffer is rewritten only after the sample
 // that read it has produced its output, which needs every reader done.
 //
-// The gate runs in fast math (`__expf`, `__fdividef`; ACCURATE_GATE for
-// `tanhf` and `expf`), as kernel 2b's does.
+// The gate and the softmax run in fast math (`__expf`, `__fdividef`;
+// ACCURATE_GATE and ACCURATE_SOFTMAX for `tanhf` and `expf`), as kernel 2b's
+// gate does. ABL_GATE, ABL_GPROD and ABL_RES leave out a part of each layer
+// (they fail parity; `dv bench gpu-single --force-timing` times them).
 //
 // Extra defines: NT (512), CQ (input parts: 2 or 4), LPB (layers per chain
 // block).
@@ -118,15 +120,18 @@ __device__ __forceinline__ void matvec_halves(const u32* w2, const float* in, fl
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int a = (warp >> 1) * 32 + lane, h = warp & 1;
     const u32* w = w2 + (size_t)(h * K / 4) * A + a;
-    const float* x = in + h * K / 2;
-    float acc0 = 0.0f, acc1 = 0.0f;
-#pragma unroll 16
-    for (int m = 0; m < K / 4; m++) {
-        const u32 p = w[m * A];
-        acc0 += lo16(p) * x[2 * m];
-        acc1 += hi16(p) * x[2 * m + 1];
+    const float4* x = (const float4*)(in + h * K / 2);
+    float acc0 = 0.0f, acc1 = 0.0f, acc2 = 0.0f, acc3 = 0.0f;
+#pragma unroll 8
+    for (int m = 0; m < K / 8; m++) {
+        const float4 xk = x[m];
+        const u32 p0 = w[(2 * m) * A], p1 = w[(2 * m + 1) * A];
+        acc0 += lo16(p0) * xk.x;
+        acc1 += hi16(p0) * xk.y;
+        acc2 += lo16(p1) * xk.z;
+        acc3 += hi16(p1) * xk.w;
     }
-    part[h * A + a] = acc0 + acc1;
+    part[h * A + a] = (acc0 + acc1) + (acc2 + acc3);
 }
 
 extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(NT, 1)
@@ -260,8 +265,15 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
                     const u32* w = wc + (size_t)il * R * R + q * NQ * R + U;
                     const float4* x4 = (const float4*)xwp;
                     float tp0 = 0.0f, sp0 = 0.0f, tp1 = 0.0f, sp1 = 0.0f;
+#ifdef ABL_GPROD  // ablation (fails parity): no gate product
+                    tp0 = xr;
+#else
 #pragma unroll
+#endif
                     for (int m = 0; m < NQ / 4; m++) {
+#ifdef ABL_GPROD
+                        break;
+#endif
                         const float4 xk = x4[m];
                         const u32 w0 = w[(4 * m) * R], w1 = w[(4 * m + 1) * R], w2 = w[(4 * m + 2) * R],
                                   w3 = w[(4 * m + 3) * R];
@@ -288,7 +300,9 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
                     // One warp holds whole rows (r = 32): lane j = unit j = V = U.
                     const float vt = pre[il * 2 * R + V] + (tp0 + tp1), vs = pre[il * 2 * R + R + V] + (sp0 + sp1);
 #endif
-#ifdef ACCURATE_GATE
+#if defined(ABL_GATE)  // ablation (fails parity): no transcendental
+                    const float h = vt * vs;
+#elif defined(ACCURATE_GATE)
                     const float h = tanhf(vt) * sigmoidf_exact(vs);
 #else
                     const float h = (1.0f - __fdividef(2.0f, __expf(2.0f * vt) + 1.0f)) * __fdividef(1.0f, 1.0f + __expf(-vs));
@@ -304,7 +318,11 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
                         }
                     }
                     __syncwarp();
+#ifdef ABL_RES  // ablation (fails parity): no residual product
+                    if (false) {
+#else
                     if (i + 1 < NL) {
+#endif
                         const wt* wrr = wr + (size_t)il * R * R + q * NQ * R + U;
                         const float4* h4 = (const float4*)hwp;
                         float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
@@ -487,8 +505,14 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
             e1 = emb_p[128 * R + 2 * lane + 1] + emb_b[2 * lane + 1];
             send2(b0_xin, embc[128 * R + 2 * lane] + e0, embc[128 * R + 2 * lane + 1] + e1, b0_bar);
         }
+        float ob[8];  // this lane's output biases (warp 0)
+#pragma unroll
+        for (int k = 0; k < 8; k++) ob[k] = out_b[lane * 8 + k];
         for (int t = 0; t < n_samples; t++) {
             const long long c0 = clock64();
+            // The uniform of this step, before the wait (it does not depend on it).
+            float uu = 0.0f;
+            if (warp == 0 && mode != SAMPLE_MODE) uu = rng_uniform(rs);
             mbar_wait(bar_in, t & 1, true);
             const long long c1 = clock64();
             if (tid == 0) mbar_expect(bar_in, A * 4);
@@ -500,11 +524,13 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
 #pragma unroll
                 for (int k = 0; k < 8; k++) {
                     const int a = lane * 8 + k;
-                    logits[a] = qpart[a] + qpart[A + a] + out_b[a];
+                    logits[a] = qpart[a] + qpart[A + a] + ob[k];
                 }
-                float uu = 0.0f;
-                if (mode != SAMPLE_MODE) uu = rng_uniform(rs);
-                const int y = warp_sample(logits, probs, mode, inv_tau, uu);
+#ifdef ACCURATE_SOFTMAX
+                const int y = warp_sample<false>(logits, probs, mode, inv_tau, uu);
+#else
+                const int y = warp_sample<true>(logits, probs, mode, inv_tau, uu);
+#endif
                 const int yin = forced ? (int)forced[t] : y;
                 if (t + 1 < n_samples && xlane)
                     send2(b0_xin, embc[yin * R + 2 * lane] + e0, embc[yin * R + 2 * lane + 1] + e1, b0_bar);

@@ -108,6 +108,10 @@ pub struct SingleArgs {
     /// Also read the kernel's per-phase clock (one extra launch each).
     #[arg(long)]
     profile: bool,
+    /// Time configurations that fail parity too (for ablations built with
+    /// DV_GPU_DEFINES; their rows say FAIL, and they do not fail the run).
+    #[arg(long)]
+    force_timing: bool,
 }
 
 #[derive(Args, Debug)]
@@ -340,13 +344,15 @@ fn single(a: SingleArgs) -> anyhow::Result<()> {
                     let reference = if bf16 { dv_gpu::parity::bf16_rounded(&voice)? } else { voice.clone() };
                     let par = single_parity(&gpu, &reference, &cond, a.common.parity_steps)?;
                     let ok = par.max_prob_diff <= tolerance(bf16) && (bf16 || par.mode_mismatches == 0);
-                    let timing = if ok {
+                    let timing = if ok || a.force_timing {
                         Some(dv_gpu::time_single(&gpu, &cond, n, GpuSampling::new(Sampling::Direct)?, a.repeats)?)
                     } else {
-                        failed += 1;
                         None
                     };
-                    let (phases, clock) = if ok && a.profile {
+                    if !ok && !a.force_timing {
+                        failed += 1;
+                    }
+                    let (phases, clock) = if (ok || a.force_timing) && a.profile {
                         let run = gpu.run_profiled(&cond, n.min(8192), GpuSampling::new(Sampling::Direct)?, 9)?;
                         (run.phase_cycles, run.clock)
                     } else {
