@@ -98,6 +98,23 @@ __device__ __forceinline__ void mbar_wait(u32 bar, u32 par, bool cluster) {
         }
     }
 }
+// A wait on the sample's critical path (data from another block): with
+// SPIN_WAIT a busy poll (`test_wait`, which never suspends the thread), else
+// as mbar_wait (`try_wait` may suspend it until the phase completes).
+__device__ __forceinline__ void mbar_wait_critical(u32 bar, u32 par) {
+#ifdef SPIN_WAIT
+    u32 done = 0;
+    while (!done) {
+        asm volatile(
+            "{ .reg .pred p; mbarrier.test_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+            : "=r"(done)
+            : "r"(bar), "r"(par)
+            : "memory");
+    }
+#else
+    mbar_wait(bar, par, true);
+#endif
+}
 // 4 or 8 bytes into another block's shared memory, completing them on its mbarrier.
 __device__ __forceinline__ void send1(u32 addr, float v, u32 bar) {
     asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(addr),
@@ -249,7 +266,7 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
             float* hwp = hw + warp * NQ;
             for (int t = 0; t < n_samples; t++) {
                 mbar_wait(bar_pre, t & 1, false);
-                mbar_wait(bar_in, t & 1, true);
+                mbar_wait_critical(bar_in, t & 1);
                 const long long c1 = clock64();
                 long long cl = c1;
                 float xr = xin[V];
@@ -449,7 +466,7 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
 #pragma unroll
             for (int m = 0; m < PM; m++) wv[m] = wsk[m * S];
             for (int il = 0; il < NLAST; il++) {
-                mbar_wait(bars + 24 + 8 * il, t & 1, true);
+                mbar_wait_critical(bars + 24 + 8 * il, t & 1);
                 if (tid == 0) mbar_expect(bars + 24 + 8 * il, R * 4);  // the next sample's
                 const float4* h = (const float4*)(hl + il * R + s_part * 2 * PM);
 #pragma unroll
@@ -465,7 +482,7 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
             }
             ppart[s_part * S + s_row] = acc;
 #if NCB > 1
-            mbar_wait(bar_in, t & 1, true);  // the other chain blocks' partials (long there)
+            mbar_wait_critical(bar_in, t & 1);  // the other chain blocks' partials (long there)
             if (tid == 0) mbar_expect(bar_in, (NCB - 1) * S * 4);
 #endif
             const long long c1 = clock64();
@@ -513,7 +530,7 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
             // The uniform of this step, before the wait (it does not depend on it).
             float uu = 0.0f;
             if (warp == 0 && mode != SAMPLE_MODE) uu = rng_uniform(rs);
-            mbar_wait(bar_in, t & 1, true);
+            mbar_wait_critical(bar_in, t & 1);
             const long long c1 = clock64();
             if (tid == 0) mbar_expect(bar_in, A * 4);
             matvec_halves<A>(wo2, za, qpart);
