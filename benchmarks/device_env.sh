@@ -12,3 +12,11 @@ device_env() {
     export LD_LIBRARY_PATH="$out/lib:$site/torch/lib:$site/nvidia/cu13/lib:$site/nvidia/nccl/lib:${LD_LIBRARY_PATH:-}"
     dv=$out/bin/dv
 }
+# `bench_env DV_XZ OUT`: device_env, plus the PTX of every kernel compiled kept under OUT/ptx and
+# the GPU's name, driver and clocks in OUT/gpus.csv (the dv bench scripts).
+bench_env() {
+    mkdir -p "$2/ptx"
+    device_env "$1" "$2"
+    export DV_GPU_DUMP_PTX=$2/ptx
+    nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$2/gpus.csv"
+}

@@ -6,11 +6,8 @@
 # CHAIN holds extra arguments for the sweep's `dv bench gpu-single`; VARIANTS and FEATURES below.
 set -uo pipefail
 dvxz=$1 out=$2 voice=${3:-}
-mkdir -p "$out/ptx"
 source "$(dirname "$0")/../device_env.sh"
-device_env "$dvxz" "$out"
-export DV_GPU_DUMP_PTX=$out/ptx
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpus.csv"
+bench_env "$dvxz" "$out"
 echo "== smoke"
 timeout "${SMOKE_S:-60}" "$dv" bench gpu-single --presets 20x64x128 --clusters 16 --helpers 8 --layers-per-block 8 \
     --split-warps 8 --precision bf16 --parity-steps 256 --seconds 0.25 --repeats 1 > "$out/smoke.txt" 2>&1

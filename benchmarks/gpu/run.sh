@@ -7,11 +7,8 @@
 # (SKIP_SINGLE=1 / SKIP_STREAMS=1 leave one out). Logs and JSON lines land in $OUT.
 set -uo pipefail
 dvxz=$1 out=$2 voice=${3:-}
-mkdir -p "$out/ptx"
 source "$(dirname "$0")/../device_env.sh"
-device_env "$dvxz" "$out"
-export DV_GPU_DUMP_PTX=$out/ptx
-nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpus.csv"
+bench_env "$dvxz" "$out"
 vargs=()
 [ -n "$voice" ] && vargs=(--voice "$voice")
 if [ "${SKIP_SINGLE:-0}" != 1 ]; then

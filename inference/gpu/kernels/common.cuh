@@ -196,3 +196,20 @@ __device__ int warp_sample(const float* logits, float* p, int mode, float inv_ta
         const unsigned char *__restrict__ forced, /* [slots][steps] or null */                                \
         float *__restrict__ probs_out,            /* [slots][steps][A] or null */                             \
         long long *__restrict__ prof              /* [10] cycles per phase (block 0, thread 0) or null */
+
+// Kernel 1's parameters (wavenet_single.cu, wavenet_small.cu and
+// wavenet_chain.cu take the same arguments, pushed in this order by
+// src/cuda.rs `SingleStream::launch`); each kernel lays out the six weight
+// matrices its own way (see the comment above it).
+#define SINGLE_KERNEL_PARAMS                                                                                  \
+    const wt *__restrict__ g_wc, const wt *__restrict__ g_wp, const wt *__restrict__ g_wr,                   \
+        const wt *__restrict__ g_wsk, const wt *__restrict__ g_wz, const wt *__restrict__ g_wo,              \
+        const float *__restrict__ gate_b,  /* [NL][2R] */                                                     \
+        const float *__restrict__ res_b,   /* [NL-1][R] */                                                    \
+        const float *__restrict__ skip_b, const float *__restrict__ relu_b, const float *__restrict__ out_b, \
+        const float *__restrict__ emb_c, const float *__restrict__ emb_p, const float *__restrict__ emb_b,   \
+        const float *__restrict__ cond, /* [frames][NL*2R] */                                                 \
+        int n_samples, float *__restrict__ hist, /* history rings, zero at launch */                          \
+        int mode, float inv_tau, u64 *__restrict__ rng_state, /* [4], read at start, written at end */       \
+        int *__restrict__ out, const unsigned char *__restrict__ forced, float *__restrict__ probs_out,       \
+        long long *__restrict__ prof /* phase clock or null */

@@ -128,6 +128,23 @@ __device__ __forceinline__ void send2(u32 addr, float a, float b, u32 bar) {
 }
 __device__ __forceinline__ float lo16(u32 p) { return __uint_as_float(p << 16); }
 __device__ __forceinline__ float hi16(u32 p) { return __uint_as_float(p & 0xffff0000u); }
+// NP bf16 pairs of a skip row from L2 (layout [.][R/2][S][2]: pair m at src[m·S]).
+template <int NP>
+__device__ __forceinline__ void load_pairs(u32* wv, const u32* src) {
+#pragma unroll
+    for (int m = 0; m < NP; m++) wv[m] = src[m * S];
+}
+// acc + Σ over NP pairs of (lo, hi) · (h[2m], h[2m + 1]); h 16-byte aligned.
+template <int NP>
+__device__ __forceinline__ float pair_dot(const u32* wv, const float* h, float acc) {
+    const float4* h4 = (const float4*)h;
+#pragma unroll
+    for (int m = 0; m < NP / 2; m++) {
+        const float4 hk = h4[m];
+        acc += lo16(wv[2 * m]) * hk.x + hi16(wv[2 * m]) * hk.y + lo16(wv[2 * m + 1]) * hk.z + hi16(wv[2 * m + 1]) * hk.w;
+    }
+    return acc;
+}
 
 // part[h][a] = Σ over inputs [h·K/2, (h+1)·K/2) of W[a][k] in[k], W as
 // [K/2][A] bf16 pairs (k even in the low half): warp w takes rows
@@ -151,23 +168,13 @@ __device__ __forceinline__ void matvec_halves(const u32* w2, const float* in, fl
     part[h * A + a] = (acc0 + acc1) + (acc2 + acc3);
 }
 
+// Weights (SINGLE_KERNEL_PARAMS): g_wc [NL][R k][R j][2] as (W_cur[j][k],
+// W_cur[R + j][k]) pairs; g_wp [NL][2R][R] (FORMAT.md rows); g_wr [NL-1][R k]
+// [R o] (W_res transposed); g_wsk [NL][R/2][S][2] as (W_skip[s][iR + 2m],
+// W_skip[s][iR + 2m + 1]) pairs; g_wz [A][S]; g_wo [A][A]. hist
+// [HIST_ROWS][R]; prof [32] cycles (src/cuda.rs CHAIN_CLOCK) or null.
 extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(NT, 1)
-wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k], W_cur[R + j][k]) pairs
-              const wt* __restrict__ g_wp,   // [NL][2R][R] (FORMAT.md rows)
-              const wt* __restrict__ g_wr,   // [NL-1][R k][R o]: W_res transposed
-              const wt* __restrict__ g_wsk,  // [NL][R/2][S][2]: (W_skip[s][iR + 2m], W_skip[s][iR + 2m + 1])
-              const wt* __restrict__ g_wz,   // [A][S]
-              const wt* __restrict__ g_wo,   // [A][A]
-              const float* __restrict__ gate_b,  // [NL][2R]
-              const float* __restrict__ res_b,   // [NL-1][R]
-              const float* __restrict__ skip_b, const float* __restrict__ relu_b, const float* __restrict__ out_b,
-              const float* __restrict__ emb_c, const float* __restrict__ emb_p, const float* __restrict__ emb_b,
-              const float* __restrict__ cond,    // [frames][NL*2R]
-              int n_samples,
-              float* __restrict__ hist,          // [HIST_ROWS][R], zero at launch
-              int mode, float inv_tau, u64* __restrict__ rng_state,
-              int* __restrict__ out, const unsigned char* __restrict__ forced, float* __restrict__ probs_out,
-              long long* __restrict__ prof)      // [32] cycles (see PROFILE_PHASES_CHAIN) or null
+wavenet_chain(SINGLE_KERNEL_PARAMS)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -421,21 +428,11 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
                     float acc = 0.0f;
                     const u32* wsk = (const u32*)g_wsk + (size_t)first * (R / 2) * S + nt;
                     u32 wv[R / 2];
-#pragma unroll
-                    for (int m = 0; m < R / 2; m++) wv[m] = wsk[m * S];
+                    load_pairs<R / 2>(wv, wsk);
                     mbar_wait(bar_seg, t & 1, false);
                     for (int il = 0; il < nl; il++) {
-                        const float4* h = (const float4*)(hsm + il * R);
-#pragma unroll
-                        for (int m = 0; m < R / 4; m++) {
-                            const float4 hk = h[m];
-                            acc += lo16(wv[2 * m]) * hk.x + hi16(wv[2 * m]) * hk.y + lo16(wv[2 * m + 1]) * hk.z +
-                                   hi16(wv[2 * m + 1]) * hk.w;
-                        }
-                        if (il + 1 < nl) {
-#pragma unroll
-                            for (int m = 0; m < R / 2; m++) wv[m] = wsk[((il + 1) * (R / 2) + m) * S];
-                        }
+                        acc = pair_dot<R / 2>(wv, hsm + il * R, acc);
+                        if (il + 1 < nl) load_pairs<R / 2>(wv, wsk + (il + 1) * (R / 2) * S);
                     }
                     send1(p_skb, acc, p_bar);
                 }
@@ -463,22 +460,12 @@ wavenet_chain(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k],
             const long long c0 = clock64();
             float acc = 0.0f;
             u32 wv[PM];
-#pragma unroll
-            for (int m = 0; m < PM; m++) wv[m] = wsk[m * S];
+            load_pairs<PM>(wv, wsk);
             for (int il = 0; il < NLAST; il++) {
                 mbar_wait_critical(bars + 24 + 8 * il, t & 1);
                 if (tid == 0) mbar_expect(bars + 24 + 8 * il, R * 4);  // the next sample's
-                const float4* h = (const float4*)(hl + il * R + s_part * 2 * PM);
-#pragma unroll
-                for (int m = 0; m < PM / 2; m++) {
-                    const float4 hk = h[m];
-                    acc += lo16(wv[2 * m]) * hk.x + hi16(wv[2 * m]) * hk.y + lo16(wv[2 * m + 1]) * hk.z +
-                           hi16(wv[2 * m + 1]) * hk.w;
-                }
-                if (il + 1 < NLAST) {
-#pragma unroll
-                    for (int m = 0; m < PM; m++) wv[m] = wsk[((il + 1) * (R / 2) + m) * S];
-                }
+                acc = pair_dot<PM>(wv, hl + il * R + s_part * 2 * PM, acc);
+                if (il + 1 < NLAST) load_pairs<PM>(wv, wsk + (il + 1) * (R / 2) * S);
             }
             ppart[s_part * S + s_row] = acc;
 #if NCB > 1

@@ -43,23 +43,12 @@ __device__ __forceinline__ void st_cluster(u32 addr, float v) {
 // different banks); K is a compile-time constant.
 #define ROT(j, rot, K) (((j) + (rot)) % (K))
 
+// Weights (SINGLE_KERNEL_PARAMS): g_wc [NL][R k][R j][2] as (W_cur[j][k],
+// W_cur[R + j][k]) pairs; g_wp [NL][2R][R] (FORMAT.md rows); g_wr [NL-1][R k]
+// [R o] (W_res transposed); g_wsk [S][NL*R]; g_wz [A][S]; g_wo [A][A].
+// hist [HIST_ROWS][R]; prof [8] cycles per phase (block 0, thread 0).
 extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(NT, 1)
-wavenet_small(const wt* __restrict__ g_wc,   // [NL][R k][R j][2]: (W_cur[j][k], W_cur[R + j][k]) pairs
-              const wt* __restrict__ g_wp,   // [NL][2R][R] (FORMAT.md rows)
-              const wt* __restrict__ g_wr,   // [NL-1][R k][R o]: W_res transposed
-              const wt* __restrict__ g_wsk,  // [S][NL*R]
-              const wt* __restrict__ g_wz,   // [A][S]
-              const wt* __restrict__ g_wo,   // [A][A]
-              const float* __restrict__ gate_b,  // [NL][2R]
-              const float* __restrict__ res_b,   // [NL-1][R]
-              const float* __restrict__ skip_b, const float* __restrict__ relu_b, const float* __restrict__ out_b,
-              const float* __restrict__ emb_c, const float* __restrict__ emb_p, const float* __restrict__ emb_b,
-              const float* __restrict__ cond,    // [frames][NL*2R]
-              int n_samples,
-              float* __restrict__ hist,          // [HIST_ROWS][R], zero at launch
-              int mode, float inv_tau, u64* __restrict__ rng_state,
-              int* __restrict__ out, const unsigned char* __restrict__ forced, float* __restrict__ probs_out,
-              long long* __restrict__ prof)      // [8] cycles per phase (block 0, thread 0) or null
+wavenet_small(SINGLE_KERNEL_PARAMS)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
