@@ -277,7 +277,13 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
                 const long long c1 = clock64();
                 long long cl = c1;
                 float xr = xin[V];
-                for (int il = 0; il < nl; il++) {
+#ifdef UNROLL_LAYERS
+                // The block's layers unrolled (LPB is a compile-time constant), so
+                // that loads of a later layer can be issued early.
+#pragma unroll
+#endif
+                for (int il = 0; il < LPB; il++) {
+                    if (il >= nl) break;
                     const int i = first + il;
                     if (writer) {
                         xwp[lane] = xr;
