@@ -41,6 +41,8 @@
 // ACCURATE_GATE and ACCURATE_SOFTMAX for `tanhf` and `expf`), as kernel 2b's
 // gate does. ABL_GATE, ABL_GPROD and ABL_RES leave out a part of each layer
 // (they fail parity; `dv bench gpu-single --force-timing` times them).
+// SPIN_WAIT and UNROLL_LAYERS are measured alternatives, off by default
+// (benchmarks/gpu.md, runs v38 and v39).
 //
 // Extra defines: NT (512), CQ (input parts: 2 or 4), LPB (layers per chain
 // block).
