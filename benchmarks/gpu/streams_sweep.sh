@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Kernel 2 on the GPU machine, several launch shapes in one call: each line of $CONFIGS is
 #   PRESET KERNELS PER_BLOCK THREADS STAGES STREAMS
-# (KERNELS: tiles, panels or tiles,panels; STREAMS comma-separated) and runs one
+# (KERNELS: a comma list of tiles, tiles-f16, tiles-wg, tiles-wg-f16, panels; STREAMS comma-separated) and runs one
 # `dv bench gpu-streams` (bfloat16, parity first, then timings and a profile). Run from the repo
 # root with the xz-compressed stripped dv in .carry/:
 #   CONFIGS="20x64x128 tiles 64 256 2 4224,8448" benchmarks/gpu/streams_sweep.sh .carry/dv.xz $OUT
@@ -25,7 +25,8 @@ while read -r preset kernels per_block threads stages streams; do
 done <<< "$CONFIGS"
 for f in "$out"/ptx/*.ptx; do
     [ -e "$f" ] || continue
-    echo "$(basename "$f"): $(ptxas -arch=sm_90 -v "$f" -o /dev/null 2>&1 | grep -E 'registers|spill' | tr '\n' ' ')"
+    arch=$(grep -m1 -o 'sm_90a\?' "$f")  # the wgmma kernels target sm_90a
+    echo "$(basename "$f"): $(ptxas -arch="$arch" -v "$f" -o /dev/null 2>&1 | grep -E 'registers|spill|C75' | tr '\n' ' ')"
 done > "$out/ptxas.txt"
 rm -rf "$out/bin" "$out/lib" "$out/ptx"
 cat "$out/streams.txt" | tail -c 7000

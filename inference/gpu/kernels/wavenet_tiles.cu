@@ -36,9 +36,31 @@
 // (weights bfloat16-rounded, then scaled by SC_* into half by the host; the
 // sums are multiplied back by SC_*), instead of two bfloat16 terms.
 //
+// WGMMA = 1 (sm_90a, 64 slots per block): the products are warpgroup MMAs
+// (wgmma.mma_async, wgmma.cuh) with both operands read from shared memory by
+// descriptor, instead of ldmatrix fragments and mma.sync: warpgroup wn (warps
+// 4·wn … 4·wn + 3) multiplies all 64 rows by its column range, and warp wm of
+// it gets the same accumulator fragments as above. The activation buffers
+// and the weight chunks (tiled so by the host, MultiLayout::tiles_wg) are
+// stored as 8 × 8 core matrices (WG_OFF); a layer's skip product runs while
+// its residual update is computed. Writes by ordinary stores and cp.async
+// are made visible to the MMAs (the async proxy) by a proxy fence before the
+// block barrier that starts each chunk.
+//
 // Defines: BS (slots per block, 16·WM), NT (threads, 32·WM·WN), WN, SLOT,
 // NSLOT (2 or 3), CR1, CR2 (multiples of 16·WN dividing A), F16, SC_DIL,
-// SC_RS, SC_RELU, SC_OUT (F16 only).
+// SC_RS, SC_RELU, SC_OUT (F16 only), WGMMA (with wgmma.cuh before this file).
+#ifndef WGMMA
+#define WGMMA 0
+#endif
+// SKIP_OVERLAP (switch, with WGMMA): the skip product issued before the
+// residual update is computed. ptxas then serializes every wgmma (it does not
+// follow a partial wgmma.wait_group), so it is off by default.
+#if WGMMA && defined(SKIP_OVERLAP_ON)
+#define SKIP_OVERLAP 1
+#else
+#define SKIP_OVERLAP 0
+#endif
 #if F16
 #define TERMS 1
 #define MMA_TYPES "f16.f16"
@@ -67,11 +89,24 @@
 #define PER (A / G)                       // logits per sampling thread
 
 // Row strides (elements) of the bfloat16 activation buffers and the logits:
-// 16 bytes past a multiple of 128, so ldmatrix rows hit distinct banks.
+// 16 bytes past a multiple of 128, so ldmatrix rows hit distinct banks
+// (unpadded when the buffers are core-matrix tiled for WGMMA).
+#if WGMMA
+#define DK (2 * R)
+#define HK R
+#define RK S
+#define OK A
+// Element (row, col) of an A operand of K inputs and row stride STRIDE, and
+// the offset of its lo terms.
+#define AIX(row, col, K, STRIDE) WG_OFF(row, col, K)
+#else
 #define DK (2 * R + 8)
 #define HK (R + 8)
 #define RK (S + 8)
 #define OK (A + 8)
+#define AIX(row, col, K, STRIDE) ((row) * (STRIDE) + (col))
+#endif
+#define LO_OFF(STRIDE) (BS * (STRIDE))
 #define LK (A + 8)
 
 #define MAXI(a, b) ((a) > (b) ? (a) : (b))
@@ -108,13 +143,14 @@ __device__ __forceinline__ void split2(float x0, float x1, u32& hi, u32& lo) {
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(lo) : "f"(r1), "f"(r0));
 #endif
 }
-// Writes x0, x1 as columns col, col + 1 of row `row` of an A operand of row
-// stride `stride` (its hi terms, then its lo terms BS rows further).
-__device__ __forceinline__ void put_pair(u16* buf, int stride, int row, int col, float x0, float x1) {
+// Writes x0, x1 as columns col, col + 1 of row `row` of an A operand of K
+// inputs and row stride STRIDE (its hi terms, then its lo terms).
+template <int K, int STRIDE>
+__device__ __forceinline__ void put_pair(u16* buf, int row, int col, float x0, float x1) {
     u32 h, l;
     split2(x0, x1, h, l);
-    *(u32*)(buf + row * stride + col) = h;
-    if (TERMS == 2) *(u32*)(buf + BS * stride + row * stride + col) = l;
+    *(u32*)(buf + AIX(row, col, K, STRIDE)) = h;
+    if (TERMS == 2) *(u32*)(buf + LO_OFF(STRIDE) + AIX(row, col, K, STRIDE)) = l;
 }
 __device__ __forceinline__ void split1(float x, u16& hi, u16& lo) {
     u32 h, l;
@@ -127,8 +163,42 @@ __device__ __forceinline__ void split1(float x, u16& hi, u16& lo) {
 // tiles: `a_hi`/`a_lo` are this lane's ldmatrix addresses of the A operand
 // at k = 0 (row stride `ak` elements), `b` its address of tile pair 0 at
 // k = 0 in a weight chunk of row stride K + 8.
+#if WGMMA
+// The same product by the warp's warpgroup: all 64 rows, its NTW · 8 columns;
+// `a_hi`/`a_lo` are the A operand's hi and lo terms' shared addresses, `b`
+// the chunk's row group of this warpgroup's first column (b_addr). Issued
+// and committed as one group; tiles_done waits for it.
 template <int K, int NTW>
-__device__ __forceinline__ void tiles_mm(u32 a_hi, u32 a_lo, u32 b, float (&acc)[NTW][4]) {
+__device__ __forceinline__ void tiles_issue(u32 a_hi, u32 a_lo, u32 b, float (&acc)[NTW][4]) {
+    // The addresses made opaque here, so that the compiler builds each
+    // descriptor where it is used instead of hoisting dozens of loop-invariant
+    // 64-bit descriptors out of the step loop (they spilled).
+    asm volatile("" : "+r"(a_hi), "+r"(a_lo), "+r"(b));
+    wg_fence();  // the accumulators were written by ordinary instructions
+    // Leading byte offset: the next core matrix along K; stride: the next 8
+    // rows (WG_SWAP=1 swaps them, a diagnostic for the descriptor's fields).
+#if WG_SWAP
+    constexpr u32 LBO = K * 16, SBO = 128;
+#else
+    constexpr u32 LBO = 128, SBO = K * 16;
+#endif
+#pragma unroll
+    for (int k0 = 0; k0 < K; k0 += 16) {
+        const u64 db = wg_desc(b + k0 * 16, LBO, SBO);
+        wg_mma<NTW * 8>(acc, wg_desc(a_hi + k0 * 16, LBO, SBO), db);
+        if (TERMS == 2) wg_mma<NTW * 8>(acc, wg_desc(a_lo + k0 * 16, LBO, SBO), db);
+    }
+    wg_commit();
+}
+// Waits until at most PENDING of this warpgroup's product groups are in flight.
+template <int PENDING, int NTW>
+__device__ __forceinline__ void tiles_done(float (&acc)[NTW][4]) {
+    wg_wait<PENDING>();
+    wg_pin(acc);
+}
+#else
+template <int K, int NTW>
+__device__ __forceinline__ void tiles_issue(u32 a_hi, u32 a_lo, u32 b, float (&acc)[NTW][4]) {
     static_assert(NTW % 2 == 0, "n tiles per warp come in pairs");
 #pragma unroll
     for (int k0 = 0; k0 < K; k0 += 16) {
@@ -151,15 +221,21 @@ __device__ __forceinline__ void tiles_mm(u32 a_hi, u32 a_lo, u32 b, float (&acc)
         }
     }
 }
+// mma.sync products are done when tiles_issue returns.
+template <int PENDING, int NTW>
+__device__ __forceinline__ void tiles_done(float (&)[NTW][4]) {}
+#endif
 
 // This lane's ldmatrix address for an A operand (hi at `base`, lo `lo_off`
 // bytes further) of row stride `ak` elements, rows of warp row tile wm.
 __device__ __forceinline__ u32 a_addr(const u16* base, int ak, int wm, int lane) {
+    if (WGMMA) return smem_u32(base);
     const int mi = lane >> 3, r = lane & 7;
     return smem_u32(base + (wm * 16 + r + (mi & 1) * 8) * ak + (mi >> 1) * 8);
 }
 // This lane's ldmatrix address of the first tile pair `t0` of a weight chunk.
 __device__ __forceinline__ u32 b_addr(const unsigned char* chunk, int K, int t0, int lane) {
+    if (WGMMA) return smem_u32(chunk) + t0 * K * 16;  // row group t0, tiled
     const int mi = lane >> 3, r = lane & 7;
     return smem_u32((const u16*)chunk + (t0 * 8 + r + (mi >> 1) * 8) * (K + 8) + (mi & 1) * 8);
 }
@@ -168,6 +244,13 @@ __device__ __forceinline__ u32 b_addr(const unsigned char* chunk, int K, int t0,
 // per cp.async; sizes are compile-time, so the indexing is shifts.
 template <int K, int ROWS>
 __device__ __forceinline__ void copy_chunk(unsigned char* dst, const wt* src) {
+#if WGMMA
+    // Tiled by the host in this order already: one contiguous copy.
+#pragma unroll 4
+    for (int c = threadIdx.x; c < ROWS * K / 8; c += NT)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(dst + c * 16)), "l"(src + (size_t)c * 8));
+    return;
+#endif
     constexpr int CPR = K / 8, N = ROWS * CPR;
 #pragma unroll 4
     for (int c = threadIdx.x; c < N; c += NT) {
@@ -249,6 +332,10 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
     int used_slot = 0;  // = chunks consumed % NSLOT
     auto begin = [&]() -> const unsigned char* {
         asm volatile("cp.async.wait_group %0;" ::"n"(NSLOT - 2) : "memory");
+#if WGMMA
+        // This thread's chunk copies and activation stores, to the async proxy.
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
         __syncthreads();
         issue();
         const unsigned char* p = slots + used_slot * SLOT;
@@ -258,10 +345,10 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
     for (int k = 0; k < NSLOT - 1; k++) issue();
     __syncthreads();
 
-    const u32 din_hi = a_addr(DIN, DK, wm, lane), din_lo = din_hi + BS * DK * 2;
-    const u32 hin_hi = a_addr(HIN, HK, wm, lane), hin_lo = hin_hi + BS * HK * 2;
-    const u32 rin_hi = a_addr(RIN, RK, wm, lane), rin_lo = rin_hi + BS * RK * 2;
-    const u32 oin_hi = a_addr(OIN, OK, wm, lane), oin_lo = oin_hi + BS * OK * 2;
+    const u32 din_hi = a_addr(DIN, DK, wm, lane), din_lo = din_hi + LO_OFF(DK) * 2;
+    const u32 hin_hi = a_addr(HIN, HK, wm, lane), hin_lo = hin_hi + LO_OFF(HK) * 2;
+    const u32 rin_hi = a_addr(RIN, RK, wm, lane), rin_lo = rin_hi + LO_OFF(RK) * 2;
+    const u32 oin_hi = a_addr(OIN, OK, wm, lane), oin_lo = oin_hi + LO_OFF(OK) * 2;
 
     for (int step = 0; step < steps; step++) {
         const int p0 = pos[b0], p1 = pos[b1];
@@ -315,10 +402,10 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
 #pragma unroll
             for (int t = 0; t < NTR; t++) {
                 const int col = (wn * NTR + t) * 8 + 2 * tq;
-                put_pair(DIN, DK, b0, col, old[t][0], old[t][1]);
-                put_pair(DIN, DK, b1, col, old[t][2], old[t][3]);
-                put_pair(DIN, DK, b0, R + col, xr[t][0], xr[t][1]);
-                put_pair(DIN, DK, b1, R + col, xr[t][2], xr[t][3]);
+                put_pair<2 * R, DK>(DIN, b0, col, old[t][0], old[t][1]);
+                put_pair<2 * R, DK>(DIN, b1, col, old[t][2], old[t][3]);
+                put_pair<2 * R, DK>(DIN, b0, R + col, xr[t][0], xr[t][1]);
+                put_pair<2 * R, DK>(DIN, b1, R + col, xr[t][2], xr[t][3]);
                 if (l0) *(float2*)(hrow0 + (c_hoff[i] + (p0 & (c_dil[i] - 1))) * R + col) = make_float2(xr[t][0], xr[t][1]);
                 if (l1) *(float2*)(hrow1 + (c_hoff[i] + (p1 & (c_dil[i] - 1))) * R + col) = make_float2(xr[t][2], xr[t][3]);
             }
@@ -338,7 +425,8 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
             float zd[NTD][4];
 #pragma unroll
             for (int t = 0; t < NTD; t++) zd[t][0] = zd[t][1] = zd[t][2] = zd[t][3] = 0.0f;
-            tiles_mm<2 * R, NTD>(din_hi, din_lo, b_addr(cd, 2 * R, wn * NTD, lane), zd);
+            tiles_issue<2 * R, NTD>(din_hi, din_lo, b_addr(cd, 2 * R, wn * NTD, lane), zd);
+            tiles_done<0>(zd);
             MARK(2);
             // Gate: (zd[t][0], zd[t][1]) are (tanh, sigmoid) of unit j for row b0, [2], [3] for b1.
 #pragma unroll
@@ -348,21 +436,28 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
                 const float h1 = gate_fast(zd[t][2] * SC_DIL + lb[t][2], zd[t][3] * SC_DIL + lb[t][3]);
                 u16 hi, lo;
                 split1(h0, hi, lo);
-                HIN[b0 * HK + j] = hi;
-                if (TERMS == 2) HIN[BS * HK + b0 * HK + j] = lo;
+                HIN[AIX(b0, j, R, HK)] = hi;
+                if (TERMS == 2) HIN[LO_OFF(HK) + AIX(b0, j, R, HK)] = lo;
                 split1(h1, hi, lo);
-                HIN[b1 * HK + j] = hi;
-                if (TERMS == 2) HIN[BS * HK + b1 * HK + j] = lo;
+                HIN[AIX(b1, j, R, HK)] = hi;
+                if (TERMS == 2) HIN[LO_OFF(HK) + AIX(b1, j, R, HK)] = lo;
             }
             if (i + 1 < NL) load_lb(i + 1);
             MARK(3);
             const unsigned char* crs = begin();
             MARK(1);
+            float zr[NTR][4];
             if (i + 1 < NL) {
-                float zr[NTR][4];
 #pragma unroll
                 for (int t = 0; t < NTR; t++) zr[t][0] = zr[t][1] = zr[t][2] = zr[t][3] = 0.0f;
-                tiles_mm<R, NTR>(hin_hi, hin_lo, b_addr(crs, R, wn * NTR, lane), zr);
+                tiles_issue<R, NTR>(hin_hi, hin_lo, b_addr(crs, R, wn * NTR, lane), zr);
+            }
+#if SKIP_OVERLAP
+            // The skip product runs while the residual update is computed.
+            tiles_issue<R, NTS>(hin_hi, hin_lo, b_addr(crs, R, R / 8 + wn * NTS, lane), sk);
+#endif
+            if (i + 1 < NL) {
+                tiles_done<SKIP_OVERLAP>(zr);
 #pragma unroll
                 for (int t = 0; t < NTR; t++) {
                     const int col = (wn * NTR + t) * 8 + 2 * tq;
@@ -375,7 +470,10 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
                 put_din(i + 1, xo);
             }
             MARK(4);
-            tiles_mm<R, NTS>(hin_hi, hin_lo, b_addr(crs, R, R / 8 + wn * NTS, lane), sk);
+#if !SKIP_OVERLAP
+            tiles_issue<R, NTS>(hin_hi, hin_lo, b_addr(crs, R, R / 8 + wn * NTS, lane), sk);
+#endif
+            tiles_done<0>(sk);
             MARK(5);
         }
         // relu(skip + b) as the relu layer's A operand.
@@ -383,21 +481,22 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
         for (int t = 0; t < NTS; t++) {
             const int col = (wn * NTS + t) * 8 + 2 * tq;
             const float s0 = skip_b[col], s1 = skip_b[col + 1];
-            put_pair(RIN, RK, b0, col, fmaxf(sk[t][0] * SC_RS + s0, 0.0f), fmaxf(sk[t][1] * SC_RS + s1, 0.0f));
-            put_pair(RIN, RK, b1, col, fmaxf(sk[t][2] * SC_RS + s0, 0.0f), fmaxf(sk[t][3] * SC_RS + s1, 0.0f));
+            put_pair<S, RK>(RIN, b0, col, fmaxf(sk[t][0] * SC_RS + s0, 0.0f), fmaxf(sk[t][1] * SC_RS + s1, 0.0f));
+            put_pair<S, RK>(RIN, b1, col, fmaxf(sk[t][2] * SC_RS + s0, 0.0f), fmaxf(sk[t][3] * SC_RS + s1, 0.0f));
         }
         for (int c = 0; c < A / CR1; c++) {
             const unsigned char* cw = begin();
             float z[NT1][4];
 #pragma unroll
             for (int t = 0; t < NT1; t++) z[t][0] = z[t][1] = z[t][2] = z[t][3] = 0.0f;
-            tiles_mm<S, NT1>(rin_hi, rin_lo, b_addr(cw, S, wn * NT1, lane), z);
+            tiles_issue<S, NT1>(rin_hi, rin_lo, b_addr(cw, S, wn * NT1, lane), z);
+            tiles_done<0>(z);
 #pragma unroll
             for (int t = 0; t < NT1; t++) {
                 const int col = c * CR1 + (wn * NT1 + t) * 8 + 2 * tq;
                 const float a0 = relu_b[col], a1 = relu_b[col + 1];
-                put_pair(OIN, OK, b0, col, fmaxf(z[t][0] * SC_RELU + a0, 0.0f), fmaxf(z[t][1] * SC_RELU + a1, 0.0f));
-                put_pair(OIN, OK, b1, col, fmaxf(z[t][2] * SC_RELU + a0, 0.0f), fmaxf(z[t][3] * SC_RELU + a1, 0.0f));
+                put_pair<A, OK>(OIN, b0, col, fmaxf(z[t][0] * SC_RELU + a0, 0.0f), fmaxf(z[t][1] * SC_RELU + a1, 0.0f));
+                put_pair<A, OK>(OIN, b1, col, fmaxf(z[t][2] * SC_RELU + a0, 0.0f), fmaxf(z[t][3] * SC_RELU + a1, 0.0f));
             }
         }
         for (int c = 0; c < A / CR2; c++) {
@@ -405,7 +504,8 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
             float z[NT2][4];
 #pragma unroll
             for (int t = 0; t < NT2; t++) z[t][0] = z[t][1] = z[t][2] = z[t][3] = 0.0f;
-            tiles_mm<A, NT2>(oin_hi, oin_lo, b_addr(cw, A, wn * NT2, lane), z);
+            tiles_issue<A, NT2>(oin_hi, oin_lo, b_addr(cw, A, wn * NT2, lane), z);
+            tiles_done<0>(z);
 #pragma unroll
             for (int t = 0; t < NT2; t++) {
                 const int col = c * CR2 + (wn * NT2 + t) * 8 + 2 * tq;

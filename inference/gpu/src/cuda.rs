@@ -89,13 +89,21 @@ pub fn compile_ptx(src: &str, kernel: &str, arch: &str) -> Result<Ptx, GpuError>
         options.extend(defs.split_whitespace().map(|d| format!("-D{d}")));
     }
     let opts = CompileOptions { options, name: Some(kernel.to_string()), ..Default::default() };
-    nvrtc::compile_ptx_with_opts(src, opts).map_err(|e| GpuError::Compile {
+    let ptx = nvrtc::compile_ptx_with_opts(src, opts).map_err(|e| GpuError::Compile {
         kernel: kernel.to_string(),
         log: match e {
             CompileError::CompileError { log, .. } => log.to_string_lossy().into_owned(),
             other => format!("{other:?}"),
         },
-    })
+    })?;
+    if let Some(dir) = std::env::var_os("DV_GPU_DUMP_PTX") {
+        // For `ptxas -v` resource reports: one file per specialization and target.
+        let h = (src.bytes().chain(arch.bytes()))
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+        let path = std::path::Path::new(&dir).join(format!("{kernel}-{h:016x}.ptx"));
+        let _ = std::fs::write(path, ptx.to_src());
+    }
+    Ok(ptx)
 }
 
 /// One GPU and the stream both kernels run on.
@@ -152,13 +160,17 @@ impl GpuDevice {
     }
 
     fn load(&self, src: &str, kernel: &str, smem: usize) -> Result<(Arc<CudaModule>, CudaFunction), GpuError> {
-        let ptx = compile_ptx(src, kernel, &self.arch())?;
-        if let Some(dir) = std::env::var_os("DV_GPU_DUMP_PTX") {
-            // For `ptxas -v` resource reports: one file per specialization.
-            let h = src.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
-            let path = std::path::Path::new(&dir).join(format!("{kernel}-{h:016x}.ptx"));
-            let _ = std::fs::write(path, ptx.to_src());
-        }
+        self.load_for(src, kernel, smem, &self.arch())
+    }
+
+    fn load_for(
+        &self,
+        src: &str,
+        kernel: &str,
+        smem: usize,
+        arch: &str,
+    ) -> Result<(Arc<CudaModule>, CudaFunction), GpuError> {
+        let ptx = compile_ptx(src, kernel, arch)?;
         let module = self.ctx.load_module(ptx).map_err(driver("cuModuleLoadData"))?;
         let func = module.load_function(kernel).map_err(driver("cuModuleGetFunction"))?;
         func.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)
@@ -541,8 +553,9 @@ impl MultiStream {
         let slots = slots.max(1).div_ceil(plan.streams_per_block) * plan.streams_per_block;
         let (layout, source) = match plan.kernel {
             MultiKernel::Panels => (MultiLayout::new(w, true, plan.bf16), plan.source(&sizes)),
-            MultiKernel::Tiles if plan.f16 => {
-                let (layout, sc) = MultiLayout::tiles_f16(w);
+            MultiKernel::Tiles if plan.f16 || plan.wgmma => {
+                let (layout, sc) =
+                    if plan.wgmma { MultiLayout::tiles_wg(w, plan.f16) } else { MultiLayout::tiles_f16(w) };
                 // Powers of two, exact in the decimal float syntax below.
                 let defines = format!(
                     "#define SC_DIL {:e}f\n#define SC_RS {:e}f\n#define SC_RELU {:e}f\n#define SC_OUT {:e}f\n",
@@ -552,7 +565,7 @@ impl MultiStream {
             }
             MultiKernel::Tiles => (MultiLayout::tiles(w, plan.bf16), plan.source(&sizes)),
         };
-        let (module, func) = dev.load(&source, plan.entry(), plan.smem_bytes)?;
+        let (module, func) = dev.load_for(&source, plan.entry(), plan.smem_bytes, &plan.arch(dev.capability))?;
         let mats = [
             DevMat::new(&dev, "dilated weights", &layout.dil)?,
             DevMat::new(&dev, "residual weights", &layout.res)?,

@@ -191,6 +191,34 @@ impl Stored {
     }
 }
 
+/// `mats` row-major `[rows, cols]` matrices, each reordered into 8 × 8
+/// core matrices: value (row, k) moves to
+/// ((row / 8) · (cols / 8) + k / 8) · 64 + (row % 8) · 8 + k % 8 of its
+/// matrix (`WG_OFF` in `kernels/wgmma.cuh`). Rows and cols are multiples of 8.
+pub fn core_tiled(m: &Stored, mats: usize, rows: usize, cols: usize) -> Stored {
+    assert!(
+        rows % 8 == 0 && cols % 8 == 0 && m.len() == mats * rows * cols,
+        "core tiling of {mats} x [{rows}, {cols}]"
+    );
+    let index = |i: usize| {
+        let (mat, rem) = (i / (rows * cols), i % (rows * cols));
+        let (row, k) = (rem / cols, rem % cols);
+        mat * rows * cols + ((row / 8) * (cols / 8) + k / 8) * 64 + (row % 8) * 8 + k % 8
+    };
+    fn permute<T: Copy + Default>(v: &[T], index: impl Fn(usize) -> usize) -> Vec<T> {
+        let mut out = vec![T::default(); v.len()];
+        for (i, &x) in v.iter().enumerate() {
+            out[index(i)] = x;
+        }
+        out
+    }
+    match m {
+        Stored::F32(v) => Stored::F32(permute(v, index)),
+        Stored::Bf16(v) => Stored::Bf16(permute(v, index)),
+        Stored::F16(v) => Stored::F16(permute(v, index)),
+    }
+}
+
 /// Kernel 1's per-block slices (see `kernels/wavenet_single.cu`).
 #[derive(Debug, Clone)]
 pub struct SingleLayout {
@@ -402,6 +430,26 @@ impl MultiLayout {
             out: half(&t.out, 3),
         };
         (lay, scales)
+    }
+
+    /// The tile layout (bfloat16, or the fp16 path's with its scales) with
+    /// every matrix stored as the warpgroup MMA reads it (`WGMMA = 1`,
+    /// `kernels/wgmma.cuh`): rows of K inputs tiled into 8 × 8 core
+    /// matrices of 64 contiguous values, row group by row group, each row
+    /// group's core matrices in input order. Each matrix (W_dil and
+    /// [W_res; W_skip] of each layer, W_relu, W_out) is tiled on its own, so
+    /// a chunk of whole 8-row groups is a contiguous copy.
+    pub fn tiles_wg(w: &Weights, f16: bool) -> (Self, [f32; 4]) {
+        let Sizes { layers: l, residual: r, skip: s, .. } = w.sizes;
+        let (t, sc) = if f16 { Self::tiles_f16(w) } else { (Self::tiles(w, true), [1.0; 4]) };
+        let lay = Self {
+            dil: core_tiled(&t.dil, l, 2 * r, 2 * r),
+            res: core_tiled(&t.res, l, r + s, r),
+            skip: t.skip,
+            relu: core_tiled(&t.relu, 1, A, s),
+            out: core_tiled(&t.out, 1, A, A),
+        };
+        (lay, sc)
     }
 
     /// `row_major` for the tensor-core path, transposed for the float32 one.

@@ -11,6 +11,7 @@ const SMALL: &str = include_str!("../kernels/wavenet_small.cu");
 const CHAIN: &str = include_str!("../kernels/wavenet_chain.cu");
 const MULTI: &str = include_str!("../kernels/wavenet_multi.cu");
 const TILES: &str = include_str!("../kernels/wavenet_tiles.cu");
+const WGMMA: &str = include_str!("../kernels/wgmma.cuh");
 
 /// The largest power of two at most `n` (1 for 0).
 fn floor_pow2(n: usize) -> usize {
@@ -336,6 +337,9 @@ pub struct MultiPlan {
     /// activation beyond half's range (65504) would become infinite. Not for
     /// serving a voice the parity harness has not passed.
     pub f16: bool,
+    /// [`MultiKernel::Tiles`] with warpgroup MMAs (`WGMMA = 1`, sm_90a,
+    /// [`MultiPlan::tiles_wg`]).
+    pub wgmma: bool,
     pub smem_bytes: usize,
 }
 
@@ -396,6 +400,7 @@ impl MultiPlan {
             warps_n: 0,
             chunk_rows: [0, 0],
             f16: false,
+            wgmma: false,
             smem_bytes,
         })
     }
@@ -413,6 +418,37 @@ impl MultiPlan {
         stages: usize,
         min_slot_bytes: usize,
         f16: bool,
+        smem_limit: usize,
+    ) -> Result<Self, GpuError> {
+        Self::tiles_impl(sizes, streams_per_block, threads, stages, min_slot_bytes, f16, false, smem_limit)
+    }
+
+    /// [`MultiPlan::tiles`] with the products as warpgroup MMAs
+    /// (`wgmma.mma_async`, compiled for sm_90a; Hopper only): 64 streams per
+    /// block (one 64-row warpgroup tile), `threads` = 128 · WN, warpgroup wn
+    /// taking 1/WN of each product's outputs. Buffers are unpadded (tiled
+    /// into core matrices), so more fits in shared memory than with
+    /// [`MultiPlan::tiles`].
+    pub fn tiles_wg(
+        sizes: &Sizes,
+        threads: usize,
+        stages: usize,
+        min_slot_bytes: usize,
+        f16: bool,
+        smem_limit: usize,
+    ) -> Result<Self, GpuError> {
+        Self::tiles_impl(sizes, 64, threads, stages, min_slot_bytes, f16, true, smem_limit)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn tiles_impl(
+        sizes: &Sizes,
+        streams_per_block: usize,
+        threads: usize,
+        stages: usize,
+        min_slot_bytes: usize,
+        f16: bool,
+        wgmma: bool,
         smem_limit: usize,
     ) -> Result<Self, GpuError> {
         let (r, s) = (sizes.residual, sizes.skip);
@@ -433,16 +469,25 @@ impl MultiPlan {
                 "{wn} warps per row tile (a power of two: sampling takes 2 × that many threads per stream)"
             ));
         }
-        // Every warp owns a whole number of n-tile pairs of each product.
+        // Every warp owns a whole number of n-tile pairs of each product
+        // (ldmatrix loads B in pairs of tiles; a wgmma takes single tiles).
+        let tile = if wgmma { 8 } else { 16 };
         for (what, n) in [("2r", 2 * r), ("r", r), ("s", s)] {
-            if n % (16 * wn) != 0 {
-                return bad(format!("{what} = {n} outputs over {wn} warps (16 per warp at least, in pairs of 8)"));
+            if n % (tile * wn) != 0 {
+                return bad(format!("{what} = {n} outputs over {wn} warps ({tile} per warp at least, in tiles of 8)"));
             }
         }
         if !(2..=3).contains(&stages) {
             return bad(format!("{stages} weight-chunk slots (2 or 3)"));
         }
-        let row = |k: usize| (k + 8) * 2; // bytes of one padded bfloat16 row
+        if wgmma && (bs != 64 || !(1..=4).contains(&wn)) {
+            return bad(format!(
+                "{bs} streams and {threads} threads for warpgroup MMAs (64 streams, 128, 256 or 512 threads)"
+            ));
+        }
+        // Bytes of one 16-bit row of k inputs: padded for ldmatrix, tiled for wgmma.
+        let pad = if wgmma { 0 } else { 8 };
+        let row = |k: usize| (k + pad) * 2;
         let slot = [min_slot_bytes, 2 * r * row(2 * r), (r + s) * row(r), 16 * wn * row(A)]
             .into_iter()
             .max()
@@ -460,8 +505,8 @@ impl MultiPlan {
         // Activation buffers: one or two 16-bit terms; then the logits, the
         // warps' probabilities, 5 ints and 4 random-state words per stream.
         let terms = if f16 { 1 } else { 2 };
-        let reg1 = (terms * bs * (2 * r + 8) * 2).max(terms * bs * (s + 8) * 2).max(bs * (A + 8) * 4);
-        let reg2 = (terms * bs * (r + 8) * 2).max(terms * bs * (A + 8) * 2);
+        let reg1 = (terms * bs * row(2 * r)).max(terms * bs * row(s)).max(bs * (A + 8) * 4);
+        let reg2 = (terms * bs * row(r)).max(terms * bs * row(A));
         let smem_bytes = stages * slot + reg1 + reg2 + 4 * (threads / 32) * A + 5 * 4 * bs + 8 * 4 * bs;
         if smem_bytes > smem_limit {
             return bad(format!("{smem_bytes} bytes of shared memory per block (the device allows {smem_limit})"));
@@ -477,8 +522,15 @@ impl MultiPlan {
             warps_n: wn,
             chunk_rows,
             f16,
+            wgmma,
             smem_bytes,
         })
+    }
+
+    /// The NVRTC target for a device of compute capability `cc`: the
+    /// architecture-specific sm_90a features (wgmma) need `compute_90a`.
+    pub fn arch(&self, cc: (i32, i32)) -> String {
+        format!("compute_{}{}{}", cc.0, cc.1, if self.wgmma { "a" } else { "" })
     }
 
     /// The kernel's entry point.
@@ -492,7 +544,7 @@ impl MultiPlan {
     pub fn source(&self, sizes: &Sizes) -> String {
         if self.kernel == MultiKernel::Tiles {
             let defines = format!(
-                "#define BS {}\n#define NT {}\n#define WN {}\n#define SLOT {}\n#define NSLOT {}\n#define CR1 {}\n#define CR2 {}\n#define F16 {}\n",
+                "#define BS {}\n#define NT {}\n#define WN {}\n#define SLOT {}\n#define NSLOT {}\n#define CR1 {}\n#define CR2 {}\n#define F16 {}\n#define WGMMA {}\n",
                 self.streams_per_block,
                 self.threads,
                 self.warps_n,
@@ -500,9 +552,16 @@ impl MultiPlan {
                 self.stages,
                 self.chunk_rows[0],
                 self.chunk_rows[1],
-                self.f16 as u8
+                self.f16 as u8,
+                self.wgmma as u8
             );
-            return format!("{}{defines}{COMMON}\n{TILES}", common_defines(sizes, true));
+            let wg = if self.wgmma {
+                let types = if self.f16 { "f16.f16" } else { "bf16.bf16" };
+                format!("#define WG_TYPES \"{types}\"\n{WGMMA}\n")
+            } else {
+                String::new()
+            };
+            return format!("{}{defines}{COMMON}\n{wg}{TILES}", common_defines(sizes, true));
         }
         let defines = format!(
             "#define BS {}\n#define NT {}\n#define MMA {}\n#define PANEL_BYTES {}\n#define NSTAGE {}\n",

@@ -123,7 +123,9 @@ pub struct StreamsArgs {
     streams: Vec<usize>,
     /// Kernel-2 sources to run: `tiles` (wavenet_tiles.cu, bfloat16 weights,
     /// activations as two bfloat16 terms), `tiles-f16` (the same, activations
-    /// in half precision, one pass) and/or `panels` (wavenet_multi.cu).
+    /// in half precision, one pass), `tiles-wg` / `tiles-wg-f16` (the same
+    /// with warpgroup MMAs, sm_90a, 64 streams per block) and/or `panels`
+    /// (wavenet_multi.cu).
     #[arg(long, value_delimiter = ',', default_value = "tiles")]
     kernels: Vec<String>,
     /// Stream slots per block.
@@ -451,11 +453,21 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                             let f16 = kernel == "tiles-f16";
                             MultiPlan::tiles(&w.sizes, per_block, a.threads, a.stages, a.panel_bytes, f16, smem)
                         }
-                        "tiles" | "tiles-f16" => {
+                        "tiles-wg" | "tiles-wg-f16" if bf16 && per_block == 64 => {
+                            let f16 = kernel == "tiles-wg-f16";
+                            MultiPlan::tiles_wg(&w.sizes, a.threads, a.stages, a.panel_bytes, f16, smem)
+                        }
+                        "tiles-wg" | "tiles-wg-f16" if bf16 => {
+                            println!("{kernel}: not run at {per_block} streams per block: warpgroup MMAs take 64");
+                            continue;
+                        }
+                        "tiles" | "tiles-f16" | "tiles-wg" | "tiles-wg-f16" => {
                             println!("{kernel}, f32: not run: the tile kernel takes bfloat16 weights only");
                             continue;
                         }
-                        other => anyhow::bail!("unknown kernel-2 source {other:?} (tiles, tiles-f16 or panels)"),
+                        other => {
+                            anyhow::bail!("unknown kernel-2 source {other:?} (tiles, tiles-f16, tiles-wg, tiles-wg-f16 or panels)")
+                        }
                     };
                     let plan = match plan {
                         Ok(p) => p,
@@ -464,7 +476,12 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                             continue;
                         }
                     };
-                    let kname = if plan.f16 { "wavenet_tiles-f16" } else { plan.entry() };
+                    let kname = match (plan.wgmma, plan.f16) {
+                        (true, true) => "wavenet_tiles-wg-f16",
+                        (true, false) => "wavenet_tiles-wg",
+                        (false, true) => "wavenet_tiles-f16",
+                        (false, false) => plan.entry(),
+                    };
                     // Parity: two blocks of slots, every slot live, four checked.
                     let pstreams = 2 * per_block;
                     let pool =

@@ -112,6 +112,29 @@ fn nvrtc_compiles_both_kernels_for_every_preset() {
             assert!(ptx.contains("ldmatrix.sync.aligned.m8n8.x4.shared.b16"), "{name}");
             assert!(!ptx.contains(".local"), "{name} tiles {per_block}: register arrays spilled to local memory");
         }
+        // The warpgroup-MMA tile kernel (sm_90a): every product a wgmma from
+        // shared-memory descriptors; no ldmatrix or mma.sync left.
+        for (threads, f16) in [(256, false), (512, false), (256, true)] {
+            let plan = match MultiPlan::tiles_wg(&w.sizes, threads, 2, 0, f16, smem) {
+                Ok(p) => p,
+                Err(e) => {
+                    // Only (40, 64, 256) with 16 warps' sampling buffers outgrows shared memory.
+                    assert!(w.sizes.skip == 256 && threads == 512 && e.to_string().contains("shared memory"), "{e}");
+                    continue;
+                }
+            };
+            assert_eq!(plan.arch((9, 0)), "compute_90a");
+            let ptx = compile_ptx(&plan.source(&w.sizes), plan.entry(), &plan.arch((9, 0)))
+                .unwrap_or_else(|e| panic!("{name} tiles-wg {threads}: {e}"))
+                .to_src();
+            let ty = if f16 { "f32.f16.f16" } else { "f32.bf16.bf16" };
+            assert!(ptx.contains(".target sm_90a"), "{name}");
+            assert!(ptx.contains("wgmma.mma_async.sync.aligned.m64n") && ptx.contains(ty), "{name} f16={f16}");
+            assert!(ptx.contains("wgmma.wait_group.sync.aligned 0"), "{name}");
+            assert!(ptx.contains("fence.proxy.async.shared::cta"), "{name}");
+            assert!(!ptx.contains("mma.sync") && !ptx.contains("ldmatrix"), "{name}");
+            assert!(!ptx.contains(".local"), "{name} tiles-wg {threads}: spills to local memory");
+        }
     }
 }
 

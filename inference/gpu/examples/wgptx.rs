@@ -1,0 +1,16 @@
+//! Dumps the PTX of one tile-kernel plan (for ptxas reports): wgptx PRESET THREADS F16 WG OUT
+use dv_gpu::{compile_ptx, MultiPlan, Weights};
+fn main() {
+    let a: Vec<String> = std::env::args().collect();
+    let cfg = dv_voice::PRESETS.iter().find(|(n, _)| *n == a[1]).unwrap().1;
+    let w = Weights::from_voice(&dv_synth::random::random_voice(cfg, 1).unwrap()).unwrap();
+    let threads: usize = a[2].parse().unwrap();
+    let f16 = a[3] == "1";
+    let plan = if a[4] == "1" {
+        MultiPlan::tiles_wg(&w.sizes, threads, 2, 0, f16, 227 * 1024).unwrap()
+    } else {
+        MultiPlan::tiles(&w.sizes, 64, threads, 2, 0, f16, 227 * 1024).unwrap()
+    };
+    let ptx = compile_ptx(&plan.source(&w.sizes), plan.entry(), &plan.arch((9, 0))).unwrap();
+    std::fs::write(&a[5], ptx.to_src()).unwrap();
+}
