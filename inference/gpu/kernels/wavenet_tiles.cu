@@ -122,6 +122,40 @@ __device__ __forceinline__ float gate_fast(float a, float b) {
     return th * sg;
 }
 
+// The gate with three fast-math operations instead of four:
+// tanh(a)·σ(b) = (e^2a − 1) / ((e^2a + 1)(1 + e^−b)), a clamped to ±15 (where
+// tanh is ±1 in float32) and b from −40 (σ < 5e-18) so nothing overflows.
+__device__ __forceinline__ float gate_fast3(float a, float b) {
+    const float e1 = __expf(2.0f * fminf(fmaxf(a, -15.0f), 15.0f));
+    const float e2 = __expf(-fmaxf(b, -40.0f));
+    return __fdividef(e1 - 1.0f, (e1 + 1.0f) * (1.0f + e2));
+}
+
+// WGMMA's vector layouts (the host permutes to match): this thread's values
+// of the history rings, the conditioning and the gate output are adjacent.
+// `n` floats at `p` (a multiple of 4, or 2) into d[t][2h], d[t][2h + 1].
+template <int NTW>
+__device__ __forceinline__ void ld_pairs(const float* p, float (&d)[NTW][4], int h) {
+#pragma unroll
+    for (int t = 0; t < NTW; t += 2) {
+        if (NTW == 1) {
+            const float2 v = *(const float2*)p;
+            d[0][2 * h] = v.x; d[0][2 * h + 1] = v.y;
+        } else {
+            const float4 v = *(const float4*)(p + 2 * t);
+            d[t][2 * h] = v.x; d[t][2 * h + 1] = v.y; d[t + 1][2 * h] = v.z; d[t + 1][2 * h + 1] = v.w;
+        }
+    }
+}
+template <int NTW>
+__device__ __forceinline__ void st_pairs(float* p, const float (&d)[NTW][4], int h) {
+#pragma unroll
+    for (int t = 0; t < NTW; t += 2) {
+        if (NTW == 1) *(float2*)p = make_float2(d[0][2 * h], d[0][2 * h + 1]);
+        else *(float4*)(p + 2 * t) = make_float4(d[t][2 * h], d[t][2 * h + 1], d[t + 1][2 * h], d[t + 1][2 * h + 1]);
+    }
+}
+
 __device__ __forceinline__ void mma_bf16(float* c, const u32* a, u32 b0, u32 b1) {
     asm("mma.sync.aligned.m16n8k16.row.col.f32." MMA_TYPES ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
@@ -363,6 +397,13 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
         // added registers and spills and gained nothing (run v27).
         float xr[NTR][4], xo[NTR][4];
         auto load_old = [&](int i, float (&dst)[NTR][4]) {
+#if WGMMA
+            // Ring rows permuted: this thread's 2·NTR values at (wn·4 + tq)·2·NTR.
+            const int q = (wn * 4 + tq) * 2 * NTR;
+            ld_pairs<NTR>(hrow0 + (c_hoff[i] + (p0 & (c_dil[i] - 1))) * R + q, dst, 0);
+            ld_pairs<NTR>(hrow1 + (c_hoff[i] + (p1 & (c_dil[i] - 1))) * R + q, dst, 1);
+            return;
+#endif
 #pragma unroll
             for (int t = 0; t < NTR; t++) {
                 const int col = (wn * NTR + t) * 8 + 2 * tq;
@@ -386,6 +427,17 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
         // warp's dilated columns: per tile, unit j = 4·tile + tq, rows b0, b1.
         float lb[NTD][4];
         auto load_lb = [&](int i) {
+#if WGMMA
+            // The pool permuted by the host (this thread's (tanh, sigmoid)
+            // pairs at (wn·4 + tq)·2·NTD, the gate biases added): dead
+            // streams' terms do not matter.
+            const int q = i * 2 * R + (wn * 4 + tq) * 2 * NTD;
+#pragma unroll
+            for (int t = 0; t < NTD; t++) lb[t][0] = lb[t][1] = lb[t][2] = lb[t][3] = 0.0f;
+            if (l0) ld_pairs<NTD>(crow0 + q, lb, 0);
+            if (l1) ld_pairs<NTD>(crow1 + q, lb, 1);
+            return;
+#endif
 #pragma unroll
             for (int t = 0; t < NTD; t++) {
                 const int j = (wn * NTD + t) * 4 + tq;
@@ -399,6 +451,20 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
         load_lb(0);
         // Layer i's A operand [x(t - d) | x(t)] and x_i(t) into its ring.
         auto put_din = [&](int i, const float (&old)[NTR][4]) {
+#if WGMMA
+            const int q = (wn * 4 + tq) * 2 * NTR;
+            if (l0) st_pairs<NTR>(hrow0 + (c_hoff[i] + (p0 & (c_dil[i] - 1))) * R + q, xr, 0);
+            if (l1) st_pairs<NTR>(hrow1 + (c_hoff[i] + (p1 & (c_dil[i] - 1))) * R + q, xr, 1);
+#pragma unroll
+            for (int t = 0; t < NTR; t++) {
+                const int col = (wn * NTR + t) * 8 + 2 * tq;
+                put_pair<2 * R, DK>(DIN, b0, col, old[t][0], old[t][1]);
+                put_pair<2 * R, DK>(DIN, b1, col, old[t][2], old[t][3]);
+                put_pair<2 * R, DK>(DIN, b0, R + col, xr[t][0], xr[t][1]);
+                put_pair<2 * R, DK>(DIN, b1, R + col, xr[t][2], xr[t][3]);
+            }
+            return;
+#endif
 #pragma unroll
             for (int t = 0; t < NTR; t++) {
                 const int col = (wn * NTR + t) * 8 + 2 * tq;
@@ -429,6 +495,23 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
             tiles_done<0>(zd);
             MARK(2);
             // Gate: (zd[t][0], zd[t][1]) are (tanh, sigmoid) of unit j for row b0, [2], [3] for b1.
+#if WGMMA
+            // Units j and j + 4 (tiles 2m, 2m + 1) are adjacent columns of
+            // HIN (the host permuted W_res and W_skip's inputs to match), so
+            // each pair is one 32-bit store per term and row.
+#pragma unroll
+            for (int t = 0; t < NTD; t += 2) {
+                const int c = (wn * NTD + t) * 4 + 2 * tq;
+                float h[4];
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    h[e] = gate_fast3(zd[t + e][0] * SC_DIL + lb[t + e][0], zd[t + e][1] * SC_DIL + lb[t + e][1]);
+                    h[2 + e] = gate_fast3(zd[t + e][2] * SC_DIL + lb[t + e][2], zd[t + e][3] * SC_DIL + lb[t + e][3]);
+                }
+                put_pair<R, HK>(HIN, b0, c, h[0], h[1]);
+                put_pair<R, HK>(HIN, b1, c, h[2], h[3]);
+            }
+#else
 #pragma unroll
             for (int t = 0; t < NTD; t++) {
                 const int j = (wn * NTD + t) * 4 + tq;
@@ -442,6 +525,7 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
                 HIN[AIX(b1, j, R, HK)] = hi;
                 if (TERMS == 2) HIN[LO_OFF(HK) + AIX(b1, j, R, HK)] = lo;
             }
+#endif
             if (i + 1 < NL) load_lb(i + 1);
             MARK(3);
             const unsigned char* crs = begin();

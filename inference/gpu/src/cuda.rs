@@ -577,7 +577,11 @@ impl MultiStream {
         let (_, rows) = sizes.history_offsets();
         let s = &dev.stream;
         let hist = s.alloc_zeros::<f32>(slots * rows * sizes.residual).map_err(driver("cuMemAlloc(histories)"))?;
-        let pool_d = dev.upload("conditioning pool", pool.data())?;
+        let pool_d = if plan.wgmma {
+            dev.upload("conditioning pool", &MultiLayout::tiles_wg_pool(w, pool.data(), plan.warps_n))?
+        } else {
+            dev.upload("conditioning pool", pool.data())?
+        };
         let pos = s.alloc_zeros::<i32>(slots).map_err(driver("cuMemAlloc(positions)"))?;
         let len = s.alloc_zeros::<i32>(slots).map_err(driver("cuMemAlloc(lengths)"))?;
         let y = dev.upload("last samples", &vec![128i32; 2 * slots])?;

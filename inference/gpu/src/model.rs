@@ -191,18 +191,26 @@ impl Stored {
     }
 }
 
+/// The column of the warpgroup tile kernel's gate output (and so the input
+/// of [W_res; W_skip]) that holds gate unit `j`: within each group of 8, units
+/// q and q + 4 side by side (2q, 2q + 1), which one thread computes.
+pub fn wg_unit_column(j: usize) -> usize {
+    j / 8 * 8 + (j % 4) * 2 + (j / 4) % 2
+}
+
 /// `mats` row-major `[rows, cols]` matrices, each reordered into 8 × 8
 /// core matrices: value (row, k) moves to
-/// ((row / 8) · (cols / 8) + k / 8) · 64 + (row % 8) · 8 + k % 8 of its
-/// matrix (`WG_OFF` in `kernels/wgmma.cuh`). Rows and cols are multiples of 8.
-pub fn core_tiled(m: &Stored, mats: usize, rows: usize, cols: usize) -> Stored {
+/// ((row / 8) · (cols / 8) + c / 8) · 64 + (row % 8) · 8 + c % 8 of its
+/// matrix, c = `col(k)` (`WG_OFF` in `kernels/wgmma.cuh`; `col` permutes
+/// the inputs within groups of 8). Rows and cols are multiples of 8.
+pub fn core_tiled(m: &Stored, mats: usize, rows: usize, cols: usize, col: impl Fn(usize) -> usize) -> Stored {
     assert!(
         rows % 8 == 0 && cols % 8 == 0 && m.len() == mats * rows * cols,
         "core tiling of {mats} x [{rows}, {cols}]"
     );
     let index = |i: usize| {
         let (mat, rem) = (i / (rows * cols), i % (rows * cols));
-        let (row, k) = (rem / cols, rem % cols);
+        let (row, k) = (rem / cols, col(rem % cols));
         mat * rows * cols + ((row / 8) * (cols / 8) + k / 8) * 64 + (row % 8) * 8 + k % 8
     };
     fn permute<T: Copy + Default>(v: &[T], index: impl Fn(usize) -> usize) -> Vec<T> {
@@ -438,18 +446,48 @@ impl MultiLayout {
     /// matrices of 64 contiguous values, row group by row group, each row
     /// group's core matrices in input order. Each matrix (W_dil and
     /// [W_res; W_skip] of each layer, W_relu, W_out) is tiled on its own, so
-    /// a chunk of whole 8-row groups is a contiguous copy.
+    /// a chunk of whole 8-row groups is a contiguous copy. [W_res; W_skip]'s
+    /// inputs (gate units) are reordered by [`wg_unit_column`], as the kernel
+    /// stores the gate's outputs.
     pub fn tiles_wg(w: &Weights, f16: bool) -> (Self, [f32; 4]) {
         let Sizes { layers: l, residual: r, skip: s, .. } = w.sizes;
         let (t, sc) = if f16 { Self::tiles_f16(w) } else { (Self::tiles(w, true), [1.0; 4]) };
         let lay = Self {
-            dil: core_tiled(&t.dil, l, 2 * r, 2 * r),
-            res: core_tiled(&t.res, l, r + s, r),
+            dil: core_tiled(&t.dil, l, 2 * r, 2 * r, |k| k),
+            res: core_tiled(&t.res, l, r + s, r, wg_unit_column),
             skip: t.skip,
-            relu: core_tiled(&t.relu, 1, A, s),
-            out: core_tiled(&t.out, 1, A, A),
+            relu: core_tiled(&t.relu, 1, A, s, |k| k),
+            out: core_tiled(&t.out, 1, A, A, |k| k),
         };
         (lay, sc)
+    }
+
+    /// The conditioning pool (`[frames, ℓ·2r]`, each layer's tanh terms then
+    /// its sigmoid terms) as the warpgroup tile kernel reads it with `warps_n`
+    /// warpgroups: the gate biases added, and per layer each thread's
+    /// (tanh, sigmoid) pairs of units j = (wn·T + t)·4 + tq, t < T = 2r / 8 /
+    /// warps_n, adjacent at ((wn·4 + tq)·T + t)·2.
+    pub fn tiles_wg_pool(w: &Weights, pool: &[f32], warps_n: usize) -> Vec<f32> {
+        let Sizes { layers: l, residual: r, .. } = w.sizes;
+        let width = l * 2 * r;
+        let nt = 2 * r / 8 / warps_n;
+        let mut out = vec![0.0; pool.len()];
+        for (src, dst) in pool.chunks_exact(width).zip(out.chunks_exact_mut(width)) {
+            for i in 0..l {
+                for wn in 0..warps_n {
+                    for tq in 0..4 {
+                        for t in 0..nt {
+                            let j = (wn * nt + t) * 4 + tq;
+                            for g in 0..2 {
+                                let k = i * 2 * r + g * r + j;
+                                dst[i * 2 * r + ((wn * 4 + tq) * nt + t) * 2 + g] = src[k] + w.gate_b[k];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// `row_major` for the tensor-core path, transposed for the float32 one.

@@ -309,3 +309,47 @@ fn chain_split_layout_and_plans() {
     assert_eq!((p.cluster, p.chain_warps), (3, 1));
     assert!(SinglePlan::chain_split(&small.sizes, 20, 8, smem).is_err(), "4 inputs per warp part");
 }
+
+#[test]
+fn the_warpgroup_layout_tiles_core_matrices_and_permutes_gate_units_and_the_pool() {
+    let w = weights("20x64x128");
+    let (r, s, l) = (w.sizes.residual, w.sizes.skip, w.sizes.layers);
+    let t = MultiLayout::tiles(&w, true);
+    let (g, sc) = MultiLayout::tiles_wg(&w, false);
+    assert_eq!(sc, [1.0; 4]);
+    // W_dil of layer 1: value (row, k) at ((row / 8)·(K / 8) + k / 8)·64 + (row % 8)·8 + k % 8.
+    let k = 2 * r;
+    for (row, col) in [(0, 0), (3, 17), (9, 8), (127, 127), (64, 5)] {
+        let want = t.dil.get(4 * r * r + row * k + col);
+        let at = 4 * r * r + ((row / 8) * (k / 8) + col / 8) * 64 + (row % 8) * 8 + col % 8;
+        assert_eq!(g.dil.get(at), want, "dil ({row}, {col})");
+    }
+    // [W_res; W_skip]: its inputs (gate units) permuted within groups of 8 as the kernel stores them.
+    let perm: Vec<usize> = (0..r).map(dv_gpu::model::wg_unit_column).collect();
+    let mut sorted = perm.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (0..r).collect::<Vec<_>>(), "a permutation");
+    assert_eq!(&perm[..8], &[0, 2, 4, 6, 1, 3, 5, 7]);
+    for (row, unit) in [(0, 0), (5, 4), (70, 13), (r + s - 1, r - 1)] {
+        let c = perm[unit];
+        let at = l.min(2) * (r + s) * r + ((row / 8) * (r / 8) + c / 8) * 64 + (row % 8) * 8 + c % 8;
+        assert_eq!(g.res.get(at), t.res.get(l.min(2) * (r + s) * r + row * r + unit), "res ({row}, {unit})");
+    }
+    // The pool: per layer, thread (wn, tq)'s (tanh, sigmoid) pairs adjacent, the gate biases added.
+    let width = l * 2 * r;
+    let pool: Vec<f32> = (0..2 * width).map(|i| (i as f32 * 0.37).sin()).collect();
+    let wn_count = 2;
+    let nt = 2 * r / 8 / wn_count;
+    let p = MultiLayout::tiles_wg_pool(&w, &pool, wn_count);
+    let (frame, layer, wn, tq, tile) = (1, 3, 1, 2, 5);
+    let j = (wn * nt + tile) * 4 + tq;
+    let at = frame * width + layer * 2 * r + ((wn * 4 + tq) * nt + tile) * 2;
+    let src = frame * width + layer * 2 * r;
+    assert_eq!(p[at], pool[src + j] + w.gate_b[layer * 2 * r + j], "tanh term");
+    assert_eq!(p[at + 1], pool[src + r + j] + w.gate_b[layer * 2 * r + r + j], "sigmoid term");
+    let mut a: Vec<f32> = p.iter().map(|v| v.to_bits() as f32).collect();
+    let mut b: Vec<f32> = (0..pool.len()).map(|i| (pool[i] + w.gate_b[i % width]).to_bits() as f32).collect();
+    a.sort_by(f32::total_cmp);
+    b.sort_by(f32::total_cmp);
+    assert_eq!(a, b, "every term once");
+}
