@@ -72,6 +72,49 @@ __device__ __forceinline__ void cluster_sync(bool release) {
     }
     asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
+// mbarriers (wavenet_chain's hand-offs, wavenet_tiles' weight chunks).
+__device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+// One arrival, and `bytes` more to come by st.async or a bulk copy (the owner
+// arms each phase).
+__device__ __forceinline__ void mbar_expect(u32 bar, u32 bytes) {
+    asm volatile("{ .reg .b64 s; mbarrier.arrive.expect_tx.release.cluster.shared::cta.b64 s, [%0], %1; }" ::"r"(bar),
+                 "r"(bytes)
+                 : "memory");
+}
+// One arrival (release at block scope: this thread's earlier writes).
+__device__ __forceinline__ void mbar_arrive(u32 bar) {
+    asm volatile("{ .reg .b64 s; mbarrier.arrive.shared::cta.b64 s, [%0]; }" ::"r"(bar) : "memory");
+}
+// Waits for the phase of parity `par` to complete; `cluster`: the data came
+// from other blocks (st.async), otherwise from this block's threads or a bulk
+// copy into this block.
+__device__ __forceinline__ void mbar_wait(u32 bar, u32 par, bool cluster) {
+    u32 done = 0;
+    while (!done) {
+        if (cluster) {
+            asm volatile(
+                "{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                : "=r"(done)
+                : "r"(bar), "r"(par)
+                : "memory");
+        } else {
+            asm volatile(
+                "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                : "=r"(done)
+                : "r"(bar), "r"(par)
+                : "memory");
+        }
+    }
+}
+// `bytes` (a multiple of 16) from global memory into this block's shared
+// memory by the tensor-memory accelerator, completing them on `bar`.
+__device__ __forceinline__ void bulk_load(u32 dst, const void* src, u32 bytes, u32 bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
 // Sum over `W` consecutive lanes (a power of two <= 32).
 template <int W>
 __device__ __forceinline__ float group_sum(float v) {

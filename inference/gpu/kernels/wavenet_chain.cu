@@ -67,39 +67,6 @@
 #error "wavenet_chain needs one non-chain thread per skip row"
 #endif
 
-__device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-// One arrival, and `bytes` more to come by st.async (the owner arms each phase).
-__device__ __forceinline__ void mbar_expect(u32 bar, u32 bytes) {
-    asm volatile("{ .reg .b64 s; mbarrier.arrive.expect_tx.release.cluster.shared::cta.b64 s, [%0], %1; }" ::"r"(bar),
-                 "r"(bytes)
-                 : "memory");
-}
-// One arrival (release at block scope: this thread's earlier writes).
-__device__ __forceinline__ void mbar_arrive(u32 bar) {
-    asm volatile("{ .reg .b64 s; mbarrier.arrive.shared::cta.b64 s, [%0]; }" ::"r"(bar) : "memory");
-}
-// Waits for the phase of parity `par` to complete; `cluster`: the data came
-// from other blocks (st.async), otherwise from this block's threads.
-__device__ __forceinline__ void mbar_wait(u32 bar, u32 par, bool cluster) {
-    u32 done = 0;
-    while (!done) {
-        if (cluster) {
-            asm volatile(
-                "{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                : "=r"(done)
-                : "r"(bar), "r"(par)
-                : "memory");
-        } else {
-            asm volatile(
-                "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                : "=r"(done)
-                : "r"(bar), "r"(par)
-                : "memory");
-        }
-    }
-}
 // A wait on the sample's critical path (data from another block): with
 // SPIN_WAIT a busy poll (`test_wait`, which never suspends the thread), else
 // as mbar_wait (`try_wait` may suspend it until the phase completes).

@@ -56,6 +56,21 @@
 // SKIP_OVERLAP (switch, with WGMMA): the skip product issued before the
 // residual update is computed. ptxas then serializes every wgmma (it does not
 // follow a partial wgmma.wait_group), so it is off by default.
+// TMA (default with WGMMA; NO_TMA switches it off): each weight chunk is one
+// bulk copy by the tensor-memory accelerator, issued by thread 0 and
+// completing on its slot's mbarrier, instead of cp.async by every thread.
+#if WGMMA && !defined(NO_TMA)
+#define TMA 1
+#else
+#define TMA 0
+#endif
+// RS_JOINT (switch, with WGMMA): the residual and skip products issued
+// together and both waited for before the residual update.
+#if WGMMA && defined(RS_JOINT_ON)
+#define RS_JOINT 1
+#else
+#define RS_JOINT 0
+#endif
 #if WGMMA && defined(SKIP_OVERLAP_ON)
 #define SKIP_OVERLAP 1
 #else
@@ -293,6 +308,23 @@ __device__ __forceinline__ void copy_chunk(unsigned char* dst, const wt* src) {
                      "l"(src + (size_t)r * K + q * 8));
     }
 }
+// Chunk c of a step as one contiguous range (the host-tiled WGMMA layout).
+__device__ __forceinline__ const wt* chunk_src(const wt* w_dil, const wt* w_rs, const wt* w_relu, const wt* w_out,
+                                               int c, u32& bytes) {
+    if (c < 2 * NL) {
+        const int i = c >> 1;
+        bytes = (c & 1) == 0 ? 4 * R * R * 2 : (R + S) * R * 2;
+        return (c & 1) == 0 ? w_dil + (size_t)i * 4 * R * R : w_rs + (size_t)i * (R + S) * R;
+    }
+    c -= 2 * NL;
+    if (c < A / CR1) {
+        bytes = CR1 * S * 2;
+        return w_relu + (size_t)c * CR1 * S;
+    }
+    c -= A / CR1;
+    bytes = CR2 * A * 2;
+    return w_out + (size_t)c * CR2 * A;
+}
 // Chunk c of a step (per layer W_dil, [W_res; W_skip]; relu chunks; output chunks) into `dst`.
 __device__ __forceinline__ void copy_step_chunk(const wt* w_dil, const wt* w_rs, const wt* w_relu, const wt* w_out,
                                                 int c, unsigned char* dst) {
@@ -330,6 +362,7 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
     int* y2 = y1 + BS;
     int* len = y2 + BS;
     u64* rng = (u64*)(len + BS);                           // [BS][4] random states for the launch
+    u64* mbar = rng + 4 * BS;                              // [NSLOT] (TMA): a slot's chunk has arrived
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, tq = lane & 3;
@@ -355,17 +388,41 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
     // The weight-chunk pipeline: the q-th chunk issued lives in slot q % NSLOT.
     int next_chunk = 0, next_slot = 0;  // = issued % NCH, issued % NSLOT
     auto issue = [&]() {
+#if TMA
+        // One bulk copy by thread 0, completing on the slot's mbarrier.
+        if (tid == 0) {
+            u32 bytes;
+            const wt* src = chunk_src(w_dil, w_rs, w_relu, w_out, next_chunk, bytes);
+            const u32 bar = smem_u32(mbar + next_slot);
+            mbar_expect(bar, bytes);
+            bulk_load(smem_u32(slots + next_slot * SLOT), src, bytes, bar);
+        }
+#else
         copy_step_chunk(w_dil, w_rs, w_relu, w_out, next_chunk, slots + next_slot * SLOT);
         asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
         next_chunk = next_chunk + 1 == NCH ? 0 : next_chunk + 1;
         next_slot = next_slot + 1 == NSLOT ? 0 : next_slot + 1;
     };
+#if TMA
+    u32 phases = 0;  // bit k: the parity of slot k's next phase
+    if (tid == 0) {
+        for (int k = 0; k < NSLOT; k++) mbar_init(smem_u32(mbar + k), 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+#endif
     // Starts the next chunk: waits for its data, one block barrier (which
     // also publishes the activations written before it), refills the slot
     // the previous chunk used. Returns the chunk's slot.
     int used_slot = 0;  // = chunks consumed % NSLOT
     auto begin = [&]() -> const unsigned char* {
+#if TMA
+        mbar_wait(smem_u32(mbar + used_slot), (phases >> used_slot) & 1, false);
+        phases ^= 1u << used_slot;
+#else
         asm volatile("cp.async.wait_group %0;" ::"n"(NSLOT - 2) : "memory");
+#endif
 #if WGMMA
         // This thread's chunk copies and activation stores, to the async proxy.
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
@@ -536,12 +593,16 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
                 for (int t = 0; t < NTR; t++) zr[t][0] = zr[t][1] = zr[t][2] = zr[t][3] = 0.0f;
                 tiles_issue<R, NTR>(hin_hi, hin_lo, b_addr(crs, R, wn * NTR, lane), zr);
             }
-#if SKIP_OVERLAP
-            // The skip product runs while the residual update is computed.
+#if SKIP_OVERLAP || RS_JOINT
+            // The skip product runs while the residual update is computed
+            // (SKIP_OVERLAP), or beside the residual product (RS_JOINT).
             tiles_issue<R, NTS>(hin_hi, hin_lo, b_addr(crs, R, R / 8 + wn * NTS, lane), sk);
 #endif
             if (i + 1 < NL) {
                 tiles_done<SKIP_OVERLAP>(zr);
+#if RS_JOINT
+                wg_pin(sk);
+#endif
 #pragma unroll
                 for (int t = 0; t < NTR; t++) {
                     const int col = (wn * NTR + t) * 8 + 2 * tq;
@@ -554,7 +615,7 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
                 put_din(i + 1, xo);
             }
             MARK(4);
-#if !SKIP_OVERLAP
+#if !SKIP_OVERLAP && !RS_JOINT
             tiles_issue<R, NTS>(hin_hi, hin_lo, b_addr(crs, R, R / 8 + wn * NTS, lane), sk);
 #endif
             tiles_done<0>(sk);
@@ -724,7 +785,16 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
         __syncthreads();
         MARK(7);
     }
+#if TMA
+    // The chunks issued ahead land before the block exits.
+    for (int k = 0; k < NSLOT - 1; k++) {
+        mbar_wait(smem_u32(mbar + used_slot), (phases >> used_slot) & 1, false);
+        phases ^= 1u << used_slot;
+        used_slot = used_slot + 1 == NSLOT ? 0 : used_slot + 1;
+    }
+#else
     asm volatile("cp.async.wait_group 0;" ::: "memory");
+#endif
     if (profiling) {
         // Phases 0-7 as PROFILE_PHASES_TILES; [8] chunk waits, [9] products.
         for (int k = 0; k < 8; k++) prof[k] = pacc[k];

@@ -507,7 +507,9 @@ impl MultiPlan {
         let terms = if f16 { 1 } else { 2 };
         let reg1 = (terms * bs * row(2 * r)).max(terms * bs * row(s)).max(bs * (A + 8) * 4);
         let reg2 = (terms * bs * row(r)).max(terms * bs * row(A));
-        let smem_bytes = stages * slot + reg1 + reg2 + 4 * (threads / 32) * A + 5 * 4 * bs + 8 * 4 * bs;
+        // (The warpgroup kernel adds an mbarrier per slot.)
+        let mbars = if wgmma { 8 * stages } else { 0 };
+        let smem_bytes = stages * slot + reg1 + reg2 + 4 * (threads / 32) * A + 5 * 4 * bs + 8 * 4 * bs + mbars;
         if smem_bytes > smem_limit {
             return bad(format!("{smem_bytes} bytes of shared memory per block (the device allows {smem_limit})"));
         }
