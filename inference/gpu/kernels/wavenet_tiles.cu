@@ -64,6 +64,10 @@
 #else
 #define TMA 0
 #endif
+// Bulk copies per chunk (a power of two; every chunk's bytes are a multiple of 16 · 8).
+#ifndef TMA_SPLIT
+#define TMA_SPLIT 4
+#endif
 // RS_JOINT (switch, with WGMMA): the residual and skip products issued
 // together and both waited for before the residual update.
 #if WGMMA && defined(RS_JOINT_ON)
@@ -389,13 +393,18 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
     int next_chunk = 0, next_slot = 0;  // = issued % NCH, issued % NSLOT
     auto issue = [&]() {
 #if TMA
-        // One bulk copy by thread 0, completing on the slot's mbarrier.
-        if (tid == 0) {
+        // TMA_SPLIT bulk copies by the first lanes of warp 0, completing on
+        // the slot's mbarrier (armed first by lane 0 for the whole chunk).
+        if (warp == 0) {
             u32 bytes;
             const wt* src = chunk_src(w_dil, w_rs, w_relu, w_out, next_chunk, bytes);
             const u32 bar = smem_u32(mbar + next_slot);
-            mbar_expect(bar, bytes);
-            bulk_load(smem_u32(slots + next_slot * SLOT), src, bytes, bar);
+            if (lane == 0) mbar_expect(bar, bytes);
+            __syncwarp();
+            const u32 part = bytes / TMA_SPLIT;
+            if (lane < TMA_SPLIT)
+                bulk_load(smem_u32(slots + next_slot * SLOT) + lane * part, (const unsigned char*)src + lane * part,
+                          part, bar);
         }
 #else
         copy_step_chunk(w_dil, w_rs, w_relu, w_out, next_chunk, slots + next_slot * SLOT);
