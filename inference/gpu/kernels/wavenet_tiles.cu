@@ -64,9 +64,10 @@
 #else
 #define TMA 0
 #endif
-// Bulk copies per chunk (a power of two; every chunk's bytes are a multiple of 16 · 8).
+// Bulk copies per chunk (a power of two up to 8: every chunk's bytes are a
+// multiple of 512). More than one was slower in run v43.
 #ifndef TMA_SPLIT
-#define TMA_SPLIT 4
+#define TMA_SPLIT 1
 #endif
 // RS_JOINT (switch, with WGMMA): the residual and skip products issued
 // together and both waited for before the residual update.

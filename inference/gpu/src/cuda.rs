@@ -550,6 +550,14 @@ impl MultiStream {
                 got: pool.width(),
             });
         }
+        if plan.wgmma && dev.capability != (9, 0) {
+            return Err(GpuError::Unsupported {
+                what: format!(
+                    "warpgroup MMAs (tiles-wg) on compute capability {}.{}: they need sm_90 (Hopper)",
+                    dev.capability.0, dev.capability.1
+                ),
+            });
+        }
         let slots = slots.max(1).div_ceil(plan.streams_per_block) * plan.streams_per_block;
         let (layout, source) = match plan.kernel {
             MultiKernel::Panels => (MultiLayout::new(w, true, plan.bf16), plan.source(&sizes)),

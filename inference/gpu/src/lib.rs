@@ -38,7 +38,12 @@
 //!    grid whose warps own fixed output columns (`ldmatrix` fragments, the
 //!    gate, the residual stream and the skip sum in registers), weights in
 //!    chunks through 2–3 shared-memory slots, activations as two bfloat16
-//!    terms or, with `f16`, in half precision. Slot state stays on the device between
+//!    terms or, with `f16`, in half precision. On Hopper (sm_90),
+//!    [`MultiPlan::tiles_wg`] is the fastest: the same kernel with every
+//!    product a warpgroup MMA (`wgmma`, both operands from shared memory
+//!    tiled into core matrices, 64 streams per block), weight chunks by TMA
+//!    bulk copies, and the conditioning pool and history rings in per-thread
+//!    vector order. Slot state stays on the device between
 //!    launches, so streams join ([`MultiStream::start`]) and leave (reaching
 //!    their length) between launches.
 //!

@@ -126,10 +126,10 @@ pub struct StreamsArgs {
     /// in half precision, one pass), `tiles-wg` / `tiles-wg-f16` (the same
     /// with warpgroup MMAs, sm_90a, 64 streams per block) and/or `panels`
     /// (wavenet_multi.cu).
-    #[arg(long, value_delimiter = ',', default_value = "tiles")]
+    #[arg(long, value_delimiter = ',', default_value = "tiles-wg")]
     kernels: Vec<String>,
     /// Stream slots per block.
-    #[arg(long, value_delimiter = ',', default_value = "32")]
+    #[arg(long, value_delimiter = ',', default_value = "64")]
     per_block: Vec<usize>,
     #[arg(long, default_value_t = 256)]
     threads: usize,
