@@ -519,18 +519,10 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
         // Layer i's A operand [x(t - d) | x(t)] and x_i(t) into its ring.
         auto put_din = [&](int i, const float (&old)[NTR][4]) {
 #if WGMMA
+            // The ring rows in this thread's vector order.
             const int q = (wn * 4 + tq) * 2 * NTR;
             if (l0) st_pairs<NTR>(hrow0 + (c_hoff[i] + (p0 & (c_dil[i] - 1))) * R + q, xr, 0);
             if (l1) st_pairs<NTR>(hrow1 + (c_hoff[i] + (p1 & (c_dil[i] - 1))) * R + q, xr, 1);
-#pragma unroll
-            for (int t = 0; t < NTR; t++) {
-                const int col = (wn * NTR + t) * 8 + 2 * tq;
-                put_pair<2 * R, DK>(DIN, b0, col, old[t][0], old[t][1]);
-                put_pair<2 * R, DK>(DIN, b1, col, old[t][2], old[t][3]);
-                put_pair<2 * R, DK>(DIN, b0, R + col, xr[t][0], xr[t][1]);
-                put_pair<2 * R, DK>(DIN, b1, R + col, xr[t][2], xr[t][3]);
-            }
-            return;
 #endif
 #pragma unroll
             for (int t = 0; t < NTR; t++) {
@@ -539,8 +531,10 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
                 put_pair<2 * R, DK>(DIN, b1, col, old[t][2], old[t][3]);
                 put_pair<2 * R, DK>(DIN, b0, R + col, xr[t][0], xr[t][1]);
                 put_pair<2 * R, DK>(DIN, b1, R + col, xr[t][2], xr[t][3]);
+#if !WGMMA
                 if (l0) *(float2*)(hrow0 + (c_hoff[i] + (p0 & (c_dil[i] - 1))) * R + col) = make_float2(xr[t][0], xr[t][1]);
                 if (l1) *(float2*)(hrow1 + (c_hoff[i] + (p1 & (c_dil[i] - 1))) * R + col) = make_float2(xr[t][2], xr[t][3]);
+#endif
             }
         };
         put_din(0, xo);
