@@ -1,4 +1,4 @@
-//! Dumps the PTX of one tile-kernel plan (for ptxas reports): wgptx PRESET THREADS F16 WG OUT
+//! Dumps the PTX of one tile-kernel plan (for ptxas reports): wgptx PRESET THREADS F16 WG OUT [STAGES]
 use dv_gpu::{compile_ptx, MultiPlan, Weights};
 fn main() {
     let a: Vec<String> = std::env::args().collect();
@@ -6,10 +6,11 @@ fn main() {
     let w = Weights::from_voice(&dv_synth::random::random_voice(cfg, 1).unwrap()).unwrap();
     let threads: usize = a[2].parse().unwrap();
     let f16 = a[3] == "1";
+    let stages: usize = a.get(6).map_or(2, |s| s.parse().unwrap());
     let plan = if a[4] == "1" {
-        MultiPlan::tiles_wg(&w.sizes, threads, 2, 0, f16, 227 * 1024).unwrap()
+        MultiPlan::tiles_wg(&w.sizes, threads, stages, 0, f16, 227 * 1024).unwrap()
     } else {
-        MultiPlan::tiles(&w.sizes, 64, threads, 2, 0, f16, 227 * 1024).unwrap()
+        MultiPlan::tiles(&w.sizes, 64, threads, stages, 0, f16, 227 * 1024).unwrap()
     };
     let ptx = compile_ptx(&plan.source(&w.sizes), plan.entry(), &plan.arch((9, 0))).unwrap();
     std::fs::write(&a[5], ptx.to_src()).unwrap();

@@ -127,7 +127,11 @@
 #define AIX(row, col, K, STRIDE) ((row) * (STRIDE) + (col))
 #endif
 #define LO_OFF(STRIDE) (BS * (STRIDE))
+#if WGMMA
+#define LK (A + 4)  // 1 KB less, so that three 32 KB weight slots fit beside 64 streams
+#else
 #define LK (A + 8)
+#endif
 
 #define MAXI(a, b) ((a) > (b) ? (a) : (b))
 #define REG1_BYTES MAXI(MAXI(TERMS * BS * DK * 2, TERMS * BS * RK * 2), BS * LK * 4)
@@ -360,20 +364,35 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
     float* LOG = (float*)reg1;                             // [BS][LK] logits
     u16* HIN = (u16*)reg2;                                 // [2][BS][HK]: gate output
     u16* OIN = (u16*)reg2;                                 // [2][BS][OK]: relu layer output
+#if WGMMA
+    // Room for a third weight slot: the warps' probabilities alias the relu
+    // layer's output (temperature sampling runs after the output layer), and
+    // the random states stay in device memory (below).
+    float* PW = (float*)reg2;                              // [NW][A]
+    int* pos = (int*)(reg2 + REG2_BYTES);                  // [BS]
+#else
     float* PW = (float*)(reg2 + REG2_BYTES);               // [NW][A]
     int* pos = (int*)(PW + NW * A);                        // [BS]
+#endif
     int* live = pos + BS;
     int* y1 = live + BS;
     int* y2 = y1 + BS;
     int* len = y2 + BS;
+#if WGMMA
+    u64* mbar = (u64*)(len + BS);                          // [NSLOT] (TMA): a slot's chunk has arrived
+#else
     u64* rng = (u64*)(len + BS);                           // [BS][4] random states for the launch
-    u64* mbar = rng + 4 * BS;                              // [NSLOT] (TMA): a slot's chunk has arrived
+    u64* mbar = rng + 4 * BS;
+#endif
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, tq = lane & 3;
     const int wm = warp % WM, wn = warp / WM;
     const int b0 = wm * 16 + g, b1 = b0 + 8;  // this thread's two stream rows in every product
     const int slot0 = blockIdx.x * BS;
+#if WGMMA
+    u64* rng = st_rng + 4 * (size_t)slot0;  // [BS][4] random states, in device memory
+#endif
     const bool profiling = prof != nullptr && blockIdx.x == 0 && tid == 0;
     long long pacc[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     long long plast = clock64();
@@ -387,8 +406,10 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
         y1[tid] = st_y[2 * s];
         y2[tid] = st_y[2 * s + 1];
         len[tid] = st_len[s];
+#if !WGMMA
 #pragma unroll
         for (int k = 0; k < 4; k++) rng[4 * tid + k] = st_rng[4 * s + k];
+#endif
     }
     // The weight-chunk pipeline: the q-th chunk issued lives in slot q % NSLOT.
     int next_chunk = 0, next_slot = 0;  // = issued % NCH, issued % NSLOT
@@ -469,8 +490,7 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
             const int q = (wn * 4 + tq) * 2 * NTR;
             ld_pairs<NTR>(hrow0 + (c_hoff[i] + (p0 & (c_dil[i] - 1))) * R + q, dst, 0);
             ld_pairs<NTR>(hrow1 + (c_hoff[i] + (p1 & (c_dil[i] - 1))) * R + q, dst, 1);
-            return;
-#endif
+#else
 #pragma unroll
             for (int t = 0; t < NTR; t++) {
                 const int col = (wn * NTR + t) * 8 + 2 * tq;
@@ -478,6 +498,7 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
                 const float2 o1 = *(const float2*)(hrow1 + (c_hoff[i] + (p1 & (c_dil[i] - 1))) * R + col);
                 dst[t][0] = o0.x; dst[t][1] = o0.y; dst[t][2] = o1.x; dst[t][3] = o1.y;
             }
+#endif
         };
         load_old(0, xo);
         const int cy0 = y1[b0] * R, cy1 = y1[b1] * R, py0 = y2[b0] * R, py1 = y2[b1] * R;
@@ -503,8 +524,7 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
             for (int t = 0; t < NTD; t++) lb[t][0] = lb[t][1] = lb[t][2] = lb[t][3] = 0.0f;
             if (l0) ld_pairs<NTD>(crow0 + q, lb, 0);
             if (l1) ld_pairs<NTD>(crow1 + q, lb, 1);
-            return;
-#endif
+#else
 #pragma unroll
             for (int t = 0; t < NTD; t++) {
                 const int j = (wn * NTD + t) * 4 + tq;
@@ -514,6 +534,7 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
                 lb[t][2] = bh + (l1 ? crow1[i * 2 * R + j] : 0.0f);
                 lb[t][3] = bg + (l1 ? crow1[i * 2 * R + R + j] : 0.0f);
             }
+#endif
         };
         load_lb(0);
         // Layer i's A operand [x(t - d) | x(t)] and x_i(t) into its ring.
@@ -810,7 +831,9 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
         st_pos[s] = pos[tid];
         st_y[2 * s] = y1[tid];
         st_y[2 * s + 1] = y2[tid];
+#if !WGMMA
 #pragma unroll
         for (int k = 0; k < 4; k++) st_rng[4 * s + k] = rng[4 * tid + k];
+#endif
     }
 }

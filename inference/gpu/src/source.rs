@@ -505,11 +505,14 @@ impl MultiPlan {
         // Activation buffers: one or two 16-bit terms; then the logits, the
         // warps' probabilities, 5 ints and 4 random-state words per stream.
         let terms = if f16 { 1 } else { 2 };
-        let reg1 = (terms * bs * row(2 * r)).max(terms * bs * row(s)).max(bs * (A + 8) * 4);
+        // The logits' rows are padded by 4 floats with warpgroup MMAs, 8 otherwise.
+        let lk = if wgmma { A + 4 } else { A + 8 };
+        let reg1 = (terms * bs * row(2 * r)).max(terms * bs * row(s)).max(bs * lk * 4);
         let reg2 = (terms * bs * row(r)).max(terms * bs * row(A));
-        // (The warpgroup kernel adds an mbarrier per slot.)
-        let mbars = if wgmma { 8 * stages } else { 0 };
-        let smem_bytes = stages * slot + reg1 + reg2 + 4 * (threads / 32) * A + 5 * 4 * bs + 8 * 4 * bs + mbars;
+        // The warpgroup kernel keeps the warps' probabilities in reg2 and the
+        // random states in device memory, and adds an mbarrier per slot.
+        let (probs, states, mbars) = if wgmma { (0, 0, 8 * stages) } else { (4 * (threads / 32) * A, 8 * 4 * bs, 0) };
+        let smem_bytes = stages * slot + reg1 + reg2 + probs + 5 * 4 * bs + states + mbars;
         if smem_bytes > smem_limit {
             return bad(format!("{smem_bytes} bytes of shared memory per block (the device allows {smem_limit})"));
         }

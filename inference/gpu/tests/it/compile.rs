@@ -114,12 +114,12 @@ fn nvrtc_compiles_both_kernels_for_every_preset() {
         }
         // The warpgroup-MMA tile kernel (sm_90a): every product a wgmma from
         // shared-memory descriptors; no ldmatrix or mma.sync left.
-        for (threads, f16) in [(256, false), (512, false), (256, true)] {
-            let plan = match MultiPlan::tiles_wg(&w.sizes, threads, 2, 0, f16, smem) {
+        for (threads, f16, stages) in [(256, false, 2), (256, false, 3), (512, false, 2), (256, true, 2)] {
+            let plan = match MultiPlan::tiles_wg(&w.sizes, threads, stages, 0, f16, smem) {
                 Ok(p) => p,
                 Err(e) => {
-                    // Only (40, 64, 256) with 16 warps' sampling buffers outgrows shared memory.
-                    assert!(w.sizes.skip == 256 && threads == 512 && e.to_string().contains("shared memory"), "{e}");
+                    // Only (40, 64, 256)'s 40 KB chunks do not fit three times beside 64 streams.
+                    assert!(w.sizes.skip == 256 && stages == 3 && e.to_string().contains("shared memory"), "{e}");
                     continue;
                 }
             };

@@ -353,3 +353,20 @@ fn the_warpgroup_layout_tiles_core_matrices_and_permutes_gate_units_and_the_pool
     b.sort_by(f32::total_cmp);
     assert_eq!(a, b, "every term once");
 }
+
+#[test]
+fn warpgroup_plans_fit_three_weight_slots_for_r64_s128_and_need_64_streams() {
+    let smem = 227 * 1024;
+    let w = weights("20x64x128");
+    let p = MultiPlan::tiles_wg(&w.sizes, 256, 3, 0, false, smem).unwrap();
+    // Unpadded W_dil (128 rows of 128) sets the slot; logits padded by 4 floats.
+    assert_eq!((p.streams_per_block, p.warps_n, p.panel_bytes), (64, 2, 128 * 128 * 2));
+    assert_eq!(p.smem_bytes, 3 * 32768 + 64 * 260 * 4 + 2 * 64 * 256 * 2 + 5 * 4 * 64 + 3 * 8);
+    assert!(p.smem_bytes <= smem && p.wgmma);
+    assert_eq!(p.arch((9, 0)), "compute_90a");
+    assert!(MultiPlan::tiles_wg(&w.sizes, 192, 2, 0, false, smem).is_err(), "not whole warpgroups");
+    assert!(MultiPlan::tiles_wg(&w.sizes, 1024, 2, 0, false, smem).is_err(), "at most 4 warpgroups");
+    let big = weights("40x64x256");
+    assert!(MultiPlan::tiles_wg(&big.sizes, 256, 2, 0, false, smem).is_ok(), "unpadded, 64 streams fit");
+    assert!(MultiPlan::tiles_wg(&big.sizes, 256, 3, 0, false, smem).is_err());
+}
