@@ -394,7 +394,14 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
     u64* rng = st_rng + 4 * (size_t)slot0;  // [BS][4] random states, in device memory
 #endif
     const bool profiling = prof != nullptr && blockIdx.x == 0 && tid == 0;
+#if WGMMA
+    // The profile's sums in shared memory: 20 registers fewer for every thread.
+    long long* pacc = (long long*)(mbar + NSLOT);  // [10]
+    if (profiling)
+        for (int k = 0; k < 10; k++) pacc[k] = 0;
+#else
     long long pacc[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+#endif
     long long plast = clock64();
 #define MARK(k) \
     if (profiling) { const long long now = clock64(); pacc[k] += now - plast; plast = now; }
