@@ -7,6 +7,7 @@
 #   CONFIGS="20x64x128 tiles 64 256 2 4224,8448" benchmarks/gpu/streams_sweep.sh .carry/dv.xz $OUT
 # STEPS (512) samples per timed launch, PARITY (256) samples compared with the CPU reference.
 # VOICE=DIR adds a voice package (trained weights) to every line; PRESET `none` runs it alone.
+# STREAMS_ARGS: more `dv bench gpu-streams` flags for every line (e.g. --force-timing).
 set -uo pipefail
 dvxz=$1 out=$2
 mkdir -p "$out/ptx"
@@ -20,7 +21,7 @@ while read -r preset kernels per_block threads stages streams; do
     timeout "${STREAMS_TIMEOUT:-150}" "$dv" bench gpu-streams --presets "$preset" --precision bf16 \
         --kernels "$kernels" --per-block "$per_block" --threads "$threads" --stages "$stages" \
         --streams "$streams" --steps "${STEPS:-512}" --parity-steps "${PARITY:-256}" --repeats 3 \
-        ${VOICE:+--voice "$VOICE"} --json "$out/streams.jsonl" >> "$out/streams.txt" 2>> "$out/streams.err"
+        ${VOICE:+--voice "$VOICE"} ${STREAMS_ARGS:-} --json "$out/streams.jsonl" >> "$out/streams.txt" 2>> "$out/streams.err"
     echo "rc=$?" | tee -a "$out/streams.txt"
 done <<< "$CONFIGS"
 for f in "$out"/ptx/*.ptx; do

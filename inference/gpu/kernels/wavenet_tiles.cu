@@ -393,7 +393,11 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
 #if WGMMA
     u64* rng = st_rng + 4 * (size_t)slot0;  // [BS][4] random states, in device memory
 #endif
-    const bool profiling = prof != nullptr && blockIdx.x == 0 && tid == 0;
+    // PROF_TID (switch): the thread whose clock the profile reads (0: the one issuing the chunks).
+#ifndef PROF_TID
+#define PROF_TID 0
+#endif
+    const bool profiling = prof != nullptr && blockIdx.x == 0 && tid == PROF_TID;
 #if WGMMA
     // The profile's sums in shared memory: 20 registers fewer for every thread.
     long long* pacc = (long long*)(mbar + NSLOT);  // [10]
@@ -461,8 +465,9 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
 #else
         asm volatile("cp.async.wait_group %0;" ::"n"(NSLOT - 2) : "memory");
 #endif
-#if WGMMA
-        // This thread's chunk copies and activation stores, to the async proxy.
+#if WGMMA && !defined(ABL_PROXY_FENCE)
+        // This thread's chunk copies and activation stores, to the async proxy
+        // (ABL_PROXY_FENCE leaves it out: an ablation to time its cost only).
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 #endif
         __syncthreads();
