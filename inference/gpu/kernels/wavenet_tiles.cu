@@ -53,6 +53,18 @@
 #ifndef WGMMA
 #define WGMMA 0
 #endif
+#if WGMMA
+// Per-layer constants read with a uniform index through the constant cache:
+// as global loads (c_dil, c_hoff) they began a chain of two dependent loads
+// per layer (ncu, run v48).
+__constant__ int k_dil[NL] = DILS;
+__constant__ int k_hoff[NL] = HOFFS;
+#define L_DIL k_dil
+#define L_HOFF k_hoff
+#else
+#define L_DIL c_dil
+#define L_HOFF c_hoff
+#endif
 // SKIP_OVERLAP (switch, with WGMMA): the skip product issued before the
 // residual update is computed. ptxas then serializes every wgmma (it does not
 // follow a partial wgmma.wait_group), so it is off by default.
@@ -403,8 +415,12 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
     long long* pacc = (long long*)(mbar + NSLOT);  // [10]
     if (profiling)
         for (int k = 0; k < 10; k++) pacc[k] = 0;
+    // The residual biases in shared memory (read per layer on the residual update's path).
+    float* RB = (float*)(pacc + 10);  // [NL][R]
+    for (int k = tid; k < NL * R; k += NT) RB[k] = res_b[k];
 #else
     long long pacc[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    const float* RB = res_b;
 #endif
     long long plast = clock64();
 #define MARK(k) \
@@ -500,14 +516,14 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
 #if WGMMA
             // Ring rows permuted: this thread's 2·NTR values at (wn·4 + tq)·2·NTR.
             const int q = (wn * 4 + tq) * 2 * NTR;
-            ld_pairs<NTR>(hrow0 + (c_hoff[i] + (p0 & (c_dil[i] - 1))) * R + q, dst, 0);
-            ld_pairs<NTR>(hrow1 + (c_hoff[i] + (p1 & (c_dil[i] - 1))) * R + q, dst, 1);
+            ld_pairs<NTR>(hrow0 + (L_HOFF[i] + (p0 & (L_DIL[i] - 1))) * R + q, dst, 0);
+            ld_pairs<NTR>(hrow1 + (L_HOFF[i] + (p1 & (L_DIL[i] - 1))) * R + q, dst, 1);
 #else
 #pragma unroll
             for (int t = 0; t < NTR; t++) {
                 const int col = (wn * NTR + t) * 8 + 2 * tq;
-                const float2 o0 = *(const float2*)(hrow0 + (c_hoff[i] + (p0 & (c_dil[i] - 1))) * R + col);
-                const float2 o1 = *(const float2*)(hrow1 + (c_hoff[i] + (p1 & (c_dil[i] - 1))) * R + col);
+                const float2 o0 = *(const float2*)(hrow0 + (L_HOFF[i] + (p0 & (L_DIL[i] - 1))) * R + col);
+                const float2 o1 = *(const float2*)(hrow1 + (L_HOFF[i] + (p1 & (L_DIL[i] - 1))) * R + col);
                 dst[t][0] = o0.x; dst[t][1] = o0.y; dst[t][2] = o1.x; dst[t][3] = o1.y;
             }
 #endif
@@ -554,8 +570,8 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
 #if WGMMA
             // The ring rows in this thread's vector order.
             const int q = (wn * 4 + tq) * 2 * NTR;
-            if (l0) st_pairs<NTR>(hrow0 + (c_hoff[i] + (p0 & (c_dil[i] - 1))) * R + q, xr, 0);
-            if (l1) st_pairs<NTR>(hrow1 + (c_hoff[i] + (p1 & (c_dil[i] - 1))) * R + q, xr, 1);
+            if (l0) st_pairs<NTR>(hrow0 + (L_HOFF[i] + (p0 & (L_DIL[i] - 1))) * R + q, xr, 0);
+            if (l1) st_pairs<NTR>(hrow1 + (L_HOFF[i] + (p1 & (L_DIL[i] - 1))) * R + q, xr, 1);
 #endif
 #pragma unroll
             for (int t = 0; t < NTR; t++) {
@@ -565,8 +581,8 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
                 put_pair<2 * R, DK>(DIN, b0, R + col, xr[t][0], xr[t][1]);
                 put_pair<2 * R, DK>(DIN, b1, R + col, xr[t][2], xr[t][3]);
 #if !WGMMA
-                if (l0) *(float2*)(hrow0 + (c_hoff[i] + (p0 & (c_dil[i] - 1))) * R + col) = make_float2(xr[t][0], xr[t][1]);
-                if (l1) *(float2*)(hrow1 + (c_hoff[i] + (p1 & (c_dil[i] - 1))) * R + col) = make_float2(xr[t][2], xr[t][3]);
+                if (l0) *(float2*)(hrow0 + (L_HOFF[i] + (p0 & (L_DIL[i] - 1))) * R + col) = make_float2(xr[t][0], xr[t][1]);
+                if (l1) *(float2*)(hrow1 + (L_HOFF[i] + (p1 & (L_DIL[i] - 1))) * R + col) = make_float2(xr[t][2], xr[t][3]);
 #endif
             }
         };
@@ -643,7 +659,7 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
 #pragma unroll
                 for (int t = 0; t < NTR; t++) {
                     const int col = (wn * NTR + t) * 8 + 2 * tq;
-                    const float r0 = res_b[i * R + col], r1 = res_b[i * R + col + 1];
+                    const float r0 = RB[i * R + col], r1 = RB[i * R + col + 1];
                     xr[t][0] += zr[t][0] * SC_RS + r0;
                     xr[t][1] += zr[t][1] * SC_RS + r1;
                     xr[t][2] += zr[t][2] * SC_RS + r0;

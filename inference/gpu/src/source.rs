@@ -510,10 +510,13 @@ impl MultiPlan {
         let reg1 = (terms * bs * row(2 * r)).max(terms * bs * row(s)).max(bs * lk * 4);
         let reg2 = (terms * bs * row(r)).max(terms * bs * row(A));
         // The warpgroup kernel keeps the warps' probabilities in reg2 and the
-        // random states in device memory, and adds an mbarrier per slot and
-        // the profile's ten sums.
-        let (probs, states, mbars) =
-            if wgmma { (0, 0, 8 * stages + 80) } else { (4 * (threads / 32) * A, 8 * 4 * bs, 0) };
+        // random states in device memory, and adds an mbarrier per slot, the
+        // profile's ten sums and the residual biases.
+        let (probs, states, mbars) = if wgmma {
+            (0, 0, 8 * stages + 80 + 4 * sizes.layers * r)
+        } else {
+            (4 * (threads / 32) * A, 8 * 4 * bs, 0)
+        };
         let smem_bytes = stages * slot + reg1 + reg2 + probs + 5 * 4 * bs + states + mbars;
         if smem_bytes > smem_limit {
             return bad(format!("{smem_bytes} bytes of shared memory per block (the device allows {smem_limit})"));

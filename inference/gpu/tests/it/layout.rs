@@ -355,14 +355,19 @@ fn the_warpgroup_layout_tiles_core_matrices_and_permutes_gate_units_and_the_pool
 }
 
 #[test]
-fn warpgroup_plans_fit_three_weight_slots_for_r64_s128_and_need_64_streams() {
+fn warpgroup_plans_size_shared_memory_and_need_64_streams() {
     let smem = 227 * 1024;
     let w = weights("20x64x128");
-    let p = MultiPlan::tiles_wg(&w.sizes, 256, 3, 0, false, smem).unwrap();
-    // Unpadded W_dil (128 rows of 128) sets the slot; logits padded by 4 floats.
+    let p = MultiPlan::tiles_wg(&w.sizes, 256, 2, 0, false, smem).unwrap();
+    // Unpadded W_dil (128 rows of 128) sets the slot; logits padded by 4 floats; the
+    // residual biases of 20 layers.
     assert_eq!((p.streams_per_block, p.warps_n, p.panel_bytes), (64, 2, 128 * 128 * 2));
-    assert_eq!(p.smem_bytes, 3 * 32768 + 64 * 260 * 4 + 2 * 64 * 256 * 2 + 5 * 4 * 64 + 3 * 8 + 80);
+    let fixed = 64 * 260 * 4 + 2 * 64 * 256 * 2 + 5 * 4 * 64 + 80 + 20 * 64 * 4;
+    assert_eq!(p.smem_bytes, 2 * 32768 + fixed + 2 * 8);
     assert!(p.smem_bytes <= smem && p.wgmma);
+    assert!(MultiPlan::tiles_wg(&w.sizes, 256, 3, 0, false, smem).is_err(), "three 32 KB slots: 5 KB short");
+    let small = weights("20x32x128");
+    assert!(MultiPlan::tiles_wg(&small.sizes, 256, 3, 0, false, smem).is_ok());
     assert_eq!(p.arch((9, 0)), "compute_90a");
     assert!(MultiPlan::tiles_wg(&w.sizes, 192, 2, 0, false, smem).is_err(), "not whole warpgroups");
     assert!(MultiPlan::tiles_wg(&w.sizes, 1024, 2, 0, false, smem).is_err(), "at most 4 warpgroups");
