@@ -28,6 +28,18 @@ HEAD = """\
 __device__ __forceinline__ u64 wg_desc(u32 addr, u32 lbo, u32 sbo) {
     return (u64)((addr & 0x3FFFF) >> 4) | ((u64)((lbo & 0x3FFFF) >> 4) << 16) | ((u64)((sbo & 0x3FFFF) >> 4) << 32);
 }
+
+// The 128-byte-swizzled K-major layout (WG_SW = 1, K a multiple of 64): K is
+// cut into atoms of 64 inputs; an atom holds every row as 128 contiguous
+// bytes, the row's 16-byte chunk c stored at chunk c ^ (row % 8); atoms follow
+// one another (ROWS · 128 bytes each). The element offset of (row, k):
+#define SW_OFF(row, k, ROWS) \
+    (((k) >> 6) * ((ROWS) * 64) + (row) * 64 + (((((k) >> 3) & 7) ^ ((row) & 7)) << 3) + ((k) & 7))
+// Its descriptor at `addr` (8-row groups 1024 bytes apart; the leading offset
+// is unused; the atom's base 1024-byte aligned).
+__device__ __forceinline__ u64 wg_desc_sw(u32 addr) {
+    return (u64)((addr & 0x3FFFF) >> 4) | ((u64)1 << 16) | ((u64)(1024 >> 4) << 32) | ((u64)1 << 62);
+}
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int PENDING>

@@ -53,6 +53,9 @@
 #ifndef WGMMA
 #define WGMMA 0
 #endif
+#ifndef WG_SW
+#define WG_SW 0
+#endif
 #if WGMMA
 // Per-layer constants read with a uniform index through the constant cache:
 // as global loads (c_dil, c_hoff) they began a chain of two dependent loads
@@ -129,8 +132,12 @@ __constant__ int k_hoff[NL] = HOFFS;
 #define RK S
 #define OK A
 // Element (row, col) of an A operand of K inputs and row stride STRIDE, and
-// the offset of its lo terms.
+// the offset of its lo terms: core matrices, or 128-byte swizzled (WG_SW).
+#if WG_SW
+#define AIX(row, col, K, STRIDE) SW_OFF(row, col, BS)
+#else
 #define AIX(row, col, K, STRIDE) WG_OFF(row, col, K)
+#endif
 #else
 #define DK (2 * R + 8)
 #define HK (R + 8)
@@ -238,7 +245,8 @@ __device__ __forceinline__ void split1(float x, u16& hi, u16& lo) {
 // `a_hi`/`a_lo` are the A operand's hi and lo terms' shared addresses, `b`
 // the chunk's row group of this warpgroup's first column (b_addr). Issued
 // and committed as one group; tiles_done waits for it.
-template <int K, int NTW>
+// BROWS: the weight chunk's rows (its swizzle atoms' height with WG_SW).
+template <int K, int NTW, int BROWS>
 __device__ __forceinline__ void tiles_issue(u32 a_hi, u32 a_lo, u32 b, float (&acc)[NTW][4]) {
     // The addresses made opaque here, so that the compiler builds each
     // descriptor where it is used instead of hoisting dozens of loop-invariant
@@ -254,9 +262,17 @@ __device__ __forceinline__ void tiles_issue(u32 a_hi, u32 a_lo, u32 b, float (&a
 #endif
 #pragma unroll
     for (int k0 = 0; k0 < K; k0 += 16) {
+#if WG_SW
+        // Atom k0 / 64, then 32 bytes per 16 inputs inside it.
+        const u32 ka = (k0 >> 6) * BS * 128 + (k0 & 63) * 2, kb = (k0 >> 6) * BROWS * 128 + (k0 & 63) * 2;
+        const u64 db = wg_desc_sw(b + kb);
+        wg_mma<NTW * 8>(acc, wg_desc_sw(a_hi + ka), db);
+        if (TERMS == 2) wg_mma<NTW * 8>(acc, wg_desc_sw(a_lo + ka), db);
+#else
         const u64 db = wg_desc(b + k0 * 16, LBO, SBO);
         wg_mma<NTW * 8>(acc, wg_desc(a_hi + k0 * 16, LBO, SBO), db);
         if (TERMS == 2) wg_mma<NTW * 8>(acc, wg_desc(a_lo + k0 * 16, LBO, SBO), db);
+#endif
     }
     wg_commit();
 }
@@ -267,7 +283,7 @@ __device__ __forceinline__ void tiles_done(float (&acc)[NTW][4]) {
     wg_pin(acc);
 }
 #else
-template <int K, int NTW>
+template <int K, int NTW, int BROWS>
 __device__ __forceinline__ void tiles_issue(u32 a_hi, u32 a_lo, u32 b, float (&acc)[NTW][4]) {
     static_assert(NTW % 2 == 0, "n tiles per warp come in pairs");
 #pragma unroll
@@ -305,7 +321,7 @@ __device__ __forceinline__ u32 a_addr(const u16* base, int ak, int wm, int lane)
 }
 // This lane's ldmatrix address of the first tile pair `t0` of a weight chunk.
 __device__ __forceinline__ u32 b_addr(const unsigned char* chunk, int K, int t0, int lane) {
-    if (WGMMA) return smem_u32(chunk) + t0 * K * 16;  // row group t0, tiled
+    if (WGMMA) return smem_u32(chunk) + t0 * (WG_SW ? 1024 : K * 16);  // row group t0, tiled
     const int mi = lane >> 3, r = lane & 7;
     return smem_u32((const u16*)chunk + (t0 * 8 + r + (mi >> 1) * 8) * (K + 8) + (mi & 1) * 8);
 }
@@ -367,7 +383,7 @@ __device__ __forceinline__ void copy_step_chunk(const wt* w_dil, const wt* w_rs,
 extern "C" __global__ void __launch_bounds__(NT, 1)
 wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
 {
-    extern __shared__ __align__(128) unsigned char smem[];
+    extern __shared__ __align__(1024) unsigned char smem[];  // 1024: the swizzle atoms (WG_SW)
     unsigned char* slots = smem;                           // NSLOT x SLOT
     unsigned char* reg1 = smem + NSLOT * SLOT;             // DIN | RIN | LOG
     unsigned char* reg2 = reg1 + REG1_BYTES;               // HIN | OIN
@@ -601,7 +617,7 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
             float zd[NTD][4];
 #pragma unroll
             for (int t = 0; t < NTD; t++) zd[t][0] = zd[t][1] = zd[t][2] = zd[t][3] = 0.0f;
-            tiles_issue<2 * R, NTD>(din_hi, din_lo, b_addr(cd, 2 * R, wn * NTD, lane), zd);
+            tiles_issue<2 * R, NTD, 2 * R>(din_hi, din_lo, b_addr(cd, 2 * R, wn * NTD, lane), zd);
             tiles_done<0>(zd);
             MARK(2);
             // Gate: (zd[t][0], zd[t][1]) are (tanh, sigmoid) of unit j for row b0, [2], [3] for b1.
@@ -644,12 +660,12 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
             if (i + 1 < NL) {
 #pragma unroll
                 for (int t = 0; t < NTR; t++) zr[t][0] = zr[t][1] = zr[t][2] = zr[t][3] = 0.0f;
-                tiles_issue<R, NTR>(hin_hi, hin_lo, b_addr(crs, R, wn * NTR, lane), zr);
+                tiles_issue<R, NTR, R + S>(hin_hi, hin_lo, b_addr(crs, R, wn * NTR, lane), zr);
             }
 #if SKIP_OVERLAP || RS_JOINT
             // The skip product runs while the residual update is computed
             // (SKIP_OVERLAP), or beside the residual product (RS_JOINT).
-            tiles_issue<R, NTS>(hin_hi, hin_lo, b_addr(crs, R, R / 8 + wn * NTS, lane), sk);
+            tiles_issue<R, NTS, R + S>(hin_hi, hin_lo, b_addr(crs, R, R / 8 + wn * NTS, lane), sk);
 #endif
             if (i + 1 < NL) {
                 tiles_done<SKIP_OVERLAP>(zr);
@@ -669,7 +685,7 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
             }
             MARK(4);
 #if !SKIP_OVERLAP && !RS_JOINT
-            tiles_issue<R, NTS>(hin_hi, hin_lo, b_addr(crs, R, R / 8 + wn * NTS, lane), sk);
+            tiles_issue<R, NTS, R + S>(hin_hi, hin_lo, b_addr(crs, R, R / 8 + wn * NTS, lane), sk);
 #endif
             tiles_done<0>(sk);
             MARK(5);
@@ -687,7 +703,7 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
             float z[NT1][4];
 #pragma unroll
             for (int t = 0; t < NT1; t++) z[t][0] = z[t][1] = z[t][2] = z[t][3] = 0.0f;
-            tiles_issue<S, NT1>(rin_hi, rin_lo, b_addr(cw, S, wn * NT1, lane), z);
+            tiles_issue<S, NT1, CR1>(rin_hi, rin_lo, b_addr(cw, S, wn * NT1, lane), z);
             tiles_done<0>(z);
 #pragma unroll
             for (int t = 0; t < NT1; t++) {
@@ -702,7 +718,7 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
             float z[NT2][4];
 #pragma unroll
             for (int t = 0; t < NT2; t++) z[t][0] = z[t][1] = z[t][2] = z[t][3] = 0.0f;
-            tiles_issue<A, NT2>(oin_hi, oin_lo, b_addr(cw, A, wn * NT2, lane), z);
+            tiles_issue<A, NT2, CR2>(oin_hi, oin_lo, b_addr(cw, A, wn * NT2, lane), z);
             tiles_done<0>(z);
 #pragma unroll
             for (int t = 0; t < NT2; t++) {

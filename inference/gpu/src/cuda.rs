@@ -562,8 +562,11 @@ impl MultiStream {
         let (layout, source) = match plan.kernel {
             MultiKernel::Panels => (MultiLayout::new(w, true, plan.bf16), plan.source(&sizes)),
             MultiKernel::Tiles if plan.f16 || plan.wgmma => {
-                let (layout, sc) =
-                    if plan.wgmma { MultiLayout::tiles_wg(w, plan.f16) } else { MultiLayout::tiles_f16(w) };
+                let (layout, sc) = if plan.wgmma {
+                    MultiLayout::tiles_wg(w, plan.f16, plan.wg_swizzle.then_some(plan.chunk_rows))
+                } else {
+                    MultiLayout::tiles_f16(w)
+                };
                 // Powers of two, exact in the decimal float syntax below.
                 let defines = format!(
                     "#define SC_DIL {:e}f\n#define SC_RS {:e}f\n#define SC_RELU {:e}f\n#define SC_OUT {:e}f\n",

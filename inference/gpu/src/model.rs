@@ -198,6 +198,52 @@ pub fn wg_unit_column(j: usize) -> usize {
     j / 8 * 8 + (j % 4) * 2 + (j / 4) % 2
 }
 
+/// `mats` row-major `[rows, cols]` matrices in chunks of `chunk_rows` rows,
+/// each chunk in the 128-byte-swizzled K-major layout (`SW_OFF` in
+/// `kernels/wgmma.cuh`): input k = col(k') of row r of a chunk at
+/// (k / 64) · chunk_rows · 64 + r · 64 + ((k / 8 % 8) ^ (r % 8)) · 8 + k % 8.
+/// Cols are a multiple of 64.
+pub fn sw128_tiled(
+    m: &Stored,
+    mats: usize,
+    rows: usize,
+    cols: usize,
+    chunk_rows: usize,
+    col: impl Fn(usize) -> usize,
+) -> Stored {
+    assert!(
+        cols % 64 == 0 && chunk_rows % 8 == 0 && rows % chunk_rows == 0 && m.len() == mats * rows * cols,
+        "128-byte swizzle of {mats} x [{rows}, {cols}] in chunks of {chunk_rows} rows"
+    );
+    let index = |i: usize| {
+        let (mat, rem) = (i / (rows * cols), i % (rows * cols));
+        let (row, k) = (rem / cols, col(rem % cols));
+        let (chunk, r) = (row / chunk_rows, row % chunk_rows);
+        mat * rows * cols
+            + chunk * chunk_rows * cols
+            + (k / 64) * chunk_rows * 64
+            + r * 64
+            + (((k / 8) % 8) ^ (r % 8)) * 8
+            + k % 8
+    };
+    permute_stored(m, index)
+}
+
+fn permute_stored(m: &Stored, index: impl Fn(usize) -> usize) -> Stored {
+    fn permute<T: Copy + Default>(v: &[T], index: impl Fn(usize) -> usize) -> Vec<T> {
+        let mut out = vec![T::default(); v.len()];
+        for (i, &x) in v.iter().enumerate() {
+            out[index(i)] = x;
+        }
+        out
+    }
+    match m {
+        Stored::F32(v) => Stored::F32(permute(v, index)),
+        Stored::Bf16(v) => Stored::Bf16(permute(v, index)),
+        Stored::F16(v) => Stored::F16(permute(v, index)),
+    }
+}
+
 /// `mats` row-major `[rows, cols]` matrices, each reordered into 8 × 8
 /// core matrices: value (row, k) moves to
 /// ((row / 8) · (cols / 8) + c / 8) · 64 + (row % 8) · 8 + c % 8 of its
@@ -213,18 +259,7 @@ pub fn core_tiled(m: &Stored, mats: usize, rows: usize, cols: usize, col: impl F
         let (row, k) = (rem / cols, col(rem % cols));
         mat * rows * cols + ((row / 8) * (cols / 8) + k / 8) * 64 + (row % 8) * 8 + k % 8
     };
-    fn permute<T: Copy + Default>(v: &[T], index: impl Fn(usize) -> usize) -> Vec<T> {
-        let mut out = vec![T::default(); v.len()];
-        for (i, &x) in v.iter().enumerate() {
-            out[index(i)] = x;
-        }
-        out
-    }
-    match m {
-        Stored::F32(v) => Stored::F32(permute(v, index)),
-        Stored::Bf16(v) => Stored::Bf16(permute(v, index)),
-        Stored::F16(v) => Stored::F16(permute(v, index)),
-    }
+    permute_stored(m, index)
 }
 
 /// Kernel 1's per-block slices (see `kernels/wavenet_single.cu`).
@@ -449,15 +484,28 @@ impl MultiLayout {
     /// a chunk of whole 8-row groups is a contiguous copy. [W_res; W_skip]'s
     /// inputs (gate units) are reordered by [`wg_unit_column`], as the kernel
     /// stores the gate's outputs.
-    pub fn tiles_wg(w: &Weights, f16: bool) -> (Self, [f32; 4]) {
+    ///
+    /// `swizzle`: the relu and output layers' chunk rows when the plan uses
+    /// the 128-byte-swizzled layout instead (`WG_SW`, [`sw128_tiled`]; every
+    /// chunk swizzled on its own).
+    pub fn tiles_wg(w: &Weights, f16: bool, swizzle: Option<[usize; 2]>) -> (Self, [f32; 4]) {
         let Sizes { layers: l, residual: r, skip: s, .. } = w.sizes;
         let (t, sc) = if f16 { Self::tiles_f16(w) } else { (Self::tiles(w, true), [1.0; 4]) };
-        let lay = Self {
-            dil: core_tiled(&t.dil, l, 2 * r, 2 * r, |k| k),
-            res: core_tiled(&t.res, l, r + s, r, wg_unit_column),
-            skip: t.skip,
-            relu: core_tiled(&t.relu, 1, A, s, |k| k),
-            out: core_tiled(&t.out, 1, A, A, |k| k),
+        let lay = match swizzle {
+            None => Self {
+                dil: core_tiled(&t.dil, l, 2 * r, 2 * r, |k| k),
+                res: core_tiled(&t.res, l, r + s, r, wg_unit_column),
+                skip: t.skip,
+                relu: core_tiled(&t.relu, 1, A, s, |k| k),
+                out: core_tiled(&t.out, 1, A, A, |k| k),
+            },
+            Some([cr1, cr2]) => Self {
+                dil: sw128_tiled(&t.dil, l, 2 * r, 2 * r, 2 * r, |k| k),
+                res: sw128_tiled(&t.res, l, r + s, r, r + s, wg_unit_column),
+                skip: t.skip,
+                relu: sw128_tiled(&t.relu, 1, A, s, cr1, |k| k),
+                out: sw128_tiled(&t.out, 1, A, A, cr2, |k| k),
+            },
         };
         (lay, sc)
     }

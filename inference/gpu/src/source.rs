@@ -340,6 +340,9 @@ pub struct MultiPlan {
     /// [`MultiKernel::Tiles`] with warpgroup MMAs (`WGMMA = 1`, sm_90a,
     /// [`MultiPlan::tiles_wg`]).
     pub wgmma: bool,
+    /// With `wgmma`: operands in the 128-byte-swizzled layout (`WG_SW`;
+    /// r and s multiples of 64) instead of unswizzled core matrices.
+    pub wg_swizzle: bool,
     pub smem_bytes: usize,
 }
 
@@ -401,6 +404,7 @@ impl MultiPlan {
             chunk_rows: [0, 0],
             f16: false,
             wgmma: false,
+            wg_swizzle: false,
             smem_bytes,
         })
     }
@@ -485,6 +489,10 @@ impl MultiPlan {
                 "{bs} streams and {threads} threads for warpgroup MMAs (64 streams, 128, 256 or 512 threads)"
             ));
         }
+        // The swizzled layout needs every K a multiple of 64 (and 1024-byte
+        // aligned buffers); DV_GPU_NO_SWIZZLE (an experiment switch, as
+        // DV_GPU_DEFINES) keeps the unswizzled core matrices.
+        let wg_swizzle = wgmma && r % 64 == 0 && s % 64 == 0 && std::env::var_os("DV_GPU_NO_SWIZZLE").is_none();
         // Bytes of one 16-bit row of k inputs: padded for ldmatrix, tiled for wgmma.
         let pad = if wgmma { 0 } else { 8 };
         let row = |k: usize| (k + pad) * 2;
@@ -492,7 +500,7 @@ impl MultiPlan {
             .into_iter()
             .max()
             .unwrap_or(0)
-            .next_multiple_of(128);
+            .next_multiple_of(if wg_swizzle { 1024 } else { 128 });
         // The most rows of K inputs a slot holds: a multiple of 16 · WN dividing A.
         let rows = |k: usize| {
             let mut n = A;
@@ -509,6 +517,9 @@ impl MultiPlan {
         let lk = if wgmma { A + 4 } else { A + 8 };
         let reg1 = (terms * bs * row(2 * r)).max(terms * bs * row(s)).max(bs * lk * 4);
         let reg2 = (terms * bs * row(r)).max(terms * bs * row(A));
+        if wg_swizzle && reg1 % 1024 != 0 {
+            return bad(format!("{reg1} bytes of activations (the swizzled layout keeps 1024-byte alignment)"));
+        }
         // The warpgroup kernel keeps the warps' probabilities in reg2 and the
         // random states in device memory, and adds an mbarrier per slot, the
         // profile's ten sums and the residual biases.
@@ -533,6 +544,7 @@ impl MultiPlan {
             chunk_rows,
             f16,
             wgmma,
+            wg_swizzle,
             smem_bytes,
         })
     }
@@ -554,7 +566,7 @@ impl MultiPlan {
     pub fn source(&self, sizes: &Sizes) -> String {
         if self.kernel == MultiKernel::Tiles {
             let defines = format!(
-                "#define BS {}\n#define NT {}\n#define WN {}\n#define SLOT {}\n#define NSLOT {}\n#define CR1 {}\n#define CR2 {}\n#define F16 {}\n#define WGMMA {}\n",
+                "#define BS {}\n#define NT {}\n#define WN {}\n#define SLOT {}\n#define NSLOT {}\n#define CR1 {}\n#define CR2 {}\n#define F16 {}\n#define WGMMA {}\n#define WG_SW {}\n",
                 self.streams_per_block,
                 self.threads,
                 self.warps_n,
@@ -563,7 +575,8 @@ impl MultiPlan {
                 self.chunk_rows[0],
                 self.chunk_rows[1],
                 self.f16 as u8,
-                self.wgmma as u8
+                self.wgmma as u8,
+                self.wg_swizzle as u8
             );
             let wg = if self.wgmma {
                 let types = if self.f16 { "f16.f16" } else { "bf16.bf16" };

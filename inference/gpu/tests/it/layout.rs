@@ -315,7 +315,7 @@ fn the_warpgroup_layout_tiles_core_matrices_and_permutes_gate_units_and_the_pool
     let w = weights("20x64x128");
     let (r, s, l) = (w.sizes.residual, w.sizes.skip, w.sizes.layers);
     let t = MultiLayout::tiles(&w, true);
-    let (g, sc) = MultiLayout::tiles_wg(&w, false);
+    let (g, sc) = MultiLayout::tiles_wg(&w, false, None);
     assert_eq!(sc, [1.0; 4]);
     // W_dil of layer 1: value (row, k) at ((row / 8)·(K / 8) + k / 8)·64 + (row % 8)·8 + k % 8.
     let k = 2 * r;
@@ -374,4 +374,40 @@ fn warpgroup_plans_size_shared_memory_and_need_64_streams() {
     let big = weights("40x64x256");
     assert!(MultiPlan::tiles_wg(&big.sizes, 256, 2, 0, false, smem).is_ok(), "unpadded, 64 streams fit");
     assert!(MultiPlan::tiles_wg(&big.sizes, 256, 3, 0, false, smem).is_err());
+}
+
+#[test]
+fn the_swizzled_warpgroup_layout_puts_each_weight_where_sw_off_says() {
+    let w = weights("20x64x128");
+    let (r, s, l) = (w.sizes.residual, w.sizes.skip, w.sizes.layers);
+    let t = MultiLayout::tiles(&w, true);
+    let plan = MultiPlan::tiles_wg(&w.sizes, 256, 2, 0, false, 227 * 1024).unwrap();
+    assert!(plan.wg_swizzle, "r = 64, s = 128 take the 128-byte swizzle");
+    let [cr1, cr2] = plan.chunk_rows;
+    let (g, _) = MultiLayout::tiles_wg(&w, false, Some(plan.chunk_rows));
+    // SW_OFF (kernels/wgmma.cuh) of (row, k) in a chunk of `rows` rows.
+    let sw =
+        |row: usize, k: usize, rows: usize| (k / 64) * rows * 64 + row * 64 + (((k / 8) % 8) ^ (row % 8)) * 8 + k % 8;
+    let layer = 3;
+    for (row, k) in [(0, 0), (5, 9), (127, 127), (64, 70), (9, 63)] {
+        let at = layer * 4 * r * r + sw(row, k, 2 * r);
+        assert_eq!(g.dil.get(at), t.dil.get(layer * 4 * r * r + row * 2 * r + k), "dil ({row}, {k})");
+    }
+    for (row, unit) in [(0, 0), (7, 4), (100, 13), (r + s - 1, r - 1)] {
+        let at = layer * (r + s) * r + sw(row, dv_gpu::model::wg_unit_column(unit), r + s);
+        assert_eq!(g.res.get(at), t.res.get(layer * (r + s) * r + row * r + unit), "res ({row}, {unit})");
+    }
+    // The output layer in chunks of cr2 rows, each swizzled on its own.
+    for (row, k) in [(0, 0), (cr2 + 3, 200), (A - 1, A - 1)] {
+        let at = (row / cr2) * cr2 * A + sw(row % cr2, k, cr2);
+        assert_eq!(g.out.get(at), t.out.get(row * A + k), "out ({row}, {k})");
+    }
+    assert!(cr1 % 8 == 0 && l > 0);
+    // A permutation: the same multiset of values.
+    let mut a: Vec<u32> = (0..g.relu.len()).map(|i| g.relu.get(i).to_bits()).collect();
+    let mut b: Vec<u32> = (0..t.relu.len()).map(|i| t.relu.get(i).to_bits()).collect();
+    a.sort_unstable();
+    b.sort_unstable();
+    assert_eq!(a, b);
+    assert!(!MultiPlan::tiles_wg(&weights("20x32x128").sizes, 256, 2, 0, false, 227 * 1024).unwrap().wg_swizzle);
 }
