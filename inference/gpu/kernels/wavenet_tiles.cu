@@ -384,6 +384,11 @@ extern "C" __global__ void __launch_bounds__(NT, 1)
 wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
 {
     extern __shared__ __align__(1024) unsigned char smem[];  // 1024: the swizzle atoms (WG_SW)
+#if WG_SW
+    // The swizzle is applied to absolute shared addresses: a base off 1024
+    // bytes would scramble every operand, so stop rather than compute wrong.
+    if ((smem_u32(smem) & 1023) != 0) __trap();
+#endif
     unsigned char* slots = smem;                           // NSLOT x SLOT
     unsigned char* reg1 = smem + NSLOT * SLOT;             // DIN | RIN | LOG
     unsigned char* reg2 = reg1 + REG1_BYTES;               // HIN | OIN
