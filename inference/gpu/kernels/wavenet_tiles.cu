@@ -68,9 +68,6 @@ __constant__ int k_hoff[NL] = HOFFS;
 #define L_DIL c_dil
 #define L_HOFF c_hoff
 #endif
-// SKIP_OVERLAP (switch, with WGMMA): the skip product issued before the
-// residual update is computed. ptxas then serializes every wgmma (it does not
-// follow a partial wgmma.wait_group), so it is off by default.
 // TMA (default with WGMMA; NO_TMA switches it off): each weight chunk is one
 // bulk copy by the tensor-memory accelerator, issued by thread 0 and
 // completing on its slot's mbarrier, instead of cp.async by every thread.
@@ -90,11 +87,6 @@ __constant__ int k_hoff[NL] = HOFFS;
 #define RS_JOINT 1
 #else
 #define RS_JOINT 0
-#endif
-#if WGMMA && defined(SKIP_OVERLAP_ON)
-#define SKIP_OVERLAP 1
-#else
-#define SKIP_OVERLAP 0
 #endif
 #if F16
 #define TERMS 1
@@ -667,13 +659,14 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
                 for (int t = 0; t < NTR; t++) zr[t][0] = zr[t][1] = zr[t][2] = zr[t][3] = 0.0f;
                 tiles_issue<R, NTR, R + S>(hin_hi, hin_lo, b_addr(crs, R, wn * NTR, lane), zr);
             }
-#if SKIP_OVERLAP || RS_JOINT
-            // The skip product runs while the residual update is computed
-            // (SKIP_OVERLAP), or beside the residual product (RS_JOINT).
+#if RS_JOINT
+            // The skip product beside the residual product. (Issued before
+            // the residual update and read after it, ptxas serializes every
+            // wgmma: it does not follow a partial wgmma.wait_group.)
             tiles_issue<R, NTS, R + S>(hin_hi, hin_lo, b_addr(crs, R, R / 8 + wn * NTS, lane), sk);
 #endif
             if (i + 1 < NL) {
-                tiles_done<SKIP_OVERLAP>(zr);
+                tiles_done<0>(zr);
 #if RS_JOINT
                 wg_pin(sk);
 #endif
@@ -689,7 +682,7 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
                 put_din(i + 1, xo);
             }
             MARK(4);
-#if !SKIP_OVERLAP && !RS_JOINT
+#if !RS_JOINT
             tiles_issue<R, NTS, R + S>(hin_hi, hin_lo, b_addr(crs, R, R / 8 + wn * NTS, lane), sk);
 #endif
             tiles_done<0>(sk);

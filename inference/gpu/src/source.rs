@@ -341,7 +341,9 @@ pub struct MultiPlan {
     /// [`MultiPlan::tiles_wg`]).
     pub wgmma: bool,
     /// With `wgmma`: operands in the 128-byte-swizzled layout (`WG_SW`;
-    /// r and s multiples of 64) instead of unswizzled core matrices.
+    /// r and s multiples of 64) instead of unswizzled core matrices. The
+    /// environment variable `DV_GPU_NO_SWIZZLE` (an experiment switch, as
+    /// `DV_GPU_DEFINES`) turns it off.
     pub wg_swizzle: bool,
     pub smem_bytes: usize,
 }
