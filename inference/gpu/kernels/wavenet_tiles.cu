@@ -346,24 +346,37 @@ __device__ __forceinline__ void frag_join(const u32 (&fh)[NTW / 2][4], const u32
                 v[2 * j + s][2 * r + 1] = __uint_as_float(h & 0xffff0000u) + __uint_as_float(l & 0xffff0000u);
             }
 }
-// Row r's fragment words at p (a history ring row's 4·KS words of this
-// thread): the hi words in k-step order, then the lo words.
+// A history ring row (R words) holds each thread's fragment words of its
+// row r as KS 16-byte units, unit c (the hi words of k-steps 2c, 2c + 1,
+// then the lo words) of thread tq at words (c·4 + tq)·4: a warp's access of
+// one unit covers whole 32-byte sectors.
 template <int KS>
-__device__ __forceinline__ void ring_store(u32* p, const u32 (&fh)[KS][4], const u32 (&fl)[KS][4], int r) {
+__device__ __forceinline__ void ring_store(u32* row, int tq, const u32 (&fh)[KS][4], const u32 (&fl)[KS][4], int r) {
 #pragma unroll
     for (int j = 0; j < KS; j += 2) {
-        *(uint4*)(p + 2 * j) = make_uint4(fh[j][r], fh[j][2 + r], fh[j + 1][r], fh[j + 1][2 + r]);
-        *(uint4*)(p + 2 * KS + 2 * j) = make_uint4(fl[j][r], fl[j][2 + r], fl[j + 1][r], fl[j + 1][2 + r]);
+        *(uint4*)(row + ((j / 2) * 4 + tq) * 4) = make_uint4(fh[j][r], fh[j][2 + r], fh[j + 1][r], fh[j + 1][2 + r]);
+        *(uint4*)(row + ((KS / 2 + j / 2) * 4 + tq) * 4) =
+            make_uint4(fl[j][r], fl[j][2 + r], fl[j + 1][r], fl[j + 1][2 + r]);
     }
 }
+// Loads stay in the units they arrive in (ring_frags moves them into the
+// fragments where the product needs them): moved at once, each move would
+// wait for its load and expose the ring's latency (ncu, run v55).
 template <int KS>
-__device__ __forceinline__ void ring_load(const u32* p, u32 (&fh)[KS][4], u32 (&fl)[KS][4], int r) {
+__device__ __forceinline__ void ring_load(const u32* row, int tq, uint4 (&u)[2][KS], int r) {
 #pragma unroll
-    for (int j = 0; j < KS; j += 2) {
-        const uint4 h = *(const uint4*)(p + 2 * j), l = *(const uint4*)(p + 2 * KS + 2 * j);
-        fh[j][r] = h.x; fh[j][2 + r] = h.y; fh[j + 1][r] = h.z; fh[j + 1][2 + r] = h.w;
-        fl[j][r] = l.x; fl[j][2 + r] = l.y; fl[j + 1][r] = l.z; fl[j + 1][2 + r] = l.w;
-    }
+    for (int c = 0; c < KS; c++) u[r][c] = *(const uint4*)(row + (c * 4 + tq) * 4);
+}
+template <int KS>
+__device__ __forceinline__ void ring_frags(const uint4 (&u)[2][KS], u32 (&fh)[KS][4], u32 (&fl)[KS][4]) {
+#pragma unroll
+    for (int r = 0; r < 2; r++)
+#pragma unroll
+        for (int j = 0; j < KS; j += 2) {
+            const uint4 h = u[r][j / 2], l = u[r][KS / 2 + j / 2];
+            fh[j][r] = h.x; fh[j][2 + r] = h.y; fh[j + 1][r] = h.z; fh[j + 1][2 + r] = h.w;
+            fl[j][r] = l.x; fl[j][2 + r] = l.y; fl[j + 1][r] = l.z; fl[j + 1][2 + r] = l.w;
+        }
 }
 #endif
 #else
@@ -615,13 +628,12 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
 #if WG_RS
         // Kernel 2d's layers (WG_RS above): this thread's rows b0, b1 of every
         // product, all of its columns.
-        constexpr int KS = R / 16;                   // k-steps of a layer's x (and gate output)
-        const int rq = tq * 2 * NTR;                 // this thread's words of a ring row
+        constexpr int KS = R / 16;  // k-steps of a layer's x (and gate output)
         auto ring_row = [&](float* hrow, int i, int p) -> u32* {
-            return (u32*)(hrow + (L_HOFF[i] + (p & (L_DIL[i] - 1))) * R + rq);
+            return (u32*)(hrow + (L_HOFF[i] + (p & (L_DIL[i] - 1))) * R);
         };
         u32 fxh[KS][4], fxl[KS][4];  // x_i(t)
-        u32 foh[KS][4], fol[KS][4];  // x_i(t − d_i)
+        uint4 ru[2][KS];             // x_i(t − d_i) as loaded from the rings
         {
             float xr[NTR][4];
             const int cy0 = y1[b0] * R, cy1 = y1[b1] * R, py0 = y2[b0] * R, py1 = y2[b1] * R;
@@ -637,10 +649,10 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
             frag_split(xr, fxh, fxl);
         }
         // x_0(t − d_0), read before x_0(t) overwrites its ring slot.
-        ring_load(ring_row(hrow0, 0, p0), foh, fol, 0);
-        ring_load(ring_row(hrow1, 0, p1), foh, fol, 1);
-        if (l0) ring_store(ring_row(hrow0, 0, p0), fxh, fxl, 0);
-        if (l1) ring_store(ring_row(hrow1, 0, p1), fxh, fxl, 1);
+        ring_load(ring_row(hrow0, 0, p0), tq, ru, 0);
+        ring_load(ring_row(hrow1, 0, p1), tq, ru, 1);
+        if (l0) ring_store(ring_row(hrow0, 0, p0), tq, fxh, fxl, 0);
+        if (l1) ring_store(ring_row(hrow1, 0, p1), tq, fxh, fxl, 1);
         // The dilated product's accumulators start as the layer's
         // conditioning (gate biases folded in by the host; zero for dead
         // rows), fetched a layer ahead by cp.async into shared memory (the
@@ -651,8 +663,10 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
         constexpr int CU = 2 * NTD / 4;  // 16-byte units of a row's terms per thread
         const int cf = (((g & 1) * 4 + tq) * CU) >> 3;
         float* CB = (float*)reg1;
+        // The host interleaves the pool as the rings (MultiLayout::tiles_wgr_pool):
+        // unit c of thread tq's terms at floats (c·4 + tq)·4 of the layer's 2r.
         auto cond_fetch = [&](int i) {
-            const int q = i * 2 * R + tq * 2 * NTD;
+            const int q = i * 2 * R + tq * 4;
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 const bool lv = h ? l1 : l0;
@@ -661,7 +675,7 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
 #pragma unroll
                 for (int c = 0; c < CU; c++)
                     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst + ((c ^ cf) << 4)),
-                                 "l"(src + 4 * c), "r"(lv ? 16 : 0)
+                                 "l"(src + 16 * c), "r"(lv ? 16 : 0)
                                  : "memory");
             }
             asm volatile("cp.async.commit_group;" ::: "memory");
@@ -691,6 +705,8 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
             MARK(1);
             cond_take();
             {
+                u32 foh[KS][4], fol[KS][4];
+                ring_frags(ru, foh, fol);
                 u32 b = b_addr(cd, 2 * R, 0, lane);
                 asm volatile("" : "+r"(b));
                 wg_fence();
@@ -704,8 +720,8 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
             // slot below, and its conditioning (this layer's was read: the
             // product that used it is done).
             if (i + 1 < NL) {
-                ring_load(ring_row(hrow0, i + 1, p0), foh, fol, 0);
-                ring_load(ring_row(hrow1, i + 1, p1), foh, fol, 1);
+                ring_load(ring_row(hrow0, i + 1, p0), tq, ru, 0);
+                ring_load(ring_row(hrow1, i + 1, p1), tq, ru, 1);
                 cond_fetch(i + 1);
             }
             // Gate: zd[t] holds (tanh, sigmoid) of unit 4t + tq for rows b0
@@ -742,8 +758,8 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
                 wg_commit();
                 tiles_done<0>(xr);
                 frag_split(xr, fxh, fxl);
-                if (l0) ring_store(ring_row(hrow0, i + 1, p0), fxh, fxl, 0);
-                if (l1) ring_store(ring_row(hrow1, i + 1, p1), fxh, fxl, 1);
+                if (l0) ring_store(ring_row(hrow0, i + 1, p0), tq, fxh, fxl, 0);
+                if (l1) ring_store(ring_row(hrow1, i + 1, p1), tq, fxh, fxl, 1);
             }
             MARK(4);
             wg_fence();
