@@ -58,10 +58,6 @@ __device__ __forceinline__ void wg_pin(float (&d)[NTW][4]) {
 // is "bf16.bf16" or "f16.f16").
 template <int N>
 __device__ __forceinline__ void wg_mma(float (&d)[N / 8][4], u64 da, u64 db);
-// The same with A[64, 16] from registers (WG_RS): this thread's fragment as
-// mma.sync m16n8k16's A fragment of rows 16 * (warp % 4) + lane / 4 and + 8.
-template <int N>
-__device__ __forceinline__ void wg_mma_rs(float (&d)[N / 8][4], const u32 (&a)[4], u64 db);
 """
 
 def one(n):
@@ -80,26 +76,7 @@ __device__ __forceinline__ void wg_mma<{n}>(float (&d)[{n // 8}][4], u64 da, u64
 }}
 """
 
-def one_rs(n):
-    regs = n // 2
-    lst = ", ".join(f"%{i}" for i in range(regs))
-    ops = ", ".join(f'"+f"(d[{i // 4}][{i % 4}])' for i in range(regs))
-    a = ", ".join(f"%{regs + i}" for i in range(4))
-    return f"""
-template <>
-__device__ __forceinline__ void wg_mma_rs<{n}>(float (&d)[{n // 8}][4], const u32 (&a)[4], u64 db) {{
-    asm volatile(
-        "{{ .reg .pred p; setp.ne.b32 p, %{regs + 5}, 0;\\n"
-        "wgmma.mma_async.sync.aligned.m64n{n}k16.f32." WG_TYPES " {{{lst}}}, {{{a}}}, %{regs + 4}, p, 1, 1, 0; }}"
-        : {ops}
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1)
-        : "memory");
-}}
-"""
-
 with open("wgmma.cuh", "w") as f:
     f.write(HEAD)
     for n in NS:
         f.write(one(n))
-    for n in NS:
-        f.write(one_rs(n))

@@ -56,26 +56,6 @@
 #ifndef WG_SW
 #define WG_SW 0
 #endif
-// WG_RS = 1 (kernel 2d; WGMMA with one warpgroup, WN = 1, bfloat16): the
-// layers' products take their A operand from registers (wgmma's register
-// form), so x, the old x(t − d) and the gate output never go through shared
-// memory, and a layer needs no barrier but the two that start its weight
-// chunks. The thread's accumulator fragment of columns 16j … 16j + 15 is
-// its A fragment of k-step j (the host's gate-unit order, wg_unit_column,
-// already matches), so:
-//   * x lives between layers as its A fragments (hi and lo terms, fxh/fxl),
-//     the residual product accumulating onto hi + lo + bias in float32;
-//   * the history rings hold the same fragments (hi words, then lo words),
-//     so x(t − d) is loaded as the dilated product's A fragments;
-//   * the dilated product accumulates onto the layer's conditioning (loaded
-//     a layer ahead into its accumulators), the gate's outputs are packed
-//     straight into the residual and skip products' fragments.
-#ifndef WG_RS
-#define WG_RS 0
-#endif
-#if WG_RS && (!WGMMA || WN != 1 || F16 || (R % 32) != 0 || defined(NO_TMA))
-#error "WG_RS needs WGMMA with TMA, one warpgroup (WN = 1), bfloat16 activations and r a multiple of 32"
-#endif
 #if WGMMA
 // Per-layer constants read with a uniform index through the constant cache:
 // as global loads (c_dil, c_hoff) they began a chain of two dependent loads
@@ -258,18 +238,6 @@ __device__ __forceinline__ void split1(float x, u16& hi, u16& lo) {
 // the chunk's row group of this warpgroup's first column (b_addr). Issued
 // and committed as one group; tiles_done waits for it.
 // BROWS: the weight chunk's rows (its swizzle atoms' height with WG_SW).
-// The descriptor of a weight chunk's (K inputs, BROWS rows) B operand at
-// `b` (its first row group, b_addr), inputs k0 … k0 + 15.
-template <int K, int BROWS>
-__device__ __forceinline__ u64 b_desc_at(u32 b, int k0) {
-#if WG_SW
-    return wg_desc_sw(b + (k0 >> 6) * BROWS * 128 + (k0 & 63) * 2);
-#elif WG_SWAP
-    return wg_desc(b + k0 * 16, K * 16, 128);
-#else
-    return wg_desc(b + k0 * 16, 128, K * 16);
-#endif
-}
 template <int K, int NTW, int BROWS>
 __device__ __forceinline__ void tiles_issue(u32 a_hi, u32 a_lo, u32 b, float (&acc)[NTW][4]) {
     // The addresses made opaque here, so that the compiler builds each
@@ -286,13 +254,14 @@ __device__ __forceinline__ void tiles_issue(u32 a_hi, u32 a_lo, u32 b, float (&a
 #endif
 #pragma unroll
     for (int k0 = 0; k0 < K; k0 += 16) {
-        const u64 db = b_desc_at<K, BROWS>(b, k0);
 #if WG_SW
         // Atom k0 / 64, then 32 bytes per 16 inputs inside it.
-        const u32 ka = (k0 >> 6) * BS * 128 + (k0 & 63) * 2;
+        const u32 ka = (k0 >> 6) * BS * 128 + (k0 & 63) * 2, kb = (k0 >> 6) * BROWS * 128 + (k0 & 63) * 2;
+        const u64 db = wg_desc_sw(b + kb);
         wg_mma<NTW * 8>(acc, wg_desc_sw(a_hi + ka), db);
         if (TERMS == 2) wg_mma<NTW * 8>(acc, wg_desc_sw(a_lo + ka), db);
 #else
+        const u64 db = wg_desc(b + k0 * 16, LBO, SBO);
         wg_mma<NTW * 8>(acc, wg_desc(a_hi + k0 * 16, LBO, SBO), db);
         if (TERMS == 2) wg_mma<NTW * 8>(acc, wg_desc(a_lo + k0 * 16, LBO, SBO), db);
 #endif
@@ -305,80 +274,6 @@ __device__ __forceinline__ void tiles_done(float (&acc)[NTW][4]) {
     wg_wait<PENDING>();
     wg_pin(acc);
 }
-#if WG_RS
-// acc += [fh + fl] · Bᵀ over KS k-steps of 16 inputs from input k0 of a
-// weight chunk (K inputs, BROWS rows) whose first row group is at `b`: the
-// A operand from this thread's fragments (hi and lo terms). The caller
-// fences before and commits after.
-template <int K, int BROWS, int KS, int NTW>
-__device__ __forceinline__ void rs_mma(float (&acc)[NTW][4], const u32 (&fh)[KS][4], const u32 (&fl)[KS][4], u32 b,
-                                       int k0) {
-#pragma unroll
-    for (int j = 0; j < KS; j++) {
-        const u64 db = b_desc_at<K, BROWS>(b, k0 + 16 * j);
-        wg_mma_rs<NTW * 8>(acc, fh[j], db);
-        wg_mma_rs<NTW * 8>(acc, fl[j], db);
-    }
-}
-// Accumulator fragments (NTW tiles of 8 columns) as A fragments: k-step j
-// is tiles 2j and 2j + 1; fh[j][2s + r] holds tile 2j + s's row r (0: lane
-// / 4, 1: lane / 4 + 8) pair, split into bfloat16 hi and lo terms.
-template <int NTW>
-__device__ __forceinline__ void frag_split(const float (&v)[NTW][4], u32 (&fh)[NTW / 2][4], u32 (&fl)[NTW / 2][4]) {
-#pragma unroll
-    for (int j = 0; j < NTW / 2; j++)
-#pragma unroll
-        for (int s = 0; s < 2; s++)
-#pragma unroll
-            for (int r = 0; r < 2; r++) split2(v[2 * j + s][2 * r], v[2 * j + s][2 * r + 1], fh[j][2 * s + r], fl[j][2 * s + r]);
-}
-// The inverse: hi + lo in float32.
-template <int NTW>
-__device__ __forceinline__ void frag_join(const u32 (&fh)[NTW / 2][4], const u32 (&fl)[NTW / 2][4], float (&v)[NTW][4]) {
-#pragma unroll
-    for (int j = 0; j < NTW / 2; j++)
-#pragma unroll
-        for (int s = 0; s < 2; s++)
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                const u32 h = fh[j][2 * s + r], l = fl[j][2 * s + r];
-                v[2 * j + s][2 * r] = __uint_as_float(h << 16) + __uint_as_float(l << 16);
-                v[2 * j + s][2 * r + 1] = __uint_as_float(h & 0xffff0000u) + __uint_as_float(l & 0xffff0000u);
-            }
-}
-// A history ring row (R words) holds each thread's fragment words of its
-// row r as KS 16-byte units, unit c (the hi words of k-steps 2c, 2c + 1,
-// then the lo words) of thread tq at words (c·4 + tq)·4: a warp's access of
-// one unit covers whole 32-byte sectors.
-template <int KS>
-__device__ __forceinline__ void ring_store(u32* row, int tq, const u32 (&fh)[KS][4], const u32 (&fl)[KS][4], int r) {
-#pragma unroll
-    for (int j = 0; j < KS; j += 2) {
-        *(uint4*)(row + ((j / 2) * 4 + tq) * 4) = make_uint4(fh[j][r], fh[j][2 + r], fh[j + 1][r], fh[j + 1][2 + r]);
-        *(uint4*)(row + ((KS / 2 + j / 2) * 4 + tq) * 4) =
-            make_uint4(fl[j][r], fl[j][2 + r], fl[j + 1][r], fl[j + 1][2 + r]);
-    }
-}
-// Loads stay in the units they arrive in (ring_frags moves them into the
-// fragments where the product needs them): moved at once, each move would
-// wait for its load and expose the ring's latency (ncu, run v55).
-template <int KS>
-__device__ __forceinline__ void ring_load(const u32* row, int tq, uint4 (&u)[2][KS], int r) {
-#pragma unroll
-    for (int c = 0; c < KS; c++) u[r][c] = *(const uint4*)(row + (c * 4 + tq) * 4);
-}
-template <int KS>
-__device__ __forceinline__ void ring_frags(const uint4 (&u)[2][KS], u32 (&fh)[KS][4], u32 (&fl)[KS][4]) {
-#pragma unroll
-    for (int r = 0; r < 2; r++)
-#pragma unroll
-        for (int j = 0; j < KS; j += 2) {
-            const uint4 h = u[r][j / 2], l = u[r][KS / 2 + j / 2];
-            fh[j][r] = h.x; fh[j][2 + r] = h.y; fh[j + 1][r] = h.z; fh[j + 1][2 + r] = h.w;
-            fl[j][r] = l.x; fl[j][2 + r] = l.y; fl[j + 1][r] = l.z; fl[j + 1][2 + r] = l.w;
-        }
-}
-#endif
 #else
 template <int K, int NTW, int BROWS>
 __device__ __forceinline__ void tiles_issue(u32 a_hi, u32 a_lo, u32 b, float (&acc)[NTW][4]) {
@@ -625,150 +520,6 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
         const float* crow1 = cond_pool + st_cond[slot0 + b1] + (long long)(p1 / HOP) * NL * 2 * R;
         float* hrow0 = hist + (size_t)(slot0 + b0) * HIST_ROWS * R;
         float* hrow1 = hist + (size_t)(slot0 + b1) * HIST_ROWS * R;
-#if WG_RS
-        // Kernel 2d's layers (WG_RS above): this thread's rows b0, b1 of every
-        // product, all of its columns.
-        constexpr int KS = R / 16;  // k-steps of a layer's x (and gate output)
-        auto ring_row = [&](float* hrow, int i, int p) -> u32* {
-            return (u32*)(hrow + (L_HOFF[i] + (p & (L_DIL[i] - 1))) * R);
-        };
-        u32 fxh[KS][4], fxl[KS][4];  // x_i(t)
-        uint4 ru[2][KS];             // x_i(t − d_i) as loaded from the rings
-        {
-            float xr[NTR][4];
-            const int cy0 = y1[b0] * R, cy1 = y1[b1] * R, py0 = y2[b0] * R, py1 = y2[b1] * R;
-#pragma unroll
-            for (int t = 0; t < NTR; t++) {
-                const int col = t * 8 + 2 * tq;
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    xr[t][e] = emb_c[cy0 + col + e] + emb_p[py0 + col + e] + emb_b[col + e];
-                    xr[t][2 + e] = emb_c[cy1 + col + e] + emb_p[py1 + col + e] + emb_b[col + e];
-                }
-            }
-            frag_split(xr, fxh, fxl);
-        }
-        // x_0(t − d_0), read before x_0(t) overwrites its ring slot.
-        ring_load(ring_row(hrow0, 0, p0), tq, ru, 0);
-        ring_load(ring_row(hrow1, 0, p1), tq, ru, 1);
-        if (l0) ring_store(ring_row(hrow0, 0, p0), tq, fxh, fxl, 0);
-        if (l1) ring_store(ring_row(hrow1, 0, p1), tq, fxh, fxl, 1);
-        // The dilated product's accumulators start as the layer's
-        // conditioning (gate biases folded in by the host; zero for dead
-        // rows), fetched a layer ahead by cp.async into shared memory (the
-        // activation region, unused until the relu layer): in registers it
-        // would hold 2r of them through the residual and skip products.
-        // Each thread reads back only its own 16-byte units, stored at
-        // (row · 4 + tq) · CU + (c ^ cf): conflict-free for a quarter warp.
-        constexpr int CU = 2 * NTD / 4;  // 16-byte units of a row's terms per thread
-        const int cf = (((g & 1) * 4 + tq) * CU) >> 3;
-        float* CB = (float*)reg1;
-        // The host interleaves the pool as the rings (MultiLayout::tiles_wgr_pool):
-        // unit c of thread tq's terms at floats (c·4 + tq)·4 of the layer's 2r.
-        auto cond_fetch = [&](int i) {
-            const int q = i * 2 * R + tq * 4;
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const bool lv = h ? l1 : l0;
-                const float* src = lv ? (h ? crow1 : crow0) + q : cond_pool;
-                const u32 dst = smem_u32(CB + ((h ? b1 : b0) * 4 + tq) * CU * 4);
-#pragma unroll
-                for (int c = 0; c < CU; c++)
-                    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst + ((c ^ cf) << 4)),
-                                 "l"(src + 16 * c), "r"(lv ? 16 : 0)
-                                 : "memory");
-            }
-            asm volatile("cp.async.commit_group;" ::: "memory");
-        };
-        float zd[NTD][4];
-        auto cond_take = [&]() {
-            asm volatile("cp.async.wait_group 0;" ::: "memory");
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const float* base = CB + ((h ? b1 : b0) * 4 + tq) * CU * 4;
-#pragma unroll
-                for (int c = 0; c < CU; c++) {
-                    const float4 v = *(const float4*)(base + ((c ^ cf) << 2));
-                    zd[2 * c][2 * h] = v.x; zd[2 * c][2 * h + 1] = v.y;
-                    zd[2 * c + 1][2 * h] = v.z; zd[2 * c + 1][2 * h + 1] = v.w;
-                }
-            }
-        };
-        cond_fetch(0);
-        float sk[NTS][4];
-#pragma unroll
-        for (int t = 0; t < NTS; t++) sk[t][0] = sk[t][1] = sk[t][2] = sk[t][3] = 0.0f;
-        MARK(0);
-
-        for (int i = 0; i < NL; i++) {
-            const unsigned char* cd = begin();
-            MARK(1);
-            cond_take();
-            {
-                u32 foh[KS][4], fol[KS][4];
-                ring_frags(ru, foh, fol);
-                u32 b = b_addr(cd, 2 * R, 0, lane);
-                asm volatile("" : "+r"(b));
-                wg_fence();
-                rs_mma<2 * R, 2 * R>(zd, foh, fol, b, 0);
-                rs_mma<2 * R, 2 * R>(zd, fxh, fxl, b, R);
-                wg_commit();
-                tiles_done<0>(zd);
-            }
-            MARK(2);
-            // Layer i + 1's x(t − d), read before x_{i+1}(t) overwrites its
-            // slot below, and its conditioning (this layer's was read: the
-            // product that used it is done).
-            if (i + 1 < NL) {
-                ring_load(ring_row(hrow0, i + 1, p0), tq, ru, 0);
-                ring_load(ring_row(hrow1, i + 1, p1), tq, ru, 1);
-                cond_fetch(i + 1);
-            }
-            // Gate: zd[t] holds (tanh, sigmoid) of unit 4t + tq for rows b0
-            // ([0], [1]) and b1 ([2], [3]); k-step j of the gate output's
-            // fragments takes tiles 4j … 4j + 3 (wg_unit_column's order).
-            u32 hh[KS][4], hl[KS][4];
-#pragma unroll
-            for (int j = 0; j < KS; j++)
-#pragma unroll
-                for (int s = 0; s < 2; s++) {
-                    const int t = 4 * j + 2 * s;
-                    split2(gate_fast3(zd[t][0], zd[t][1]), gate_fast3(zd[t + 1][0], zd[t + 1][1]), hh[j][2 * s],
-                           hl[j][2 * s]);
-                    split2(gate_fast3(zd[t][2], zd[t][3]), gate_fast3(zd[t + 1][2], zd[t + 1][3]), hh[j][2 * s + 1],
-                           hl[j][2 * s + 1]);
-                }
-            MARK(3);
-            const unsigned char* crs = begin();
-            MARK(1);
-            u32 brs = b_addr(crs, R, 0, lane);
-            asm volatile("" : "+r"(brs));
-            if (i + 1 < NL) {
-                // x_{i+1} = x_i + W_res·h + b_res, accumulated onto x_i's hi + lo + bias.
-                float xr[NTR][4];
-                frag_join(fxh, fxl, xr);
-#pragma unroll
-                for (int t = 0; t < NTR; t++) {
-                    const int col = t * 8 + 2 * tq;
-                    const float r0 = RB[i * R + col], r1 = RB[i * R + col + 1];
-                    xr[t][0] += r0; xr[t][1] += r1; xr[t][2] += r0; xr[t][3] += r1;
-                }
-                wg_fence();
-                rs_mma<R, R + S>(xr, hh, hl, brs, 0);
-                wg_commit();
-                tiles_done<0>(xr);
-                frag_split(xr, fxh, fxl);
-                if (l0) ring_store(ring_row(hrow0, i + 1, p0), tq, fxh, fxl, 0);
-                if (l1) ring_store(ring_row(hrow1, i + 1, p1), tq, fxh, fxl, 1);
-            }
-            MARK(4);
-            wg_fence();
-            rs_mma<R, R + S>(sk, hh, hl, brs + (R / 8) * (WG_SW ? 1024 : R * 16), 0);
-            wg_commit();
-            tiles_done<0>(sk);
-            MARK(5);
-        }
-#else
         // x (the residual stream) in this warp's residual columns; x(t - d) of layer 0.
         // x(t - d) of layer 0; each later layer's is read a layer ahead (the
         // history rings are in device memory). Reading two layers ahead
@@ -937,7 +688,6 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
             tiles_done<0>(sk);
             MARK(5);
         }
-#endif
         // relu(skip + b) as the relu layer's A operand.
 #pragma unroll
         for (int t = 0; t < NTS; t++) {

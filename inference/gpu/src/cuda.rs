@@ -588,9 +588,7 @@ impl MultiStream {
         let (_, rows) = sizes.history_offsets();
         let s = &dev.stream;
         let hist = s.alloc_zeros::<f32>(slots * rows * sizes.residual).map_err(driver("cuMemAlloc(histories)"))?;
-        let pool_d = if plan.wg_rs {
-            dev.upload("conditioning pool", &MultiLayout::tiles_wgr_pool(w, pool.data()))?
-        } else if plan.wgmma {
+        let pool_d = if plan.wgmma {
             dev.upload("conditioning pool", &MultiLayout::tiles_wg_pool(w, pool.data(), plan.warps_n))?
         } else {
             dev.upload("conditioning pool", pool.data())?

@@ -538,27 +538,6 @@ impl MultiLayout {
         out
     }
 
-    /// The pool as kernel 2d (`WG_RS`, one warpgroup) reads it:
-    /// [`MultiLayout::tiles_wg_pool`] with one warpgroup, each thread's run of
-    /// 2·(2r/8) terms cut into 16-byte units and interleaved, unit c of thread
-    /// tq at floats (c·4 + tq)·4 of its layer's 2r, so that a warp's load of
-    /// one unit covers whole 32-byte sectors.
-    pub fn tiles_wgr_pool(w: &Weights, pool: &[f32]) -> Vec<f32> {
-        let r = w.sizes.residual;
-        let units = 2 * (2 * r / 8) / 4;
-        let run = MultiLayout::tiles_wg_pool(w, pool, 1);
-        let mut out = vec![0.0; run.len()];
-        for (src, dst) in run.chunks_exact(2 * r).zip(out.chunks_exact_mut(2 * r)) {
-            for tq in 0..4 {
-                for c in 0..units {
-                    let (from, to) = ((tq * units + c) * 4, (c * 4 + tq) * 4);
-                    dst[to..to + 4].copy_from_slice(&src[from..from + 4]);
-                }
-            }
-        }
-        out
-    }
-
     /// `row_major` for the tensor-core path, transposed for the float32 one.
     pub fn new(w: &Weights, row_major: bool, bf16: bool) -> Self {
         let Sizes { layers: l, residual: r, skip: s, .. } = w.sizes;

@@ -345,9 +345,6 @@ pub struct MultiPlan {
     /// environment variable `DV_GPU_NO_SWIZZLE` (an experiment switch, as
     /// `DV_GPU_DEFINES`) turns it off.
     pub wg_swizzle: bool,
-    /// With `wgmma`: kernel 2d (`WG_RS`, [`MultiPlan::tiles_wg_rs`]), one
-    /// warpgroup whose layer products take their A operand from registers.
-    pub wg_rs: bool,
     pub smem_bytes: usize,
 }
 
@@ -410,7 +407,6 @@ impl MultiPlan {
             f16: false,
             wgmma: false,
             wg_swizzle: false,
-            wg_rs: false,
             smem_bytes,
         })
     }
@@ -448,34 +444,6 @@ impl MultiPlan {
         smem_limit: usize,
     ) -> Result<Self, GpuError> {
         Self::tiles_impl(sizes, 64, threads, stages, min_slot_bytes, f16, true, smem_limit)
-    }
-
-    /// Kernel 2d (`WG_RS = 1`): [`MultiPlan::tiles_wg`] with one warpgroup
-    /// (128 threads) per 64 streams, bfloat16 activations, whose layers'
-    /// products take their A operand from registers, so x, x(t − d) and the
-    /// gate output stay in registers and a layer needs only the two block
-    /// barriers that start its weight chunks. The skip sum and the gate's
-    /// accumulators take s/2 and r registers per thread: r ≤ 64 (a multiple
-    /// of 32) and s ≤ 128.
-    pub fn tiles_wg_rs(
-        sizes: &Sizes,
-        stages: usize,
-        min_slot_bytes: usize,
-        smem_limit: usize,
-    ) -> Result<Self, GpuError> {
-        let (r, s) = (sizes.residual, sizes.skip);
-        if r % 32 != 0 || r > 64 || s > 128 {
-            return Err(GpuError::Unsupported {
-                what: format!(
-                    "kernel 2d (tiles-wgr) for {}: r = {r}, s = {s} (r a multiple of 32 up to 64, s up to 128: \
-                     the accumulators must fit one warpgroup's registers)",
-                    sizes.name()
-                ),
-            });
-        }
-        let mut plan = Self::tiles_impl(sizes, 64, 128, stages, min_slot_bytes, false, true, smem_limit)?;
-        plan.wg_rs = true;
-        Ok(plan)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -579,7 +547,6 @@ impl MultiPlan {
             f16,
             wgmma,
             wg_swizzle,
-            wg_rs: false,
             smem_bytes,
         })
     }
@@ -601,7 +568,7 @@ impl MultiPlan {
     pub fn source(&self, sizes: &Sizes) -> String {
         if self.kernel == MultiKernel::Tiles {
             let defines = format!(
-                "#define BS {}\n#define NT {}\n#define WN {}\n#define SLOT {}\n#define NSLOT {}\n#define CR1 {}\n#define CR2 {}\n#define F16 {}\n#define WGMMA {}\n#define WG_SW {}\n#define WG_RS {}\n",
+                "#define BS {}\n#define NT {}\n#define WN {}\n#define SLOT {}\n#define NSLOT {}\n#define CR1 {}\n#define CR2 {}\n#define F16 {}\n#define WGMMA {}\n#define WG_SW {}\n",
                 self.streams_per_block,
                 self.threads,
                 self.warps_n,
@@ -611,8 +578,7 @@ impl MultiPlan {
                 self.chunk_rows[1],
                 self.f16 as u8,
                 self.wgmma as u8,
-                self.wg_swizzle as u8,
-                self.wg_rs as u8
+                self.wg_swizzle as u8
             );
             let wg = if self.wgmma {
                 let types = if self.f16 { "f16.f16" } else { "bf16.bf16" };

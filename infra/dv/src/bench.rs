@@ -124,9 +124,7 @@ pub struct StreamsArgs {
     /// Kernel-2 sources to run: `tiles` (wavenet_tiles.cu, bfloat16 weights,
     /// activations as two bfloat16 terms), `tiles-f16` (the same, activations
     /// in half precision, one pass), `tiles-wg` / `tiles-wg-f16` (the same
-    /// with warpgroup MMAs, sm_90a, 64 streams per block), `tiles-wgr`
-    /// (kernel 2d: one warpgroup of 128 threads per 64 streams, the layers'
-    /// A operands in registers; `--threads` does not apply) and/or `panels`
+    /// with warpgroup MMAs, sm_90a, 64 streams per block) and/or `panels`
     /// (wavenet_multi.cu).
     #[arg(long, value_delimiter = ',', default_value = "tiles-wg")]
     kernels: Vec<String>,
@@ -459,23 +457,20 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                             let f16 = kernel == "tiles-f16";
                             MultiPlan::tiles(&w.sizes, per_block, a.threads, a.stages, a.panel_bytes, f16, smem)
                         }
-                        "tiles-wgr" if bf16 && per_block == 64 => {
-                            MultiPlan::tiles_wg_rs(&w.sizes, a.stages, a.panel_bytes, smem)
-                        }
                         "tiles-wg" | "tiles-wg-f16" if bf16 && per_block == 64 => {
                             let f16 = kernel == "tiles-wg-f16";
                             MultiPlan::tiles_wg(&w.sizes, a.threads, a.stages, a.panel_bytes, f16, smem)
                         }
-                        "tiles-wg" | "tiles-wg-f16" | "tiles-wgr" if bf16 => {
+                        "tiles-wg" | "tiles-wg-f16" if bf16 => {
                             println!("{kernel}: not run at {per_block} streams per block: warpgroup MMAs take 64");
                             continue;
                         }
-                        "tiles" | "tiles-f16" | "tiles-wg" | "tiles-wg-f16" | "tiles-wgr" => {
+                        "tiles" | "tiles-f16" | "tiles-wg" | "tiles-wg-f16" => {
                             println!("{kernel}, f32: not run: the tile kernel takes bfloat16 weights only");
                             continue;
                         }
                         other => {
-                            anyhow::bail!("unknown kernel-2 source {other:?} (tiles, tiles-f16, tiles-wg, tiles-wg-f16, tiles-wgr or panels)")
+                            anyhow::bail!("unknown kernel-2 source {other:?} (tiles, tiles-f16, tiles-wg, tiles-wg-f16 or panels)")
                         }
                     };
                     let plan = match plan {
@@ -486,7 +481,6 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                         }
                     };
                     let kname = match (plan.wgmma, plan.f16) {
-                        _ if plan.wg_rs => "wavenet_tiles-wgr",
                         (true, true) => "wavenet_tiles-wg-f16",
                         (true, false) => "wavenet_tiles-wg",
                         (false, true) => "wavenet_tiles-f16",
@@ -510,7 +504,7 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                     "{kname} {} ({}), {per_block} streams/block, {} threads: parity max|Δp| {:.2e}, mode mismatches {}/{}{}",
                     prec(bf16),
                     if mma { "tensor cores" } else { "fp32 FMA" },
-                    plan.threads,
+                    a.threads,
                     par.max_prob_diff,
                     par.mode_mismatches,
                     par.steps,
@@ -518,7 +512,7 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                 );
                     json.put(json!({
                     "bench": "gpu-streams-parity", "kernel": kname, "device": dev.name(), "voice": name, "sizes": w.sizes.name(), "bf16": bf16,
-                    "mma": mma, "per_block": per_block, "threads": plan.threads, "parity_steps": par.steps,
+                    "mma": mma, "per_block": per_block, "threads": a.threads, "parity_steps": par.steps,
                     "max_prob_diff": par.max_prob_diff, "mode_mismatches": par.mode_mismatches, "parity_ok": ok,
                 }))?;
                     if !ok {
@@ -554,7 +548,7 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                         }
                         json.put(json!({
                         "bench": "gpu-streams", "kernel": kname, "device": dev.name(), "voice": name, "sizes": w.sizes.name(), "bf16": bf16,
-                        "mma": mma, "per_block": per_block, "threads": plan.threads, "streams": t.streams, "steps": t.steps,
+                        "mma": mma, "per_block": per_block, "threads": a.threads, "streams": t.streams, "steps": t.steps,
                         "median_ms": t.median_ms, "per_stream_rate": t.per_stream_rate, "real_time_factor": t.real_time_factor,
                         "total_rate": t.total_rate, "floor_streams_flops": fl.streams_by_flops, "floor_streams_bytes": fl.streams_by_bytes,
                     }))?;

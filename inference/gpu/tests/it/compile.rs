@@ -135,26 +135,6 @@ fn nvrtc_compiles_both_kernels_for_every_preset() {
             assert!(!ptx.contains("mma.sync") && !ptx.contains("ldmatrix"), "{name}");
             assert!(!ptx.contains(".local"), "{name} tiles-wg {threads}: spills to local memory");
         }
-        // Kernel 2d (one warpgroup, the layers' A operands in registers):
-        // only for r ≤ 64 and s ≤ 128, refused otherwise with the reason.
-        let (r, s) = (w.sizes.residual, w.sizes.skip);
-        match MultiPlan::tiles_wg_rs(&w.sizes, 2, 0, smem) {
-            Err(e) => assert!(r > 64 || s > 128, "{name}: {e}"),
-            Ok(plan) => {
-                assert!(r <= 64 && s <= 128 && plan.wg_rs && plan.threads == 128, "{name}");
-                let ptx = compile_ptx(&plan.source(&w.sizes), plan.entry(), &plan.arch((9, 0)))
-                    .unwrap_or_else(|e| panic!("{name} tiles-wgr: {e}"))
-                    .to_src();
-                // The dilated product: m64 x 2r with a register A fragment ({4 registers}).
-                let rs = format!("wgmma.mma_async.sync.aligned.m64n{}k16.f32.bf16.bf16", 2 * r);
-                let at = ptx.find(&rs).unwrap_or_else(|| panic!("{name}: no {rs}"));
-                let operands = &ptx[at..at + ptx[at..].find(';').unwrap()];
-                assert_eq!(operands.matches('{').count(), 2, "{name}: accumulators and an A fragment: {operands}");
-                // The relu and output layers keep the shared-memory form.
-                assert!(ptx.contains("cp.async.cg.shared.global") && ptx.contains("cp.async.bulk"), "{name}");
-                assert!(!ptx.contains("mma.sync") && !ptx.contains(".local"), "{name} tiles-wgr");
-            }
-        }
     }
 }
 
