@@ -14,6 +14,8 @@
 #                                         # G2P_ATTENTION=true: with attention, not in §3.1;
 #                                         # G2P_SMOOTHING=0.1: label smoothing, not in §3.1;
 #                                         # G2P_SEED=N: the [train] seed (init, batch order; default 0);
+#                                         # G2P_DEV_FRACTION=F: the dev share (default 0.05; a smaller one
+#                                         # trains on the rest of the dev words, the test words unchanged);
 #                                         # G2P_RUN=NAME: the run's name (default g2p-dropout), so
 #                                         # that two runs can share the GPU; NO_PACK=1 leaves $OUT
 #                                         # unpacked, for phases run side by side, then `pack`)
@@ -149,9 +151,10 @@ g2p)
     sed -i -e 's/^preset = "paper"/[model.sizes]\nembed = 256\nhidden = 1024\nlayers = 3\nbeam = 5\ndropout = '"$G2P_DROPOUT"'\nattention = '"${G2P_ATTENTION:-false}"'\nlabel_smoothing = '"${G2P_SMOOTHING:-0.0}"'/' \
         -e "s/^steps = 20000/steps = $G2P_STEPS/" -e "s/^threads_per_rank = .*/threads_per_rank = ${G2P_THREADS:-8}/" \
         -e "s#$work/g2p-paper#$work/$run#g" -e 's/^keep_last = 1/keep_last = 2/' \
-        -e "/^\[train\]/,/^\[/ s/^seed = 0/seed = ${G2P_SEED:-0}/" "$work/g2p-paper.toml"
+        -e "/^\[train\]/,/^\[/ s/^seed = 0/seed = ${G2P_SEED:-0}/" \
+        -e "s/^dev_fraction = 0.05/dev_fraction = ${G2P_DEV_FRACTION:-0.05}/" "$work/g2p-paper.toml"
     mv "$work/g2p-paper.toml" "$work/$run.toml"
-    stamp "G2P $run: dropout $G2P_DROPOUT, attention ${G2P_ATTENTION:-false}, smoothing ${G2P_SMOOTHING:-0.0}, seed ${G2P_SEED:-0}, $G2P_STEPS steps"
+    stamp "G2P $run: dropout $G2P_DROPOUT, attention ${G2P_ATTENTION:-false}, smoothing ${G2P_SMOOTHING:-0.0}, seed ${G2P_SEED:-0}, dev fraction ${G2P_DEV_FRACTION:-0.05}, $G2P_STEPS steps"
     if [ -n "${G2P_BG:-}" ]; then   # background: `g2p-eval` evaluates it later
         (cd "$work" && setsid nohup "$dv" train --config $run.toml > $run.log 2>&1 &)
         stamp "G2P $run started (background)"
