@@ -11,10 +11,6 @@
 //! live hypothesis can overtake it) or after `max_steps` steps. The result
 //! is the best finished hypothesis (the earliest on ties), or the best live
 //! one when none finished. With width 1 this is exactly greedy decoding.
-//!
-//! A [`StressRule`] other than `Off` (FORMAT.md, "Stress rule"; not in §3.1)
-//! drops or penalises extensions before the ranking: EOS after a number of
-//! primary stresses other than one, and a primary stress after the first.
 
 /// A decoder the search drives.
 pub(crate) trait Decoder {
@@ -26,40 +22,6 @@ pub(crate) trait Decoder {
     fn advance(&mut self, state: &mut Self::State, token: usize, lp: &mut [f64]);
 }
 
-/// How beam search treats primary stress (FORMAT.md, "Stress rule"; the
-/// trainer's `dv_train::g2p::StressRule`, kept in agreement by
-/// `infra/dv/tests/it/synth.rs`). A model without stress (fewer than two
-/// stress levels) has no primary stress to count and ignores the rule.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub enum StressRule {
-    /// Every extension allowed (§3.1).
-    #[default]
-    Off,
-    /// Exactly one: EOS only after one primary stress, and no second one.
-    One,
-    /// At most one: no second primary stress; EOS always allowed.
-    AtMostOne,
-    /// What `One` forbids costs this much log-probability (≥ 0) instead.
-    Penalty(f64),
-}
-
-impl StressRule {
-    /// What extending a hypothesis holding `primaries` primary stresses by a
-    /// token adds to its score besides the token's log-probability (`eos`:
-    /// the token is EOS; `primary`: it carries primary stress); `None` where
-    /// the rule forbids it.
-    pub(crate) fn cost(self, primaries: usize, eos: bool, primary: bool) -> Option<f64> {
-        let violates = if eos { primaries != 1 } else { primary && primaries >= 1 };
-        match self {
-            StressRule::Off => Some(0.0),
-            _ if !violates => Some(0.0),
-            StressRule::One => None,
-            StressRule::AtMostOne => eos.then_some(0.0),
-            StressRule::Penalty(p) => Some(-p),
-        }
-    }
-}
-
 /// What to search for.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Search {
@@ -68,16 +30,11 @@ pub(crate) struct Search {
     pub outputs: usize,
     pub bos: usize,
     pub eos: usize,
-    pub stress: StressRule,
-    /// Tokens are `1 + phoneme · stress_levels + stress`; primary stress is 1.
-    pub stress_levels: usize,
 }
 
 struct Hypothesis<S> {
     tokens: Vec<usize>,
     score: f64,
-    /// How many of `tokens` carry primary stress.
-    primaries: usize,
     /// The state after every token but the last (fed at the next step).
     state: S,
 }
@@ -87,8 +44,7 @@ impl Search {
     /// Allocates.
     pub(crate) fn run<D: Decoder>(&self, decoder: &mut D, init: D::State) -> (Vec<usize>, f64) {
         let width = self.width.max(1);
-        let mut live = vec![Hypothesis { tokens: Vec::new(), score: 0.0, primaries: 0, state: init }];
-        let rule = if self.stress_levels >= 2 { self.stress } else { StressRule::Off };
+        let mut live = vec![Hypothesis { tokens: Vec::new(), score: 0.0, state: init }];
         let mut finished: Option<(Vec<usize>, f64)> = None;
         let mut lp = vec![0.0f64; width * self.outputs]; // [live, outputs]
         let mut ranked: Vec<(f64, usize, usize)> = Vec::with_capacity(width * self.outputs);
@@ -98,11 +54,7 @@ impl Search {
                 let token = h.tokens.last().copied().unwrap_or(self.bos);
                 let row = &mut lp[i * self.outputs..(i + 1) * self.outputs];
                 decoder.advance(&mut h.state, token, row);
-                let primaries = h.primaries;
-                ranked.extend(row.iter().enumerate().filter_map(|(t, &v)| {
-                    let cost = rule.cost(primaries, t == self.eos, self.is_primary(t))?;
-                    Some((h.score + v + cost, i, t))
-                }));
+                ranked.extend(row.iter().enumerate().map(|(t, &v)| (h.score + v, i, t)));
             }
             ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
             let mut next = Vec::with_capacity(width);
@@ -119,8 +71,7 @@ impl Search {
                     let mut tokens = Vec::with_capacity(parent.tokens.len() + 1);
                     tokens.extend_from_slice(&parent.tokens);
                     tokens.push(t);
-                    let primaries = parent.primaries + usize::from(self.is_primary(t));
-                    next.push(Hypothesis { tokens, score, primaries, state: parent.state.clone() });
+                    next.push(Hypothesis { tokens, score, state: parent.state.clone() });
                 }
             }
             live = next;
@@ -137,12 +88,7 @@ impl Search {
         }
     }
 
-    /// Whether `token` (not EOS) carries primary stress.
-    fn is_primary(&self, token: usize) -> bool {
-        token != self.eos && self.stress_levels >= 2 && (token - 1) % self.stress_levels == 1
-    }
-
-    /// Greedy decoding from `init` (no stress rule), written independently of [`Search::run`]
+    /// Greedy decoding from `init`, written independently of [`Search::run`]
     /// as its width-1 oracle: the most probable token each step (the lowest
     /// index on ties) until EOS or `max_steps` tokens. Allocates.
     pub(crate) fn greedy<D: Decoder>(&self, decoder: &mut D, mut state: D::State) -> (Vec<usize>, f64) {

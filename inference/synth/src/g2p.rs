@@ -11,7 +11,7 @@
 
 use dv_voice::{G2pConfig, Voice, MAX_BEAM};
 
-use crate::beam::{Decoder, Search, StressRule};
+use crate::beam::{Decoder, Search};
 use crate::error::SynthError;
 use crate::gru::{dot, Dense, Gru};
 
@@ -106,31 +106,10 @@ impl G2p {
     /// log-probability of the tokens and EOS (of the tokens only when no
     /// hypothesis ended within `2 · letters + 8` steps). Width 1 is
     /// [`G2p::greedy`]. A width outside `1..=MAX_BEAM` is
-    /// [`SynthError::InvalidOption`]. No stress rule ([`G2p::beam_with`]).
-    /// Allocates.
-    pub fn beam(&self, word: &str, width: usize) -> Result<(Vec<(usize, usize)>, f32), SynthError> {
-        self.beam_with(word, width, StressRule::Off)
-    }
-
-    /// [`G2p::beam`] under a [`StressRule`] (FORMAT.md, "Stress rule"); the
-    /// score includes any penalty. A negative or NaN penalty is
     /// [`SynthError::InvalidOption`]. Allocates.
-    pub fn beam_with(
-        &self,
-        word: &str,
-        width: usize,
-        stress: StressRule,
-    ) -> Result<(Vec<(usize, usize)>, f32), SynthError> {
-        if let StressRule::Penalty(p) = stress {
-            if p.is_nan() || p < 0.0 {
-                return Err(SynthError::InvalidOption {
-                    what: "stress penalty",
-                    reason: format!("{p} is not a log-probability cost ≥ 0"),
-                });
-            }
-        }
+    pub fn beam(&self, word: &str, width: usize) -> Result<(Vec<(usize, usize)>, f32), SynthError> {
         let letters = self.encode_word(word)?;
-        let (tokens, score) = self.beam_letters(&letters, width, stress)?;
+        let (tokens, score) = self.beam_letters(&letters, width)?;
         Ok((self.pairs(&tokens), score as f32))
     }
 
@@ -139,8 +118,7 @@ impl G2p {
     pub fn greedy(&self, word: &str) -> Result<(Vec<(usize, usize)>, f32), SynthError> {
         let letters = self.encode_word(word)?;
         let enc = self.encode(&letters);
-        let (tokens, score) =
-            self.search(&letters, 1, StressRule::Off).greedy(&mut Step::new(self, &enc), enc.init.clone());
+        let (tokens, score) = self.search(&letters, 1).greedy(&mut Step::new(self, &enc), enc.init.clone());
         Ok((self.pairs(&tokens), score as f32))
     }
 
@@ -180,19 +158,14 @@ impl G2p {
         let Some(golden) = voice.golden().and_then(|g| g.g2p.as_ref()) else { return Ok(None) };
         let mut differ = 0;
         for word in golden.decode(voice.config())? {
-            let (got, _) = self.beam_letters(&word.letters, self.config.beam, StressRule::Off)?;
+            let (got, _) = self.beam_letters(&word.letters, self.config.beam)?;
             differ += usize::from(got != word.tokens);
         }
         Ok(Some(differ))
     }
 
     /// Beam search over encoder indices; tokens without EOS and the score.
-    fn beam_letters(
-        &self,
-        letters: &[usize],
-        width: usize,
-        stress: StressRule,
-    ) -> Result<(Vec<usize>, f64), SynthError> {
+    fn beam_letters(&self, letters: &[usize], width: usize) -> Result<(Vec<usize>, f64), SynthError> {
         if width == 0 || width > MAX_BEAM {
             return Err(SynthError::InvalidOption {
                 what: "beam width",
@@ -200,18 +173,16 @@ impl G2p {
             });
         }
         let enc = self.encode(letters);
-        Ok(self.search(letters, width, stress).run(&mut Step::new(self, &enc), enc.init.clone()))
+        Ok(self.search(letters, width).run(&mut Step::new(self, &enc), enc.init.clone()))
     }
 
-    fn search(&self, letters: &[usize], width: usize, stress: StressRule) -> Search {
+    fn search(&self, letters: &[usize], width: usize) -> Search {
         Search {
             width,
             max_steps: 2 * letters.len() + 8,
             outputs: self.config.outputs,
             bos: self.config.bos(),
             eos: dv_voice::G2P_EOS,
-            stress,
-            stress_levels: self.stress_levels,
         }
     }
 

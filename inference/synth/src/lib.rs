@@ -76,7 +76,6 @@ mod sampling;
 mod simd;
 mod wavenet;
 
-pub use beam::StressRule;
 pub use conditioning::Conditioning;
 pub use duration::{DurationModel, Prosody};
 pub use engine::Precision;

@@ -30,11 +30,6 @@ pub struct EvaluateArgs {
     /// G2P: beam width (default: the model's, 5).
     #[arg(long)]
     beam: Option<usize>,
-    /// G2P: primary stress in the beam search: `off` (§3.1), `one` (a word ends only with
-    /// exactly one primary stress), `at-most-one` (never a second one) or `penalty=λ` (what
-    /// `one` forbids costs λ nats instead).
-    #[arg(long, default_value = crate::g2p::DEFAULT_STRESS_RULE, value_parser = crate::g2p::parse_stress_rule)]
-    stress_rule: dv_train::StressRule,
     /// G2P: decode at most this many test words.
     #[arg(long, default_value_t = usize::MAX)]
     limit: usize,
@@ -84,24 +79,19 @@ fn run_g2p(a: &EvaluateArgs, name: &str, cfg: &RunConfig, ck: &dv_train::Checkpo
     let t0 = std::time::Instant::now();
     let refs: Vec<&dv_train::G2p> = models.iter().collect();
     // Progress on stderr every 10 % (an ensemble of paper-size models takes minutes).
-    let decoded =
-        dv_train::pronunciation::decode_with_progress(&refs, set, width, a.stress_rule, a.limit, |done, n| {
-            if n >= 1000 && done % (n / 10) == 0 && done < n {
-                eprintln!("decoded {done} of {n} words ({:.0} s)", t0.elapsed().as_secs_f64());
-            }
-        })?;
+    let decoded = dv_train::pronunciation::decode_with_progress(&refs, set, width, a.limit, |done, n| {
+        if n >= 1000 && done % (n / 10) == 0 && done < n {
+            eprintln!("decoded {done} of {n} words ({:.0} s)", t0.elapsed().as_secs_f64());
+        }
+    })?;
     let m = dv_train::pronunciation::score(&decoded, set, width);
     if let Some(path) = &a.errors {
         let n = write_errors(path, set, &decoded)?;
         eprintln!("{n} words decoded wrongly → {}", path.display());
     }
     let ensemble = if models.len() > 1 { format!(", ensemble of {}", models.len()) } else { String::new() };
-    let rule = match a.stress_rule {
-        dv_train::StressRule::Off => String::new(),
-        r => format!(", stress rule {}", crate::g2p::stress_rule_name(r)),
-    };
     println!(
-        "{} {} words at step {}{ensemble}, beam {width}{rule}: PER {:.2}%, WER {:.2}% ({:.1} s); stress ignored: PER {:.2}%, WER {:.2}%",
+        "{} {} words at step {}{ensemble}, beam {width}: PER {:.2}%, WER {:.2}% ({:.1} s); stress ignored: PER {:.2}%, WER {:.2}%",
         m.words,
         what,
         ck.state.step,

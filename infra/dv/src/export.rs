@@ -262,7 +262,7 @@ fn add_g2p(voice: &Path, g2p: &Path, golden_words: usize, out: &Path) -> anyhow:
     let split = dv_train::Pronunciations::load(&lexicon)?;
     let mut words = Vec::new();
     for i in 0..split.test.len().min(golden_words) {
-        let (toks, _) = model.beam(&split.test.letters[i], sizes.beam, dv_train::StressRule::Off)?;
+        let (toks, _) = model.beam(&split.test.letters[i], sizes.beam)?;
         words.push(dv_voice::G2pWord {
             letters: split.test.letters[i].iter().map(|&l| l as usize).collect(),
             tokens: toks.iter().map(|&t| t as usize).collect(),

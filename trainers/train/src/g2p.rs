@@ -118,47 +118,6 @@ pub fn encode_word(word: &str) -> Result<Vec<i64>, char> {
         .collect()
 }
 
-/// How beam search treats primary stress (not in §3.1; the voice package's
-/// rule, `inference/voice/FORMAT.md`, "Stress rule"). In the filtered CMUDict
-/// 98.8% of words hold exactly one primary-stressed vowel (a token with
-/// stress index 1), 1.1% two or more and 0.05% none, while the model, one
-/// token at a time, can give a word two or none.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub enum StressRule {
-    /// Every extension allowed (§3.1).
-    #[default]
-    Off,
-    /// Exactly one: EOS only after one primary stress, and no second one.
-    One,
-    /// At most one: no second primary stress; EOS always allowed.
-    AtMostOne,
-    /// What [`StressRule::One`] forbids costs this much log-probability
-    /// (≥ 0) instead: EOS without exactly one primary stress, and each
-    /// primary stress after the first.
-    Penalty(f64),
-}
-
-impl StressRule {
-    /// What extending a hypothesis that holds `primaries` primary stresses by
-    /// `token` adds to its score besides the token's log-probability: `None`
-    /// where the rule forbids it.
-    pub fn cost(self, primaries: usize, token: i64) -> Option<f64> {
-        let violates = if token == EOS { primaries != 1 } else { is_primary(token) && primaries >= 1 };
-        match self {
-            StressRule::Off => Some(0.0),
-            _ if !violates => Some(0.0),
-            StressRule::One => None,
-            StressRule::AtMostOne => (token == EOS).then_some(0.0),
-            StressRule::Penalty(p) => Some(-p),
-        }
-    }
-}
-
-/// Whether an output token (not EOS) carries primary stress.
-pub fn is_primary(t: i64) -> bool {
-    t != EOS && untoken(t).1 == 1
-}
-
 /// The output token of a phoneme and stress index.
 pub fn token(phoneme: usize, stress: usize) -> i64 {
     1 + phoneme as i64 * 5 + stress as i64
@@ -309,12 +268,10 @@ impl G2p {
     /// scores are summed log-probabilities, a hypothesis ending in EOS is
     /// finished, the `width` best live hypotheses go on, and the search stops
     /// when the best finished score beats every live one or after
-    /// `2n + 8` steps. Width 1 is greedy decoding. `stress` drops or
-    /// penalises extensions ([`StressRule`]; `Off` is §3.1's search). Returns
-    /// the tokens (without EOS) and the score (the penalties included).
-    /// [`beam_ensemble`] with this model alone.
-    pub fn beam(&self, letters: &[i64], width: usize, stress: StressRule) -> Result<(Vec<i64>, f64), TrainError> {
-        beam_ensemble(&[self], letters, width, stress)
+    /// `2n + 8` steps. Width 1 is greedy decoding. Returns the tokens
+    /// (without EOS) and the score. [`beam_ensemble`] with this model alone.
+    pub fn beam(&self, letters: &[i64], width: usize) -> Result<(Vec<i64>, f64), TrainError> {
+        beam_ensemble(&[self], letters, width)
     }
 }
 
@@ -322,20 +279,7 @@ impl G2p {
 /// log-probabilities the mean of the models' (Sutskever et al. 2014; the
 /// models must share the vocabulary, which every [`G2p`] does). All live
 /// hypotheses of a step go through each model's decoder as one batch.
-pub fn beam_ensemble(
-    models: &[&G2p],
-    letters: &[i64],
-    width: usize,
-    stress: StressRule,
-) -> Result<(Vec<i64>, f64), TrainError> {
-    if let StressRule::Penalty(p) = stress {
-        if p.is_nan() || p < 0.0 {
-            return Err(TrainError::Config {
-                path: "stress rule".into(),
-                reason: format!("penalty {p} is not a log-probability cost ≥ 0"),
-            });
-        }
-    }
+pub fn beam_ensemble(models: &[&G2p], letters: &[i64], width: usize) -> Result<(Vec<i64>, f64), TrainError> {
     if letters.is_empty() || width == 0 || models.is_empty() {
         return Err(TrainError::Shape {
             what: "g2p beam search",
@@ -383,12 +327,9 @@ pub fn beam_ensemble(
             new_states.push(ns);
         }
         let mut cands: Vec<(usize, i64, f64)> = Vec::with_capacity(lp.len());
-        for (h, (toks, score)) in live.iter().enumerate() {
-            let primaries = toks.iter().filter(|&&t| is_primary(t)).count();
+        for (h, (_, score)) in live.iter().enumerate() {
             for t in 0..classes {
-                if let Some(cost) = stress.cost(primaries, t as i64) {
-                    cands.push((h, t as i64, score + lp[h * classes + t] + cost));
-                }
+                cands.push((h, t as i64, score + lp[h * classes + t]));
             }
         }
         // Best first; ties by hypothesis then token index, so width 1 is argmax with the lowest index.

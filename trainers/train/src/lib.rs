@@ -89,7 +89,7 @@ pub use features::{
     ctc_min_frames, is_validation, pair_labels, reference_boundaries, FeatureSplit, Features, FeaturesConfig, Skipped,
     FEATURE_MFCC, FRAME_SECONDS, PAIR_CLASSES,
 };
-pub use g2p::{G2p, G2pConfig, StressRule};
+pub use g2p::{G2p, G2pConfig};
 pub use mlflow::MlflowRun;
 pub use model::{dropout, dropout_keeps, with_rng, Batch, Model};
 pub use optim::{clip_grad_norm, Adam, AdamConfig, FlatParams, StepAnnealing};

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use tch::{Device, Tensor};
 
 use crate::data::Dataset;
-use crate::g2p::{encode_word, token, G2p, StressRule, EOS};
+use crate::g2p::{encode_word, token, G2p, EOS};
 use crate::model::Batch;
 use crate::sampler::splitmix64;
 use crate::TrainError;
@@ -170,17 +170,10 @@ pub struct G2pMetrics {
 /// One decoded word: the hypothesis tokens (without EOS) and their score.
 pub type Decoded = (Vec<i64>, f64);
 
-/// Decodes up to `limit` words of `data` with beam `width` under the stress
-/// rule `stress`; more than one model decode as an ensemble
-/// ([`crate::g2p::beam_ensemble`]).
-pub fn decode(
-    models: &[&G2p],
-    data: &Pronunciations,
-    width: usize,
-    stress: StressRule,
-    limit: usize,
-) -> Result<Vec<Decoded>, TrainError> {
-    decode_with_progress(models, data, width, stress, limit, |_, _| {})
+/// Decodes up to `limit` words of `data` with beam `width`; more than one
+/// model decode as an ensemble ([`crate::g2p::beam_ensemble`]).
+pub fn decode(models: &[&G2p], data: &Pronunciations, width: usize, limit: usize) -> Result<Vec<Decoded>, TrainError> {
+    decode_with_progress(models, data, width, limit, |_, _| {})
 }
 
 /// [`decode`], calling `progress(done, total)` after every word.
@@ -188,14 +181,13 @@ pub fn decode_with_progress(
     models: &[&G2p],
     data: &Pronunciations,
     width: usize,
-    stress: StressRule,
     limit: usize,
     mut progress: impl FnMut(usize, usize),
 ) -> Result<Vec<Decoded>, TrainError> {
     let n = data.len().min(limit);
     (0..n)
         .map(|i| {
-            let d = crate::g2p::beam_ensemble(models, &data.letters[i], width, stress);
+            let d = crate::g2p::beam_ensemble(models, &data.letters[i], width);
             progress(i + 1, n);
             d
         })
@@ -233,14 +225,8 @@ pub fn score(decoded: &[Decoded], data: &Pronunciations, width: usize) -> G2pMet
     }
 }
 
-/// Decodes up to `limit` words of `data` with beam `width` under `stress`
-/// and scores them ([`decode`], then [`score`]).
-pub fn evaluate(
-    models: &[&G2p],
-    data: &Pronunciations,
-    width: usize,
-    stress: StressRule,
-    limit: usize,
-) -> Result<G2pMetrics, TrainError> {
-    Ok(score(&decode(models, data, width, stress, limit)?, data, width))
+/// Decodes up to `limit` words of `data` with beam `width` and scores them
+/// ([`decode`], then [`score`]).
+pub fn evaluate(models: &[&G2p], data: &Pronunciations, width: usize, limit: usize) -> Result<G2pMetrics, TrainError> {
+    Ok(score(&decode(models, data, width, limit)?, data, width))
 }

@@ -4,7 +4,7 @@
 //! log-probabilities, wider beams find better words on average.
 
 use dv_synth::random::{random_voice, random_voice_with_g2p};
-use dv_synth::{G2p, StressRule, SynthError};
+use dv_synth::{G2p, SynthError};
 use dv_voice::{G2pConfig, G2pGolden, G2pWord, Golden, Tensor, Voice, WavenetConfig};
 
 const WAVENET: WavenetConfig = WavenetConfig { layers: 2, residual_channels: 8, skip_channels: 8, dilation_cycle: 2 };
@@ -327,73 +327,4 @@ fn golden_parity_through_a_package_on_disk() {
     let v = voice.with_golden(golden(&words)).unwrap();
     assert_eq!(model.golden_parity(&v).unwrap(), Some(2));
     std::fs::remove_dir_all(&dir).unwrap();
-}
-
-/// The stress rule (FORMAT.md) on constant logits: the primary-stressed
-/// token (3, 1) first, EOS second, as the trainer's test of the same name.
-#[test]
-fn the_stress_rule_allows_no_second_primary_stress() {
-    let v = random_voice_with_g2p(WAVENET, small(1), 14).unwrap();
-    let mut w = v.weights().clone();
-    let mut bias = vec![0.0f32; 201];
-    bias[1 + 3 * 5 + 1] = 10.0;
-    bias[0] = 9.0;
-    w.insert("g2p.out.weight".into(), Tensor::zeros(vec![201, 12]));
-    w.insert("g2p.out.bias".into(), Tensor::new("b", vec![201], bias).unwrap());
-    let model = G2p::new(&Voice::new(v.config().clone(), w).unwrap()).unwrap();
-    let (off, _) = model.beam("abc", 1).unwrap();
-    assert_eq!(off, vec![(3, 1); 2 * 3 + 8]);
-    assert_eq!(model.greedy("abc").unwrap().0, off);
-    assert_eq!(model.beam_with("abc", 1, StressRule::Off).unwrap(), model.beam("abc", 1).unwrap());
-    assert_eq!(model.beam_with("abc", 1, StressRule::Penalty(0.1)).unwrap().0, off);
-    assert!(model.beam("abc", 5).unwrap().0.is_empty());
-    assert!(model.beam_with("abc", 5, StressRule::AtMostOne).unwrap().0.is_empty());
-    let lp = model.log_probs("abc", &[tokens(&[(3, 1)])[0]]).unwrap();
-    for (rule, width) in [
-        (StressRule::One, 1),
-        (StressRule::One, 5),
-        (StressRule::AtMostOne, 1),
-        (StressRule::Penalty(2.0), 1),
-        (StressRule::Penalty(2.0), 5),
-    ] {
-        let (pairs, score) = model.beam_with("abc", width, rule).unwrap();
-        assert_eq!(pairs, vec![(3, 1)], "{rule:?}, width {width}");
-        assert!((score - (lp[17] + lp[201])).abs() < 1e-5, "{rule:?}, width {width}: {score}");
-    }
-    for p in [-1.0, f64::NAN] {
-        assert!(matches!(
-            model.beam_with("abc", 5, StressRule::Penalty(p)),
-            Err(SynthError::InvalidOption { what: "stress penalty", .. })
-        ));
-    }
-}
-
-/// On random models leaning to primary stress, Off gives some words two or
-/// more; under `One` and `AtMostOne` no result holds more than one, and a
-/// word that ended under `One` holds exactly one.
-#[test]
-fn under_the_stress_rule_no_word_has_two_primary_stresses() {
-    let mut doubled = 0;
-    for seed in [15, 16] {
-        let v = g2p_voice(small(2), seed, 2.0);
-        let mut w = v.weights().clone();
-        for (t, b) in w.get_mut("g2p.out.bias").unwrap().data_mut().iter_mut().enumerate() {
-            if t > 0 && (t - 1) % 5 == 1 {
-                *b += 1.5;
-            }
-        }
-        let model = G2p::new(&Voice::new(v.config().clone(), w).unwrap()).unwrap();
-        let primaries = |p: &[(usize, usize)]| p.iter().filter(|&&(_, s)| s == 1).count();
-        for word in WORDS {
-            for width in [1, 5] {
-                doubled += usize::from(primaries(&model.beam(word, width).unwrap().0) >= 2);
-                let (one, _) = model.beam_with(word, width, StressRule::One).unwrap();
-                let ended = one.len() < 2 * word.len() + 8;
-                assert!(primaries(&one) <= 1 && (!ended || primaries(&one) == 1), "{word} ×{width}: {one:?}");
-                let (most, _) = model.beam_with(word, width, StressRule::AtMostOne).unwrap();
-                assert!(primaries(&most) <= 1, "{word} ×{width}: {most:?}");
-            }
-        }
-    }
-    assert!(doubled > 0, "Off never gave two primary stresses: the test would not see the rule");
 }

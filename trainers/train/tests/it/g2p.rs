@@ -5,7 +5,7 @@
 
 use dv_train::g2p::{encode_word, token, BOS, EOS};
 use dv_train::pronunciation::{edit_distance, part_of, Part};
-use dv_train::{Batch, Dataset, G2p, G2pConfig, LexiconConfig, Model, Pronunciations, StressRule};
+use dv_train::{Batch, Dataset, G2p, G2pConfig, LexiconConfig, Model, Pronunciations};
 use tch::{nn::OptimizerConfig, Device, Kind, Tensor};
 
 #[test]
@@ -91,7 +91,7 @@ fn tiny_lexicon_overfits(attention: bool) {
     let last = m.loss_sum(&batch, false, 0).unwrap().double_value(&[]);
     assert!(last < 0.05 * first, "attention {attention}: loss {first} → {last}");
     for i in 0..data.len() {
-        let (hyp, _) = m.beam(&data.letters[i], 5, StressRule::Off).unwrap();
+        let (hyp, _) = m.beam(&data.letters[i], 5).unwrap();
         assert_eq!(hyp, data.tokens[i], "attention {attention}: {}", data.words[i]);
     }
 }
@@ -111,10 +111,10 @@ fn width_one_is_greedy(attention: bool) {
     for w in words {
         let l = encode_word(w).unwrap();
         let (g, gs) = greedy(&m, &l);
-        let (b1, s1) = m.beam(&l, 1, StressRule::Off).unwrap();
+        let (b1, s1) = m.beam(&l, 1).unwrap();
         assert_eq!(b1, g, "{w}: width 1 differs from greedy");
         assert!((s1 - gs).abs() < 1e-4, "{w}: scores {s1} vs {gs}");
-        let (_, s5) = m.beam(&l, 5, StressRule::Off).unwrap();
+        let (_, s5) = m.beam(&l, 5).unwrap();
         greedy_total += gs;
         beam_total += s5;
     }
@@ -136,17 +136,17 @@ fn an_ensemble_decodes_with_the_mean_of_its_models() {
     let mut differs = 0;
     for w in ["speech", "synthesis", "deep", "voice", "rust", "a", "queue", "onomatopoeia"] {
         let l = encode_word(w).unwrap();
-        let (alone, sa) = a.beam(&l, 5, StressRule::Off).unwrap();
-        let (twice, st) = beam_ensemble(&[&a, &a], &l, 5, StressRule::Off).unwrap();
+        let (alone, sa) = a.beam(&l, 5).unwrap();
+        let (twice, st) = beam_ensemble(&[&a, &a], &l, 5).unwrap();
         assert_eq!(twice, alone, "{w}");
         assert!((st - sa).abs() < 1e-5, "{w}: {st} vs {sa}");
         let (g, gs) = greedy_mean(&[&a, &b], &l);
-        let (e1, s1) = beam_ensemble(&[&a, &b], &l, 1, StressRule::Off).unwrap();
+        let (e1, s1) = beam_ensemble(&[&a, &b], &l, 1).unwrap();
         assert_eq!(e1, g, "{w}: width 1 differs from greedy on the mean");
         assert!((s1 - gs).abs() < 1e-4, "{w}: {s1} vs {gs}");
         differs += usize::from(e1 != greedy(&a, &l).0);
         mean1 += s1;
-        mean5 += beam_ensemble(&[&a, &b], &l, 5, StressRule::Off).unwrap().1;
+        mean5 += beam_ensemble(&[&a, &b], &l, 5).unwrap().1;
     }
     assert!(differs > 0, "the second model never changed a decision: the test would not see it ignored");
     assert!(mean5 >= mean1 - 1e-6, "width 5 {mean5} below width 1 {mean1}");
@@ -156,7 +156,7 @@ fn an_ensemble_decodes_with_the_mean_of_its_models() {
     for models in [vec![&a], vec![&a, &b]] {
         for w in ["speech", "synthesis", "onomatopoeia", "queue"] {
             let l = encode_word(w).unwrap();
-            let (toks, score) = beam_ensemble(&models, &l, 5, StressRule::Off).unwrap();
+            let (toks, score) = beam_ensemble(&models, &l, 5).unwrap();
             let (with_eos, without) = forced_mean(&models, &l, &toks);
             let d = (score - with_eos).abs().min((score - without).abs());
             assert!(
@@ -230,71 +230,4 @@ fn label_smoothing_matches_the_formula_and_leaves_validation_alone() {
     assert!((train - smoothed).abs() < 1e-4 * smoothed, "train {train} vs {smoothed}");
     assert!((val - plain).abs() < 1e-4 * plain, "validation {val} vs {plain}");
     assert!((train - val).abs() > 1e-3, "smoothing changed nothing: {train} vs {val}");
-}
-
-/// The stress rule on hand-set log-probabilities (output weights zeroed, so
-/// every step has the same distribution): the primary-stressed token (3, 1)
-/// first, EOS second. Off, width 1 never ends (14 primary stresses, greedy
-/// as before) and width 5 ends the empty word; `One` ends after exactly one
-/// at both widths, `AtMostOne` after one at width 1 and, as Off, with none
-/// at width 5; a small penalty changes nothing, a large one acts as `One`.
-#[test]
-fn the_stress_rule_allows_no_second_primary_stress() {
-    let m = dv_train::with_rng(7, || G2p::new(&G2pConfig { dropout: 0.0, ..G2pConfig::tiny() }, Device::Cpu)).unwrap();
-    let mut bias = vec![0f32; dv_train::g2p::G2P_OUTPUTS as usize];
-    let primary = token(3, 1);
-    bias[primary as usize] = 10.0;
-    bias[EOS as usize] = 9.0;
-    tch::no_grad(|| {
-        let mut vars = m.var_store().variables();
-        let _ = vars.get_mut("g2p.out.weight").unwrap().fill_(0.0);
-        vars.get_mut("g2p.out.bias").unwrap().copy_(&Tensor::from_slice(&bias));
-    });
-    let l = encode_word("abc").unwrap();
-    let (off, _) = m.beam(&l, 1, StressRule::Off).unwrap();
-    assert_eq!(off, vec![primary; 2 * 3 + 8]);
-    assert_eq!(off, greedy(&m, &l).0);
-    assert_eq!(m.beam(&l, 1, StressRule::Penalty(0.1)).unwrap().0, off);
-    assert_eq!(m.beam(&l, 5, StressRule::Off).unwrap().0, Vec::<i64>::new());
-    assert_eq!(m.beam(&l, 5, StressRule::AtMostOne).unwrap().0, Vec::<i64>::new());
-    for (rule, width) in [
-        (StressRule::One, 1),
-        (StressRule::One, 5),
-        (StressRule::AtMostOne, 1),
-        (StressRule::Penalty(2.0), 1),
-        (StressRule::Penalty(2.0), 5),
-    ] {
-        let (toks, score) = m.beam(&l, width, rule).unwrap();
-        assert_eq!(toks, vec![primary], "{rule:?}, width {width}");
-        let (with_eos, _) = forced_mean(&[&m], &l, &toks);
-        assert!((score - with_eos).abs() < 1e-4, "{rule:?}, width {width}: {score} vs {with_eos}");
-    }
-    assert!(m.beam(&l, 5, StressRule::Penalty(-1.0)).is_err());
-}
-
-/// On a random model leaning to primary stress, Off gives some words two or
-/// more; under `One` and `AtMostOne` no result holds more than one, and a
-/// word that ended under `One` holds exactly one.
-#[test]
-fn under_the_stress_rule_no_word_has_two_primary_stresses() {
-    let m = dv_train::with_rng(8, || G2p::new(&G2pConfig { dropout: 0.0, ..G2pConfig::tiny() }, Device::Cpu)).unwrap();
-    tch::no_grad(|| {
-        let mut vars = m.var_store().variables();
-        let b = vars.get_mut("g2p.out.bias").unwrap();
-        let _ = b.narrow(0, 0, 1).fill_(2.0); // EOS, so that words end
-        let _ = b.narrow(0, 1, 200).view([40, 5]).narrow(1, 1, 1).fill_(1.5); // primary stress
-    });
-    let primaries = |t: &[i64]| t.iter().filter(|&&k| dv_train::g2p::is_primary(k)).count();
-    let mut doubled = 0;
-    for w in ["speech", "synthesis", "deep", "voice", "rust", "a", "queue", "onomatopoeia", "aardvark", "x"] {
-        let l = encode_word(w).unwrap();
-        for width in [1, 5] {
-            doubled += usize::from(primaries(&m.beam(&l, width, StressRule::Off).unwrap().0) >= 2);
-            let (one, _) = m.beam(&l, width, StressRule::One).unwrap();
-            let ended = one.len() < 2 * l.len() + 8;
-            assert!(primaries(&one) <= 1 && (!ended || primaries(&one) == 1), "{w} ×{width}: {one:?}");
-            assert!(primaries(&m.beam(&l, width, StressRule::AtMostOne).unwrap().0) <= 1, "{w} ×{width}");
-        }
-    }
-    assert!(doubled > 0, "Off never gave two primary stresses: the test would not see the rule");
 }
