@@ -1,4 +1,5 @@
 //! Dumps the PTX of one tile-kernel plan (for ptxas reports): wgptx PRESET THREADS F16 WG OUT [STAGES]
+//! (WG = 1: warpgroup MMAs; WG = cN: the column kernel with N streams per block).
 use dv_gpu::{compile_ptx, MultiPlan, Weights};
 fn main() {
     let a: Vec<String> = std::env::args().collect();
@@ -7,7 +8,9 @@ fn main() {
     let threads: usize = a[2].parse().unwrap();
     let f16 = a[3] == "1";
     let stages: usize = a.get(6).map_or(2, |s| s.parse().unwrap());
-    let plan = if a[4] == "1" {
+    let plan = if let Some(n) = a[4].strip_prefix('c') {
+        MultiPlan::cols(&w.sizes, n.parse().unwrap(), stages, 0, 227 * 1024).unwrap()
+    } else if a[4] == "1" {
         MultiPlan::tiles_wg(&w.sizes, threads, stages, 0, f16, 227 * 1024).unwrap()
     } else {
         MultiPlan::tiles(&w.sizes, 64, threads, stages, 0, f16, 227 * 1024).unwrap()

@@ -83,6 +83,15 @@ __device__ __forceinline__ void mbar_expect(u32 bar, u32 bytes) {
                  "r"(bytes)
                  : "memory");
 }
+// The same, relaxed at block scope: for a bulk copy of data that no write of
+// this thread precedes (weight chunks), the arrival need not wait for this
+// thread's earlier stores to be performed as a release does (about a
+// thousand cycles behind global stores; benchmarks/gpu.md, kernel 2e).
+__device__ __forceinline__ void mbar_expect_relaxed(u32 bar, u32 bytes) {
+    asm volatile("{ .reg .b64 s; mbarrier.arrive.expect_tx.relaxed.cta.shared::cta.b64 s, [%0], %1; }" ::"r"(bar),
+                 "r"(bytes)
+                 : "memory");
+}
 // One arrival (release at block scope: this thread's earlier writes).
 __device__ __forceinline__ void mbar_arrive(u32 bar) {
     asm volatile("{ .reg .b64 s; mbarrier.arrive.shared::cta.b64 s, [%0]; }" ::"r"(bar) : "memory");

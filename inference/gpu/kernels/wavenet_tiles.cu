@@ -461,7 +461,13 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
             u32 bytes;
             const wt* src = chunk_src(w_dil, w_rs, w_relu, w_out, next_chunk, bytes);
             const u32 bar = smem_u32(mbar + next_slot);
+            // Relaxed: the chunk needs no release of this thread's stores
+            // (RELEASE_EXPECT restores the release arrival, for comparison).
+#ifdef RELEASE_EXPECT
             if (lane == 0) mbar_expect(bar, bytes);
+#else
+            if (lane == 0) mbar_expect_relaxed(bar, bytes);
+#endif
             __syncwarp();
             const u32 part = bytes / TMA_SPLIT;
             if (lane < TMA_SPLIT)

@@ -575,6 +575,7 @@ impl MultiStream {
                 (layout, format!("{defines}{}", plan.source(&sizes)))
             }
             MultiKernel::Tiles => (MultiLayout::tiles(w, plan.bf16), plan.source(&sizes)),
+            MultiKernel::Cols => (MultiLayout::cols(w), plan.source(&sizes)),
         };
         let (module, func) = dev.load_for(&source, plan.entry(), plan.smem_bytes, &plan.arch(dev.capability))?;
         let mats = [
@@ -588,7 +589,9 @@ impl MultiStream {
         let (_, rows) = sizes.history_offsets();
         let s = &dev.stream;
         let hist = s.alloc_zeros::<f32>(slots * rows * sizes.residual).map_err(driver("cuMemAlloc(histories)"))?;
-        let pool_d = if plan.wgmma {
+        let pool_d = if plan.kernel == MultiKernel::Cols {
+            dev.upload("conditioning pool", &MultiLayout::cols_pool(w, pool.data()))?
+        } else if plan.wgmma {
             dev.upload("conditioning pool", &MultiLayout::tiles_wg_pool(w, pool.data(), plan.warps_n))?
         } else {
             dev.upload("conditioning pool", pool.data())?

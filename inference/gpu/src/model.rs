@@ -198,6 +198,21 @@ pub fn wg_unit_column(j: usize) -> usize {
     j / 8 * 8 + (j % 4) * 2 + (j / 4) % 2
 }
 
+/// Where the column kernel (`wavenet_cols.cu`, `PI`) stores input c of a
+/// 16-aligned group: c and c + 8 side by side (0 → 0, 8 → 1, 1 → 2, …), so
+/// that a thread's two accumulator rows are one 32-bit pair.
+pub fn cols_input(c: usize) -> usize {
+    c / 16 * 16 + (c % 8) * 2 + (c / 8) % 2
+}
+
+/// The unit and gate (0 tanh, 1 sigmoid) of row `p` of the column kernel's
+/// W_dil (r = 64): in 64-row tile k, rows 16·w + g and 16·w + g + 8 are the
+/// tanh and sigmoid rows of unit 32·k + 8·w + g, which one thread gates.
+pub fn cols_gate_row(p: usize) -> (usize, usize) {
+    let (tile, within) = (p / 64, p % 64);
+    (32 * tile + 8 * (within / 16) + within % 8, (within % 16) / 8)
+}
+
 /// `mats` row-major `[rows, cols]` matrices in chunks of `chunk_rows` rows,
 /// each chunk in the 128-byte-swizzled K-major layout (`SW_OFF` in
 /// `kernels/wgmma.cuh`): input k = col(k') of row r of a chunk at
@@ -531,6 +546,56 @@ impl MultiLayout {
                                 dst[i * 2 * r + ((wn * 4 + tq) * nt + t) * 2 + g] = src[k] + w.gate_b[k];
                             }
                         }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The column kernel's layout (`wavenet_cols.cu`, r = 64), every
+    /// matrix core-matrix tiled as a warpgroup MMA's K-major A operand
+    /// ([`core_tiled`]): W_dil's rows `[W_prev | W_cur]` ordered by
+    /// [`cols_gate_row`] and its inputs (x(t − d), then x(t)) permuted by
+    /// [`cols_input`]; per layer `[W_res; W_skip_i]` (the last layer's
+    /// residual rows zero) on the gate units in order; W_relu and W_out with
+    /// their inputs permuted by [`cols_input`].
+    pub fn cols(w: &Weights) -> Self {
+        let Sizes { layers: l, residual: r, skip: s, .. } = w.sizes;
+        assert_eq!(r, 64, "the column kernel takes r = 64");
+        let t = Self::tiles(w, true);
+        let mut dil = Vec::with_capacity(4 * l * r * r);
+        for i in 0..l {
+            for p in 0..2 * r {
+                let (unit, gate) = cols_gate_row(p);
+                let o = gate * r + unit;
+                dil.extend_from_slice(&w.w_prev[i][o * r..(o + 1) * r]);
+                dil.extend_from_slice(&w.w_cur[i][o * r..(o + 1) * r]);
+            }
+        }
+        let half = |k: usize| if k < r { cols_input(k) } else { r + cols_input(k - r) };
+        Self {
+            dil: core_tiled(&Stored::new(dil, true), l, 2 * r, 2 * r, half),
+            res: core_tiled(&t.res, l, r + s, r, |k| k),
+            skip: t.skip,
+            relu: core_tiled(&t.relu, 1, A, s, cols_input),
+            out: core_tiled(&t.out, 1, A, A, cols_input),
+        }
+    }
+
+    /// The conditioning pool (`[frames, ℓ·2r]`, each layer's tanh terms then
+    /// its sigmoid terms) as the column kernel reads it: the gate biases
+    /// added, and per layer unit j's (tanh, sigmoid) pair at 2j, 2j + 1.
+    pub fn cols_pool(w: &Weights, pool: &[f32]) -> Vec<f32> {
+        let Sizes { layers: l, residual: r, .. } = w.sizes;
+        let width = l * 2 * r;
+        let mut out = vec![0.0; pool.len()];
+        for (src, dst) in pool.chunks_exact(width).zip(out.chunks_exact_mut(width)) {
+            for i in 0..l {
+                for j in 0..r {
+                    for g in 0..2 {
+                        let k = i * 2 * r + g * r + j;
+                        dst[i * 2 * r + 2 * j + g] = src[k] + w.gate_b[k];
                     }
                 }
             }

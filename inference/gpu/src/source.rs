@@ -11,6 +11,7 @@ const SMALL: &str = include_str!("../kernels/wavenet_small.cu");
 const CHAIN: &str = include_str!("../kernels/wavenet_chain.cu");
 const MULTI: &str = include_str!("../kernels/wavenet_multi.cu");
 const TILES: &str = include_str!("../kernels/wavenet_tiles.cu");
+const COLS: &str = include_str!("../kernels/wavenet_cols.cu");
 const WGMMA: &str = include_str!("../kernels/wgmma.cuh");
 
 /// The largest power of two at most `n` (1 for 0).
@@ -307,6 +308,10 @@ pub enum MultiKernel {
     /// owning fixed output columns (x, the gate and the skip sum in
     /// registers); bfloat16 weights only.
     Tiles,
+    /// `wavenet_cols.cu` (sm_90a): the streams as the warpgroup MMA's N
+    /// dimension (any multiple of 8 per block), the weights its 64-row A
+    /// operand ([`MultiPlan::cols`]).
+    Cols,
 }
 
 /// How kernel 2 runs one voice.
@@ -551,6 +556,77 @@ impl MultiPlan {
         })
     }
 
+    /// A plan for `wavenet_cols` (kernel 2e; sm_90a, Hopper only): the
+    /// streams are the warpgroup MMAs' N dimension, so a block holds any
+    /// multiple of 8 streams up to 64 (kernel 2c: 64 exactly); 256 threads,
+    /// two warpgroups; r = 64 and s a multiple of 64. `stages` weight-chunk
+    /// slots (2 or 3) of at least `min_slot_bytes`, grown to hold a layer's
+    /// W_dil and [W_res; W_skip] and 64 rows of the relu and output layers;
+    /// the relu and output layers go in chunks of as many 64-row tiles as a
+    /// slot holds.
+    pub fn cols(
+        sizes: &Sizes,
+        streams_per_block: usize,
+        stages: usize,
+        min_slot_bytes: usize,
+        smem_limit: usize,
+    ) -> Result<Self, GpuError> {
+        let (r, s, l) = (sizes.residual, sizes.skip, sizes.layers);
+        let bad = |why: String| {
+            Err(GpuError::Unsupported { what: format!("the column kernel (cols) for {}: {why}", sizes.name()) })
+        };
+        check_dilations(sizes)?;
+        let bs = streams_per_block;
+        if bs == 0 || bs % 8 != 0 || bs > 64 {
+            return bad(format!("{bs} streams per block (a multiple of 8, at most 64)"));
+        }
+        if r != 64 || s % 64 != 0 {
+            return bad("r = 64 and s a multiple of 64".into());
+        }
+        if !(2..=3).contains(&stages) {
+            return bad(format!("{stages} weight-chunk slots (2 or 3)"));
+        }
+        let threads = 256;
+        let slot = [min_slot_bytes, 2 * r * 2 * r * 2, (r + s) * r * 2, 64 * s * 2, 64 * A * 2]
+            .into_iter()
+            .max()
+            .unwrap_or(0)
+            .next_multiple_of(128);
+        // The most rows of K inputs a slot holds: a multiple of 64 dividing A.
+        let rows = |k: usize| {
+            let mut n = A;
+            while n > 64 && (n * k * 2 > slot || A % n != 0) {
+                n -= 64;
+            }
+            n
+        };
+        let chunk_rows = [rows(s), rows(A)];
+        let lk = A + 4;
+        let reg1 = (2 * bs * 2 * r * 2).max(2 * bs * s * 2).max(bs * lk * 4);
+        let reg2 = (2 * bs * r * 2).max(2 * bs * A * 2).max(threads / 32 * A * 4);
+        // 5 ints, one conditioning offset per stream; an mbarrier per slot, the
+        // profile's ten sums, the residual biases.
+        let smem_bytes = stages * slot + reg1 + reg2 + 5 * 4 * bs + 8 * stages + 8 * bs + 80 + 4 * l * r;
+        if smem_bytes > smem_limit {
+            return bad(format!("{smem_bytes} bytes of shared memory per block (the device allows {smem_limit})"));
+        }
+        Ok(Self {
+            kernel: MultiKernel::Cols,
+            streams_per_block: bs,
+            threads,
+            mma: true,
+            bf16: true,
+            stages,
+            panel_bytes: slot,
+            warps_n: 2,
+            chunk_rows,
+            f16: false,
+            wgmma: true,
+            wg_swizzle: false,
+            smem_bytes,
+        })
+    }
+
     /// The NVRTC target for a device of compute capability `cc`: the
     /// architecture-specific sm_90a features (wgmma) need `compute_90a`.
     pub fn arch(&self, cc: (i32, i32)) -> String {
@@ -562,10 +638,24 @@ impl MultiPlan {
         match self.kernel {
             MultiKernel::Panels => "wavenet_multi",
             MultiKernel::Tiles => "wavenet_tiles",
+            MultiKernel::Cols => "wavenet_cols",
         }
     }
 
     pub fn source(&self, sizes: &Sizes) -> String {
+        if self.kernel == MultiKernel::Cols {
+            let defines = format!(
+                "#define BS {}\n#define NT {}\n#define SLOT {}\n#define NSLOT {}\n#define CR1 {}\n#define CR2 {}\n\
+                 #define WG_TYPES \"bf16.bf16\"\n",
+                self.streams_per_block,
+                self.threads,
+                self.panel_bytes,
+                self.stages,
+                self.chunk_rows[0],
+                self.chunk_rows[1]
+            );
+            return format!("{}{defines}{COMMON}\n{WGMMA}\n{COLS}", common_defines(sizes, true));
+        }
         if self.kernel == MultiKernel::Tiles {
             let defines = format!(
                 "#define BS {}\n#define NT {}\n#define WN {}\n#define SLOT {}\n#define NSLOT {}\n#define CR1 {}\n#define CR2 {}\n#define F16 {}\n#define WGMMA {}\n#define WG_SW {}\n",

@@ -124,7 +124,9 @@ pub struct StreamsArgs {
     /// Kernel-2 sources to run: `tiles` (wavenet_tiles.cu, bfloat16 weights,
     /// activations as two bfloat16 terms), `tiles-f16` (the same, activations
     /// in half precision, one pass), `tiles-wg` / `tiles-wg-f16` (the same
-    /// with warpgroup MMAs, sm_90a, 64 streams per block) and/or `panels`
+    /// with warpgroup MMAs, sm_90a, 64 streams per block), `cols`
+    /// (wavenet_cols.cu: the streams as the warpgroup MMAs' N dimension, any
+    /// multiple of 8 per block up to 64; r = 64) and/or `panels`
     /// (wavenet_multi.cu).
     #[arg(long, value_delimiter = ',', default_value = "tiles-wg")]
     kernels: Vec<String>,
@@ -465,12 +467,15 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                             println!("{kernel}: not run at {per_block} streams per block: warpgroup MMAs take 64");
                             continue;
                         }
-                        "tiles" | "tiles-f16" | "tiles-wg" | "tiles-wg-f16" => {
+                        "cols" if bf16 => MultiPlan::cols(&w.sizes, per_block, a.stages, a.panel_bytes, smem),
+                        "tiles" | "tiles-f16" | "tiles-wg" | "tiles-wg-f16" | "cols" => {
                             println!("{kernel}, f32: not run: the tile kernel takes bfloat16 weights only");
                             continue;
                         }
                         other => {
-                            anyhow::bail!("unknown kernel-2 source {other:?} (tiles, tiles-f16, tiles-wg, tiles-wg-f16 or panels)")
+                            anyhow::bail!(
+                                "unknown kernel-2 source {other:?} (tiles, tiles-f16, tiles-wg, tiles-wg-f16, cols or panels)"
+                            )
                         }
                     };
                     let plan = match plan {
@@ -481,6 +486,7 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                         }
                     };
                     let kname = match (plan.wgmma, plan.f16) {
+                        _ if plan.kernel == MultiKernel::Cols => "wavenet_cols",
                         (true, true) => "wavenet_tiles-wg-f16",
                         (true, false) => "wavenet_tiles-wg",
                         (false, true) => "wavenet_tiles-f16",
@@ -504,7 +510,7 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                     "{kname} {} ({}), {per_block} streams/block, {} threads: parity max|Δp| {:.2e}, mode mismatches {}/{}{}",
                     prec(bf16),
                     if mma { "tensor cores" } else { "fp32 FMA" },
-                    a.threads,
+                    plan.threads,
                     par.max_prob_diff,
                     par.mode_mismatches,
                     par.steps,
@@ -512,7 +518,7 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                 );
                     json.put(json!({
                     "bench": "gpu-streams-parity", "kernel": kname, "device": dev.name(), "voice": name, "sizes": w.sizes.name(), "bf16": bf16,
-                    "mma": mma, "per_block": per_block, "threads": a.threads, "parity_steps": par.steps,
+                    "mma": mma, "per_block": per_block, "threads": plan.threads, "parity_steps": par.steps,
                     "max_prob_diff": par.max_prob_diff, "mode_mismatches": par.mode_mismatches, "parity_ok": ok,
                 }))?;
                     if !ok {
@@ -548,7 +554,7 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                         }
                         json.put(json!({
                         "bench": "gpu-streams", "kernel": kname, "device": dev.name(), "voice": name, "sizes": w.sizes.name(), "bf16": bf16,
-                        "mma": mma, "per_block": per_block, "threads": a.threads, "streams": t.streams, "steps": t.steps,
+                        "mma": mma, "per_block": per_block, "threads": plan.threads, "streams": t.streams, "steps": t.steps,
                         "median_ms": t.median_ms, "per_stream_rate": t.per_stream_rate, "real_time_factor": t.real_time_factor,
                         "total_rate": t.total_rate, "floor_streams_flops": fl.streams_by_flops, "floor_streams_bytes": fl.streams_by_bytes,
                     }))?;
@@ -572,7 +578,7 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                             let total: i64 = c.iter().sum();
                             let parts: Vec<String> = c
                                 .iter()
-                                .zip(if plan.kernel == MultiKernel::Tiles {
+                                .zip(if plan.kernel != MultiKernel::Panels {
                                     dv_gpu::PROFILE_PHASES_TILES
                                 } else {
                                     dv_gpu::PROFILE_PHASES_MULTI

@@ -135,6 +135,27 @@ fn nvrtc_compiles_both_kernels_for_every_preset() {
             assert!(!ptx.contains("mma.sync") && !ptx.contains("ldmatrix"), "{name}");
             assert!(!ptx.contains(".local"), "{name} tiles-wg {threads}: spills to local memory");
         }
+        // The column kernel (sm_90a, r = 64 only): streams as the wgmma's N.
+        for (per_block, stages) in [(8, 2), (40, 2), (48, 3), (64, 2)] {
+            let plan = match MultiPlan::cols(&w.sizes, per_block, stages, 0, smem) {
+                Ok(p) => p,
+                Err(e) => {
+                    let why = e.to_string();
+                    assert!(
+                        w.sizes.residual != 64 || (why.contains("shared memory") && w.sizes.skip == 256),
+                        "{name} cols {per_block}: {e}"
+                    );
+                    continue;
+                }
+            };
+            let ptx = compile_ptx(&plan.source(&w.sizes), plan.entry(), &plan.arch((9, 0)))
+                .unwrap_or_else(|e| panic!("{name} cols {per_block}: {e}"))
+                .to_src();
+            assert!(ptx.contains(".entry wavenet_cols"), "{name}");
+            assert!(ptx.contains(&format!("wgmma.mma_async.sync.aligned.m64n{per_block}k16.f32.bf16.bf16")), "{name}");
+            assert!(ptx.contains("cp.async.bulk.shared::cluster.global"), "{name}: chunks not by TMA");
+            assert!(!ptx.contains(".local"), "{name} cols {per_block}: spills to local memory");
+        }
     }
 }
 

@@ -411,3 +411,111 @@ fn the_swizzled_warpgroup_layout_puts_each_weight_where_sw_off_says() {
     assert_eq!(a, b);
     assert!(!MultiPlan::tiles_wg(&weights("20x32x128").sizes, 256, 2, 0, false, 227 * 1024).unwrap().wg_swizzle);
 }
+
+/// Element (row, k) of a K-wide core-matrix-tiled operand (`WG_OFF`).
+fn wg_off(row: usize, k: usize, kk: usize) -> usize {
+    ((row / 8) * (kk / 8) + k / 8) * 64 + (row % 8) * 8 + k % 8
+}
+
+#[test]
+fn the_column_layout_gives_each_thread_its_units_products() {
+    use dv_gpu::model::{cols_gate_row, cols_input};
+    let w = weights("20x64x128");
+    let (r, s, l) = (w.sizes.residual, w.sizes.skip, w.sizes.layers);
+    let lay = MultiLayout::cols(&w);
+    let bf = |x: f32| bf16_value(bf16_bits(x));
+    let perm: Vec<usize> = (0..A).map(cols_input).collect();
+    let mut sorted = perm.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (0..A).collect::<Vec<_>>(), "a permutation");
+    assert_eq!(&perm[..10], &[0, 2, 4, 6, 8, 10, 12, 14, 1, 3]);
+    // A thread's two accumulator rows of a dilated tile are one unit's tanh and sigmoid rows.
+    for p in 0..2 * r {
+        let (unit, gate) = cols_gate_row(p);
+        assert_eq!(gate, usize::from(p % 16 >= 8), "row {p}");
+        assert_eq!(cols_gate_row(p - 8 * gate), (unit, 0), "row {p}");
+    }
+    let mut units: Vec<usize> = (0..2 * r).map(|p| cols_gate_row(p).0 * 2 + cols_gate_row(p).1).collect();
+    units.sort_unstable();
+    assert_eq!(units, (0..2 * r).collect::<Vec<_>>(), "every gate row once");
+    // Layer 1's dilated product as the kernel computes it: the B operand row of one stream
+    // [x(t - d) | x(t)] with channels at cols_input, against W_prev·x(t - d) + W_cur·x(t).
+    let i = 1;
+    let xo: Vec<f32> = (0..r).map(|c| (c as f32 * 0.71).sin()).collect();
+    let x: Vec<f32> = (0..r).map(|c| (c as f32 * 0.29).cos()).collect();
+    let mut din = vec![0.0f32; 2 * r];
+    for c in 0..r {
+        din[cols_input(c)] = xo[c];
+        din[r + cols_input(c)] = x[c];
+    }
+    for p in 0..2 * r {
+        let got: f32 = (0..2 * r).map(|k| lay.dil.get(i * 4 * r * r + wg_off(p, k, 2 * r)) * din[k]).sum();
+        let (unit, gate) = cols_gate_row(p);
+        let o = gate * r + unit;
+        let want: f32 = (0..r).map(|j| bf(w.w_prev[i][o * r + j]) * xo[j] + bf(w.w_cur[i][o * r + j]) * x[j]).sum();
+        assert!((got - want).abs() < 1e-4, "dil row {p}: {got} vs {want}");
+    }
+    // [W_res; W_skip] on the gate outputs in unit order; the last layer's residual rows zero.
+    let h: Vec<f32> = (0..r).map(|j| (j as f32 * 0.13).sin()).collect();
+    for layer in [i, l - 1] {
+        for o in 0..r + s {
+            let got: f32 = (0..r).map(|k| lay.res.get(layer * (r + s) * r + wg_off(o, k, r)) * h[k]).sum();
+            let want: f32 = if o < r {
+                if layer + 1 == l {
+                    0.0
+                } else {
+                    (0..r).map(|j| bf(w.w_res[layer][o * r + j]) * h[j]).sum()
+                }
+            } else {
+                (0..r).map(|j| bf(w.skip_w[(o - r) * l * r + layer * r + j]) * h[j]).sum()
+            };
+            assert!((got - want).abs() < 1e-4, "res layer {layer} row {o}: {got} vs {want}");
+        }
+    }
+    // The relu and output layers read their inputs at cols_input.
+    let v: Vec<f32> = (0..A).map(|c| (c as f32 * 0.41).cos()).collect();
+    let mut vin = vec![0.0f32; A];
+    for c in 0..A {
+        vin[cols_input(c)] = v[c];
+    }
+    for o in [0, 9, 100, A - 1] {
+        let got: f32 = (0..s).map(|k| lay.relu.get(wg_off(o, k, s)) * vin[k]).sum();
+        let want: f32 = (0..s).map(|c| bf(w.relu_w[o * s + c]) * v[c]).sum();
+        assert!((got - want).abs() < 1e-4, "relu row {o}");
+        let got: f32 = (0..A).map(|k| lay.out.get(wg_off(o, k, A)) * vin[k]).sum();
+        let want: f32 = (0..A).map(|c| bf(w.out_w[o * A + c]) * v[c]).sum();
+        assert!((got - want).abs() < 1e-4, "output row {o}");
+    }
+    // The pool: unit j's (tanh, sigmoid) terms at 2j, 2j + 1 of its layer, the gate biases added.
+    let width = l * 2 * r;
+    let pool: Vec<f32> = (0..2 * width).map(|k| (k as f32 * 0.37).sin()).collect();
+    let p = MultiLayout::cols_pool(&w, &pool);
+    for (frame, layer, j) in [(0, 0, 0), (1, 3, 17), (1, l - 1, r - 1)] {
+        let base = frame * width + layer * 2 * r;
+        let bias = layer * 2 * r;
+        assert_eq!(p[base + 2 * j], pool[base + j] + w.gate_b[bias + j], "tanh term");
+        assert_eq!(p[base + 2 * j + 1], pool[base + r + j] + w.gate_b[bias + r + j], "sigmoid term");
+    }
+}
+
+#[test]
+fn column_plans_take_any_multiple_of_8_streams_and_r_64() {
+    let smem = 227 * 1024;
+    let w = weights("20x64x128");
+    for bs in [8, 40, 48, 64] {
+        let p = MultiPlan::cols(&w.sizes, bs, 2, 0, smem).unwrap();
+        assert_eq!((p.streams_per_block, p.threads, p.entry()), (bs, 256, "wavenet_cols"));
+        assert_eq!(p.arch((9, 0)), "compute_90a");
+        assert!(p.smem_bytes <= smem);
+        // 32 KB slots: the relu layer in 128-row chunks (two tiles), the output layer in 64.
+        assert_eq!((p.panel_bytes, p.chunk_rows), (32768, [128, 64]));
+    }
+    let big = MultiPlan::cols(&w.sizes, 40, 2, 65536, smem).unwrap();
+    assert_eq!(big.chunk_rows, [256, 128], "64 KB slots");
+    for bs in [0, 12, 72] {
+        assert!(MultiPlan::cols(&w.sizes, bs, 2, 0, smem).is_err(), "{bs} streams");
+    }
+    assert!(MultiPlan::cols(&w.sizes, 40, 4, 0, smem).is_err(), "4 slots");
+    assert!(MultiPlan::cols(&weights("20x32x128").sizes, 40, 2, 0, smem).is_err(), "r = 32");
+    assert!(MultiPlan::cols(&weights("40x64x256").sizes, 40, 2, 0, smem).is_ok());
+}
