@@ -63,11 +63,32 @@ __constant__ int k_hoff[NL] = HOFFS;
 // Input c of a 16-aligned group stored at PI(c): c and c + 8 side by side.
 #define PI(c) ((((c) >> 4) << 4) + (((c) & 7) << 1) + (((c) >> 3) & 1))
 
-// tanh(a)·σ(b) in three fast-math operations (kernel 2c's gate_fast3).
+// 2^x and 1/x on the multi-function unit, denormals flushed: __expf and
+// __fdividef add range fix-ups around them (a predicated scaling before and a
+// squaring after each exponential) that this kernel's ranges never need.
+__device__ __forceinline__ float ex2_ftz(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+__device__ __forceinline__ float rcp_ftz(float x) {
+    float y;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+// tanh(a)·σ(b) = (e^2a − 1) / ((e^2a + 1)(1 + e^−b)) in three multi-function
+// operations (kernel 2c's gate_fast3): a clamped to ±15, b from −40, so the
+// denominator stays within [1, 3e30].
 __device__ __forceinline__ float cols_gate(float a, float b) {
+#ifdef FAST_EXPF
     const float e1 = __expf(2.0f * fminf(fmaxf(a, -15.0f), 15.0f));
     const float e2 = __expf(-fmaxf(b, -40.0f));
     return __fdividef(e1 - 1.0f, (e1 + 1.0f) * (1.0f + e2));
+#else
+    const float e1 = ex2_ftz(fminf(fmaxf(a, -15.0f), 15.0f) * 2.8853900817779268f);  // 2·log2(e)
+    const float e2 = ex2_ftz(fmaxf(b, -40.0f) * -1.4426950408889634f);
+    return (e1 - 1.0f) * rcp_ftz((e1 + 1.0f) * (1.0f + e2));
+#endif
 }
 // x ≈ hi + lo, both bfloat16 (hi rounded, lo the rounded rest).
 __device__ __forceinline__ void split_one(float x, u16& hi, u16& lo) {
@@ -108,32 +129,44 @@ __device__ __forceinline__ void put_two(u16* buf, int s, int k, float x0, float 
 
 // acc[64 rows, BS] += W[64 rows at w, K] · X[BS, K]ᵀ with X = hi + lo (two
 // MMAs per 16 inputs); issued and committed as one group.
+// The descriptors are built once per product and stepped along K by adding
+// to their address field (16 inputs: 256 bytes, 16 units; no carry out of the
+// field below 256 KB), instead of rebuilding each from its address: about ten
+// instructions fewer per MMA (DESC_EACH: the old way).
 template <int K>
 __device__ __forceinline__ void cols_issue(u32 w, u32 x_hi, u32 x_lo, float (&acc)[NB][4]) {
-    // Opaque addresses: each descriptor is built where it is used (kernel 2c: hoisted ones spilled).
-    asm volatile("" : "+r"(w), "+r"(x_hi), "+r"(x_lo));
     wg_fence();
     constexpr u32 LBO = 128, SBO = K * 16;
+#ifdef DESC_EACH
+    asm volatile("" : "+r"(w), "+r"(x_hi), "+r"(x_lo));
 #pragma unroll
     for (int k0 = 0; k0 < K; k0 += 16) {
         const u64 da = wg_desc(w + k0 * 16, LBO, SBO);
         wg_mma<BS>(acc, da, wg_desc(x_hi + k0 * 16, LBO, SBO));
         wg_mma<BS>(acc, da, wg_desc(x_lo + k0 * 16, LBO, SBO));
     }
+#else
+    const u64 da = wg_desc(w, LBO, SBO), dh = wg_desc(x_hi, LBO, SBO), dl = wg_desc(x_lo, LBO, SBO);
+#pragma unroll
+    for (int k0 = 0; k0 < K; k0 += 16) {
+        wg_mma<BS>(acc, da + k0, dh + k0);
+        wg_mma<BS>(acc, da + k0, dl + k0);
+    }
+#endif
     wg_commit();
 }
 // The MS skip tiles of [W_res; W_skip] (at `w`, R inputs) on the gate outputs, one group.
 __device__ __forceinline__ void skip_issue(u32 w, u32 x_hi, u32 x_lo, float (&acc)[MS][NB][4]) {
-    asm volatile("" : "+r"(w), "+r"(x_hi), "+r"(x_lo));
     wg_fence();
     constexpr u32 LBO = 128, SBO = R * 16;
+    const u64 da = wg_desc(w, LBO, SBO), dh = wg_desc(x_hi, LBO, SBO), dl = wg_desc(x_lo, LBO, SBO);
 #pragma unroll
     for (int m = 0; m < MS; m++)
 #pragma unroll
         for (int k0 = 0; k0 < R; k0 += 16) {
-            const u64 da = wg_desc(w + m * 64 * R * 2 + k0 * 16, LBO, SBO);
-            wg_mma<BS>(acc[m], da, wg_desc(x_hi + k0 * 16, LBO, SBO));
-            wg_mma<BS>(acc[m], da, wg_desc(x_lo + k0 * 16, LBO, SBO));
+            const u64 a = da + (m * 64 * R * 2 >> 4) + k0;
+            wg_mma<BS>(acc[m], a, dh + k0);
+            wg_mma<BS>(acc[m], a, dl + k0);
         }
     wg_commit();
 }
@@ -483,7 +516,11 @@ wavenet_cols(MULTI_KERNEL_PARAMS(w_rs, w_unused))
                 float sum = 0.0f;
 #pragma unroll
                 for (int k = 0; k < PER; k++) {
+#ifdef FAST_EXPF
                     v[k] = __expf(v[k] - mx);
+#else
+                    v[k] = ex2_ftz((v[k] - mx) * 1.4426950408889634f);
+#endif
                     sum += v[k];
                 }
 #pragma unroll
