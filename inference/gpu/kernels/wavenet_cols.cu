@@ -291,6 +291,8 @@ wavenet_cols(MULTI_KERNEL_PARAMS(w_rs, w_unused))
     for (int k = 0; k < NSLOT - 1; k++) issue();
     __syncthreads();
 
+    float2* const hb = (float2*)hist + (8 * w4 + g);  // this thread's column of every ring row
+    const int trow = (slot0 + 2 * tq) * HIST_ROWS;     // ring row 0 of its first stream
     const u32 din_hi = smem_u32(DIN), din_lo = din_hi + BS * 2 * R * 2;
     const u32 hin_hi = smem_u32(HIN), hin_lo = hin_hi + BS * R * 2;
     const u32 rin_hi = smem_u32(RIN), rin_lo = rin_hi + BS * S * 2;
@@ -308,35 +310,42 @@ wavenet_cols(MULTI_KERNEL_PARAMS(w_rs, w_unused))
                 const int s = 8 * t + 2 * tq + e;
                 ps[t][e] = pos[s];
                 lv[t][e] = live[s];
-                crow[t][e] = cond_pool + coff[s] + (long long)(ps[t][e] / HOP) * NL * 2 * R + 2 * u;
+                // A dead slot reads its first frame (in the pool since start()), so the
+                // loads need no branch; what it computes is never used.
+                crow[t][e] = cond_pool + coff[s] + (long long)(lv[t][e] ? ps[t][e] / HOP : 0) * NL * 2 * R + 2 * u;
             }
-        // The history ring of stream s, layer i: channels ch, ch + 8 as one float2.
-        auto ring = [&](int t, int e, int i) -> float* {
-            const int s = 8 * t + 2 * tq + e;
-            return hist + ((size_t)(slot0 + s) * HIST_ROWS + k_hoff[i] + (ps[t][e] & (k_dil[i] - 1))) * R + 2 * (8 * w4 + g);
+        // The history ring of stream s = 8t + 2tq + e at ring row ho + (t & dm)
+        // of a layer: channels ch, ch + 8 as one float2 (rows of R / 2 float2s
+        // from hb, the thread's column; row numbers fit 32 bits).
+        auto ring = [&](int t, int e, int ho, int dm) -> float2* {
+            return hb + (size_t)(unsigned)(trow + (8 * t + e) * HIST_ROWS + ho + (ps[t][e] & dm)) * (R / 2);
         };
         // x(t) (warpgroup 0) and x(t - d) of channels ch, ch + 8 ([t][e], [t][2 + e]).
         float x[NB][4], xo[NB][4];
         auto load_old = [&](int i) {
+            const int ho = k_hoff[i], dm = k_dil[i] - 1;
 #pragma unroll
             for (int t = 0; t < NB; t++)
 #pragma unroll
                 for (int e = 0; e < 2; e++) {
-                    const float2 v = *(const float2*)ring(t, e, i);
+                    const float2 v = *ring(t, e, ho, dm);
                     xo[t][e] = v.x;
                     xo[t][2 + e] = v.y;
                 }
         };
         // Layer i's x(t) half of its B operand [x(t - d) | x(t)], and x(t)
-        // into the ring (warpgroup 0).
+        // into the ring (warpgroup 0). Dead slots write their rings too (no
+        // branch per stream): a slot's histories are zeroed when a stream
+        // starts in it, and its position stays in range.
         auto put_din = [&](int i) {
+            const int ho = k_hoff[i], dm = k_dil[i] - 1;
 #pragma unroll
             for (int t = 0; t < NB; t++)
 #pragma unroll
                 for (int e = 0; e < 2; e++) {
                     const int s = 8 * t + 2 * tq + e;
                     put_two<2 * R>(DIN, s, R + PI(ch), x[t][e], x[t][2 + e]);
-                    if (lv[t][e]) *(float2*)ring(t, e, i) = make_float2(x[t][e], x[t][2 + e]);
+                    *ring(t, e, ho, dm) = make_float2(x[t][e], x[t][2 + e]);
                 }
         };
         // The x(t - d) half (loaded by load_old): warpgroup 0 for layer 0,
@@ -357,7 +366,7 @@ wavenet_cols(MULTI_KERNEL_PARAMS(w_rs, w_unused))
             for (int t = 0; t < NB; t++)
 #pragma unroll
                 for (int e = 0; e < 2; e++)
-                    lb[t][e] = lv[t][e] ? *(const float2*)(crow[t][e] + i * 2 * R) : make_float2(0.0f, 0.0f);
+                    lb[t][e] = *(const float2*)(crow[t][e] + i * 2 * R);
         };
         if (wg == 0) {
             load_old(0);
