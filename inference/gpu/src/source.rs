@@ -556,6 +556,28 @@ impl MultiPlan {
         })
     }
 
+    /// The fastest measured plan for `sizes` on a device of compute
+    /// capability `cc` (benchmarks/gpu.md): kernel 2e with 40 streams per
+    /// block and 3 weight slots for r = 64 on Hopper (1.04x real time at
+    /// 5,280 streams of (20, 64, 128) on an H100; 32 per block where 40 do not fit);
+    /// kernel 2c (64 streams per block) for other sizes on Hopper; kernel 2b
+    /// (32 per block) elsewhere.
+    pub fn fastest(sizes: &Sizes, cc: (i32, i32), smem_limit: usize) -> Result<Self, GpuError> {
+        if cc == (9, 0) {
+            if sizes.residual == 64 && sizes.skip % 64 == 0 {
+                if let Ok(p) =
+                    Self::cols(sizes, 40, 3, 0, smem_limit).or_else(|_| Self::cols(sizes, 32, 2, 0, smem_limit))
+                {
+                    return Ok(p);
+                }
+            }
+            if let Ok(p) = Self::tiles_wg(sizes, 256, 2, 0, false, smem_limit) {
+                return Ok(p);
+            }
+        }
+        Self::tiles(sizes, 32, 256, 2, 0, false, smem_limit)
+    }
+
     /// A plan for `wavenet_cols` (kernel 2e; sm_90a, Hopper only): the
     /// streams are the warpgroup MMAs' N dimension, so a block holds any
     /// multiple of 8 streams up to 64 (kernel 2c: 64 exactly); 256 threads,

@@ -121,14 +121,16 @@ pub struct StreamsArgs {
     /// Stream counts to time.
     #[arg(long, value_delimiter = ',', default_value = "1024,2048,4096,8192")]
     streams: Vec<usize>,
-    /// Kernel-2 sources to run: `tiles` (wavenet_tiles.cu, bfloat16 weights,
+    /// Kernel-2 sources to run: `fastest` (`MultiPlan::fastest`, the measured
+    /// best for the size and device; --per-block, --threads and --stages are
+    /// its own), `tiles` (wavenet_tiles.cu, bfloat16 weights,
     /// activations as two bfloat16 terms), `tiles-f16` (the same, activations
     /// in half precision, one pass), `tiles-wg` / `tiles-wg-f16` (the same
     /// with warpgroup MMAs, sm_90a, 64 streams per block), `cols`
     /// (wavenet_cols.cu: the streams as the warpgroup MMAs' N dimension, any
     /// multiple of 8 per block up to 64; r = 64) and/or `panels`
     /// (wavenet_multi.cu).
-    #[arg(long, value_delimiter = ',', default_value = "tiles-wg")]
+    #[arg(long, value_delimiter = ',', default_value = "fastest")]
     kernels: Vec<String>,
     /// Stream slots per block.
     #[arg(long, value_delimiter = ',', default_value = "64")]
@@ -450,10 +452,12 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
         let hop = w.sizes.hop;
         for kernel in &a.kernels {
             for &bf16 in &precisions(&a.common)? {
-                for &per_block in &a.per_block {
+                let per_blocks = if kernel == "fastest" { &a.per_block[..1] } else { &a.per_block[..] };
+                for &per_block in per_blocks {
                     let mma = bf16;
                     let smem = dev.shared_memory_limit();
                     let plan = match kernel.as_str() {
+                        "fastest" if bf16 => MultiPlan::fastest(&w.sizes, dev.compute_capability(), smem),
                         "panels" => MultiPlan::new(&w.sizes, per_block, a.threads, bf16, a.stages, a.panel_bytes, smem),
                         "tiles" | "tiles-f16" if bf16 => {
                             let f16 = kernel == "tiles-f16";
@@ -468,13 +472,13 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                             continue;
                         }
                         "cols" if bf16 => MultiPlan::cols(&w.sizes, per_block, a.stages, a.panel_bytes, smem),
-                        "tiles" | "tiles-f16" | "tiles-wg" | "tiles-wg-f16" | "cols" => {
+                        "tiles" | "tiles-f16" | "tiles-wg" | "tiles-wg-f16" | "cols" | "fastest" => {
                             println!("{kernel}, f32: not run: the tile kernel takes bfloat16 weights only");
                             continue;
                         }
                         other => {
                             anyhow::bail!(
-                                "unknown kernel-2 source {other:?} (tiles, tiles-f16, tiles-wg, tiles-wg-f16, cols or panels)"
+                                "unknown kernel-2 source {other:?} (fastest, tiles, tiles-f16, tiles-wg, tiles-wg-f16, cols or panels)"
                             )
                         }
                     };
@@ -485,6 +489,7 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                             continue;
                         }
                     };
+                    let per_block = plan.streams_per_block;
                     let kname = match (plan.wgmma, plan.f16) {
                         _ if plan.kernel == MultiKernel::Cols => "wavenet_cols",
                         (true, true) => "wavenet_tiles-wg-f16",
