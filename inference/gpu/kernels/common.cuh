@@ -92,6 +92,13 @@ __device__ __forceinline__ void mbar_expect_relaxed(u32 bar, u32 bytes) {
                  "r"(bytes)
                  : "memory");
 }
+// The same at cluster scope: the owner arming a phase that other blocks'
+// st.async complete (wavenet_chain), which publishes none of its own writes.
+__device__ __forceinline__ void mbar_expect_relaxed_cluster(u32 bar, u32 bytes) {
+    asm volatile("{ .reg .b64 s; mbarrier.arrive.expect_tx.relaxed.cluster.shared::cta.b64 s, [%0], %1; }" ::"r"(bar),
+                 "r"(bytes)
+                 : "memory");
+}
 // One arrival (release at block scope: this thread's earlier writes).
 __device__ __forceinline__ void mbar_arrive(u32 bar) {
     asm volatile("{ .reg .b64 s; mbarrier.arrive.shared::cta.b64 s, [%0]; }" ::"r"(bar) : "memory");
@@ -123,6 +130,19 @@ __device__ __forceinline__ void bulk_load(u32 dst, const void* src, u32 bytes, u
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
                  "l"(src), "r"(bytes), "r"(bar)
                  : "memory");
+}
+// 2^x and 1/x on the multi-function unit, denormals flushed: __expf and
+// __fdividef add range fix-ups around them (a predicated scaling before and a
+// squaring after each exponential) that this kernel's ranges never need.
+__device__ __forceinline__ float ex2_ftz(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+__device__ __forceinline__ float rcp_ftz(float x) {
+    float y;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
 }
 // Sum over `W` consecutive lanes (a power of two <= 32).
 template <int W>
@@ -158,7 +178,7 @@ __device__ int warp_sample(const float* logits, float* p, int mode, float inv_ta
     float sum = 0.0f;
 #pragma unroll
     for (int e = 0; e < 8; e++) {
-        v[e] = FAST ? __expf(v[e] - m) : expf(v[e] - m);
+        v[e] = FAST ? ex2_ftz((v[e] - m) * 1.4426950408889634f) : expf(v[e] - m);
         sum += v[e];
     }
 #pragma unroll

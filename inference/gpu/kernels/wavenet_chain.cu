@@ -37,6 +37,15 @@
 // wait is on parity t & 1. A buffer is rewritten only after the sample
 // that read it has produced its output, which needs every reader done.
 //
+// Each sample's buffers are armed by their owner with a relaxed arrival
+// (RELEASE_EXPECT: the release one): the owner publishes none of its own
+// writes through them, and a release waits for the arming thread's earlier
+// global stores (the sampled output, the rings) to complete.
+#ifdef RELEASE_EXPECT
+#define ARM(bar, bytes) mbar_expect(bar, bytes)
+#else
+#define ARM(bar, bytes) mbar_expect_relaxed_cluster(bar, bytes)
+#endif
 // The gate and the softmax run in fast math (`__expf`, `__fdividef`;
 // ACCURATE_GATE and ACCURATE_SOFTMAX for `tanhf` and `expf`), as kernel 2b's
 // gate does. ABL_GATE, ABL_GPROD and ABL_RES leave out a part of each layer
@@ -303,8 +312,12 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
                     const float h = vt * vs;
 #elif defined(ACCURATE_GATE)
                     const float h = tanhf(vt) * sigmoidf_exact(vs);
-#else
+#elif defined(FAST_EXPF)
                     const float h = (1.0f - __fdividef(2.0f, __expf(2.0f * vt) + 1.0f)) * __fdividef(1.0f, 1.0f + __expf(-vs));
+#else
+                    // ex2/rcp without __expf's range fix-ups (an overflow to inf gives 1·σ or 0, as it should).
+                    const float h = (1.0f - 2.0f * rcp_ftz(ex2_ftz(vt * 2.8853900817779268f) + 1.0f)) *
+                                    rcp_ftz(1.0f + ex2_ftz(vs * -1.4426950408889634f));
 #endif
                     if (writer) {
                         hwp[lane] = h;
@@ -355,7 +368,7 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
                 if (!last_block && writer && u == 0) send1(next_xin + 4 * V, xr, next_bar);
                 // Armed for the next sample's x only now, off the chain: the
                 // release at cluster scope waits for this thread's stores.
-                if (tid == 0) mbar_expect(bar_in, R * 4);
+                if (tid == 0) ARM(bar_in, R * 4);
                 __syncwarp();
                 if (lane == 0) mbar_arrive(bar_seg);
                 if (profiling) pacc[0] += clock64() - c1;
@@ -438,14 +451,14 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
             load_pairs<PM>(wv, wsk);
             for (int il = 0; il < NLAST; il++) {
                 mbar_wait_critical(bars + 24 + 8 * il, t & 1);
-                if (tid == 0) mbar_expect(bars + 24 + 8 * il, R * 4);  // the next sample's
+                if (tid == 0) ARM(bars + 24 + 8 * il, R * 4);  // the next sample's
                 acc = pair_dot<PM>(wv, hl + il * R + s_part * 2 * PM, acc);
                 if (il + 1 < NLAST) load_pairs<PM>(wv, wsk + (il + 1) * (R / 2) * S);
             }
             ppart[s_part * S + s_row] = acc;
 #if NCB > 1
             mbar_wait_critical(bar_in, t & 1);  // the other chain blocks' partials (long there)
-            if (tid == 0) mbar_expect(bar_in, (NCB - 1) * S * 4);
+            if (tid == 0) ARM(bar_in, (NCB - 1) * S * 4);
 #endif
             const long long c1 = clock64();
             __syncthreads();
@@ -494,7 +507,7 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
             if (warp == 0 && mode != SAMPLE_MODE) uu = rng_uniform(rs);
             mbar_wait_critical(bar_in, t & 1);
             const long long c1 = clock64();
-            if (tid == 0) mbar_expect(bar_in, A * 4);
+            if (tid == 0) ARM(bar_in, A * 4);
             matvec_halves<A>(wo2, za, qpart);
             __syncthreads();
             const long long c2 = clock64();

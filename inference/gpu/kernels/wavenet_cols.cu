@@ -63,19 +63,6 @@ __constant__ int k_hoff[NL] = HOFFS;
 // Input c of a 16-aligned group stored at PI(c): c and c + 8 side by side.
 #define PI(c) ((((c) >> 4) << 4) + (((c) & 7) << 1) + (((c) >> 3) & 1))
 
-// 2^x and 1/x on the multi-function unit, denormals flushed: __expf and
-// __fdividef add range fix-ups around them (a predicated scaling before and a
-// squaring after each exponential) that this kernel's ranges never need.
-__device__ __forceinline__ float ex2_ftz(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
-__device__ __forceinline__ float rcp_ftz(float x) {
-    float y;
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
 // tanh(a)·σ(b) = (e^2a − 1) / ((e^2a + 1)(1 + e^−b)) in three multi-function
 // operations (kernel 2c's gate_fast3): a clamped to ±15, b from −40, so the
 // denominator stays within [1, 3e30].
