@@ -43,7 +43,12 @@
 //!    product a warpgroup MMA (`wgmma`, both operands from shared memory
 //!    tiled into core matrices, 64 streams per block), weight chunks by TMA
 //!    bulk copies, and the conditioning pool and history rings in per-thread
-//!    vector order. Slot state stays on the device between
+//!    vector order. [`MultiPlan::cols`] (`kernels/wavenet_cols.cu`, r = 64)
+//!    swaps the MMA operands: the weights are the 64-row A operand and a
+//!    block's streams the N dimension, so a block holds any multiple of 8
+//!    streams (40 by [`MultiPlan::fastest`]); it is the one whose streams
+//!    each run in real time at 5,000 streams of (20, 64, 128) on an H100.
+//!    Slot state stays on the device between
 //!    launches, so streams join ([`MultiStream::start`]) and leave (reaching
 //!    their length) between launches.
 //!
