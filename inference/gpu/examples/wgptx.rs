@@ -9,15 +9,7 @@ fn main() {
     let f16 = a[3] == "1";
     let stages: usize = a.get(6).map_or(2, |s| s.parse().unwrap());
     let plan = if let Some(n) = a[4].strip_prefix('c') {
-        MultiPlan::cols(
-            &w.sizes,
-            n.parse().unwrap(),
-            stages,
-            0,
-            std::env::var("CL").map_or(1, |c| c.parse().unwrap()),
-            227 * 1024,
-        )
-        .unwrap()
+        MultiPlan::cols(&w.sizes, n.parse().unwrap(), stages, 0, 227 * 1024).unwrap()
     } else if a[4] == "1" {
         MultiPlan::tiles_wg(&w.sizes, threads, stages, 0, f16, 227 * 1024).unwrap()
     } else {

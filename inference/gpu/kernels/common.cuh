@@ -144,19 +144,6 @@ __device__ __forceinline__ float rcp_ftz(float x) {
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
 }
-// `bytes` from global memory into the same offset `dst` of the shared memory
-// of every block of the cluster in `mask`, completing them on each one's
-// mbarrier at offset `bar` (TMA multicast: one L2 read for all of them).
-__device__ __forceinline__ void bulk_load_multicast(u32 dst, const void* src, u32 bytes, u32 bar, u16 mask) {
-    asm volatile(
-        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], %4;" ::"r"(dst),
-        "l"(src), "r"(bytes), "r"(bar), "h"(mask)
-        : "memory");
-}
-// One relaxed arrival on an mbarrier of any block of the cluster (`bar` mapped by map_rank).
-__device__ __forceinline__ void mbar_arrive_cluster_relaxed(u32 bar) {
-    asm volatile("mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [%0];" ::"r"(bar) : "memory");
-}
 // Sum over `W` consecutive lanes (a power of two <= 32).
 template <int W>
 __device__ __forceinline__ float group_sum(float v) {

@@ -184,18 +184,7 @@ __device__ __forceinline__ const wt* cols_chunk(const wt* w_dil, const wt* w_rs,
     return w_out + (size_t)c * CR2 * A;
 }
 
-// CL = 2: blocks in cluster pairs, each weight chunk read from L2 once for
-// both: each block copies half of it into both blocks' slot by TMA multicast,
-// and a slot is refilled only when both blocks are done with it (an "empty"
-// mbarrier per slot with one arrival from each block).
-#ifndef CL
-#define CL 1
-#endif
-#if CL > 1
-extern "C" __global__ void __cluster_dims__(CL, 1, 1) __launch_bounds__(NT, 1)
-#else
 extern "C" __global__ void __launch_bounds__(NT, 1)
-#endif
 wavenet_cols(MULTI_KERNEL_PARAMS(w_rs, w_unused))
 {
     extern __shared__ __align__(1024) unsigned char smem[];
@@ -214,8 +203,7 @@ wavenet_cols(MULTI_KERNEL_PARAMS(w_rs, w_unused))
     int* y2 = y1 + BS;
     int* len = y2 + BS;
     u64* mbar = (u64*)(len + BS);               // [NSLOT]: a slot's chunk has arrived
-    u64* ebar = mbar + NSLOT;                   // [NSLOT]: every block of the cluster is done with a slot (CL > 1)
-    long long* coff = (long long*)(ebar + NSLOT);  // [BS] conditioning offsets
+    long long* coff = (long long*)(mbar + NSLOT);  // [BS] conditioning offsets
     long long* pacc = coff + BS;                // [10] profile sums ([8]: the chunks' bytes)
     float* RB = (float*)(pacc + 10);            // [NL][R] residual biases
 
@@ -247,51 +235,29 @@ wavenet_cols(MULTI_KERNEL_PARAMS(w_rs, w_unused))
         coff[tid] = st_cond[s];
     }
     int next_chunk = 0, next_slot = 0;
-    unsigned issued = 0;  // chunks issued (chunk q goes to slot q % NSLOT)
-#if CL > 1
-    const u32 rank = cluster_rank();
-#endif
     auto issue = [&]() {
         if (warp == 0) {
             u32 bytes;
             const wt* src = cols_chunk(w_dil, w_rs, w_relu, w_out, next_chunk, bytes);
             const u32 bar = smem_u32(mbar + next_slot);
             if (lane == 0) {
-#if CL > 1
-                // The slot's previous chunk done with in every block (its use u − 1).
-                if (issued >= NSLOT) mbar_wait(smem_u32(ebar + next_slot), (issued / NSLOT - 1) & 1, true);
-                mbar_expect_relaxed(bar, bytes);  // the whole chunk: this block's half and the other's
-                const u32 part = bytes / CL;
-                bulk_load_multicast(smem_u32(slots + next_slot * SLOT) + rank * part,
-                                    (const unsigned char*)src + rank * part, part, bar, (u16)((1u << CL) - 1));
-#else
 #ifdef RELEASE_EXPECT
                 mbar_expect(bar, bytes);
 #else
                 mbar_expect_relaxed(bar, bytes);
 #endif
                 bulk_load(smem_u32(slots + next_slot * SLOT), src, bytes, bar);
-#endif
             }
         }
-        issued++;
         next_chunk = next_chunk + 1 == NCH ? 0 : next_chunk + 1;
         next_slot = next_slot + 1 == NSLOT ? 0 : next_slot + 1;
     };
     u32 phases = 0;  // bit k: the parity of slot k's next phase
     if (tid == 0) {
-        for (int k = 0; k < NSLOT; k++) {
-            mbar_init(smem_u32(mbar + k), 1);
-            mbar_init(smem_u32(ebar + k), CL);
-        }
+        for (int k = 0; k < NSLOT; k++) mbar_init(smem_u32(mbar + k), 1);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-#if CL > 1
-    cluster_sync(true);  // every block's barriers initialized before any copy or arrival reaches them
-#else
     __syncthreads();
-#endif
-    unsigned consumed = 0;  // chunks begun
     // Starts the next chunk: waits for its data, one block barrier (which also
     // publishes the activations written before it, through the proxy fence).
     // Returns the chunk's address. The slot the previous chunk used is free
@@ -305,16 +271,6 @@ wavenet_cols(MULTI_KERNEL_PARAMS(w_rs, w_unused))
         MARK(8);  // the wait for the chunk's bytes alone
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         __syncthreads();
-#if CL > 1
-        // The previous chunk's slot is done with in this block: tell every block
-        // (relaxed: its reads were MMAs, complete before the barrier above).
-        if (tid == 0 && consumed > 0) {
-            const u32 e = smem_u32(ebar + (used_slot + NSLOT - 1) % NSLOT);
-#pragma unroll
-            for (u32 r = 0; r < CL; r++) mbar_arrive_cluster_relaxed(map_rank(e, r));
-        }
-#endif
-        consumed++;
         const u32 p = smem_u32(slots + used_slot * SLOT);
         used_slot = used_slot + 1 == NSLOT ? 0 : used_slot + 1;
         return p;
@@ -655,10 +611,6 @@ wavenet_cols(MULTI_KERNEL_PARAMS(w_rs, w_unused))
         phases ^= 1u << used_slot;
         used_slot = used_slot + 1 == NSLOT ? 0 : used_slot + 1;
     }
-#if CL > 1
-    // No block leaves while another's copies or arrivals may still reach it.
-    cluster_sync(false);
-#endif
     if (profiling) {
         // Phase 1 is the chunk starts (bytes' wait + barrier), [8] the bytes' wait alone.
         for (int k = 0; k < 8; k++) prof[k] = pacc[k] + (k == 1 ? pacc[8] : 0);

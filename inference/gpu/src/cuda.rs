@@ -558,9 +558,7 @@ impl MultiStream {
                 ),
             });
         }
-        // Whole blocks, and whole clusters of them.
-        let group = plan.streams_per_block * plan.cluster;
-        let slots = slots.max(1).div_ceil(group) * group;
+        let slots = slots.max(1).div_ceil(plan.streams_per_block) * plan.streams_per_block;
         let (layout, source) = match plan.kernel {
             MultiKernel::Panels => (MultiLayout::new(w, true, plan.bf16), plan.source(&sizes)),
             MultiKernel::Tiles if plan.f16 || plan.wgmma => {

@@ -350,9 +350,6 @@ pub struct MultiPlan {
     /// environment variable `DV_GPU_NO_SWIZZLE` (an experiment switch, as
     /// `DV_GPU_DEFINES`) turns it off.
     pub wg_swizzle: bool,
-    /// [`MultiKernel::Cols`]: blocks per thread-block cluster (1, or 2 for
-    /// each weight chunk read once from L2 for both blocks by TMA multicast).
-    pub cluster: usize,
     pub smem_bytes: usize,
 }
 
@@ -415,7 +412,6 @@ impl MultiPlan {
             f16: false,
             wgmma: false,
             wg_swizzle: false,
-            cluster: 1,
             smem_bytes,
         })
     }
@@ -556,7 +552,6 @@ impl MultiPlan {
             f16,
             wgmma,
             wg_swizzle,
-            cluster: 1,
             smem_bytes,
         })
     }
@@ -571,7 +566,7 @@ impl MultiPlan {
         if cc == (9, 0) {
             if sizes.residual == 64 && sizes.skip % 64 == 0 {
                 if let Ok(p) =
-                    Self::cols(sizes, 40, 3, 0, 1, smem_limit).or_else(|_| Self::cols(sizes, 32, 2, 0, 1, smem_limit))
+                    Self::cols(sizes, 40, 3, 0, smem_limit).or_else(|_| Self::cols(sizes, 32, 2, 0, smem_limit))
                 {
                     return Ok(p);
                 }
@@ -591,15 +586,11 @@ impl MultiPlan {
     /// W_dil and [W_res; W_skip] and 64 rows of the relu and output layers;
     /// the relu and output layers go in chunks of as many 64-row tiles as a
     /// slot holds.
-    ///
-    /// `cluster` 2 pairs the blocks in thread-block clusters that read each
-    /// weight chunk from L2 once for both (TMA multicast; `CL` in the kernel).
     pub fn cols(
         sizes: &Sizes,
         streams_per_block: usize,
         stages: usize,
         min_slot_bytes: usize,
-        cluster: usize,
         smem_limit: usize,
     ) -> Result<Self, GpuError> {
         let (r, s, l) = (sizes.residual, sizes.skip, sizes.layers);
@@ -616,9 +607,6 @@ impl MultiPlan {
         }
         if !(2..=3).contains(&stages) {
             return bad(format!("{stages} weight-chunk slots (2 or 3)"));
-        }
-        if !(1..=2).contains(&cluster) {
-            return bad(format!("{cluster} blocks per cluster (1 or 2)"));
         }
         let threads = 256;
         let slot = [min_slot_bytes, 2 * r * 2 * r * 2, (r + s) * r * 2, 64 * s * 2, 64 * A * 2]
@@ -640,8 +628,7 @@ impl MultiPlan {
         let reg2 = (2 * bs * r * 2).max(2 * bs * A * 2).max(threads / 32 * A * 4);
         // 5 ints, one conditioning offset per stream; an mbarrier per slot, the
         // profile's ten sums, the residual biases.
-        // (two mbarriers per slot: full and, for clusters, empty)
-        let smem_bytes = stages * slot + reg1 + reg2 + 5 * 4 * bs + 16 * stages + 8 * bs + 80 + 4 * l * r;
+        let smem_bytes = stages * slot + reg1 + reg2 + 5 * 4 * bs + 8 * stages + 8 * bs + 80 + 4 * l * r;
         if smem_bytes > smem_limit {
             return bad(format!("{smem_bytes} bytes of shared memory per block (the device allows {smem_limit})"));
         }
@@ -658,7 +645,6 @@ impl MultiPlan {
             f16: false,
             wgmma: true,
             wg_swizzle: false,
-            cluster,
             smem_bytes,
         })
     }
@@ -682,14 +668,13 @@ impl MultiPlan {
         if self.kernel == MultiKernel::Cols {
             let defines = format!(
                 "#define BS {}\n#define NT {}\n#define SLOT {}\n#define NSLOT {}\n#define CR1 {}\n#define CR2 {}\n\
-                 #define CL {}\n#define WG_TYPES \"bf16.bf16\"\n",
+                 #define WG_TYPES \"bf16.bf16\"\n",
                 self.streams_per_block,
                 self.threads,
                 self.panel_bytes,
                 self.stages,
                 self.chunk_rows[0],
-                self.chunk_rows[1],
-                self.cluster
+                self.chunk_rows[1]
             );
             return format!("{}{defines}{COMMON}\n{WGMMA}\n{COLS}", common_defines(sizes, true));
         }

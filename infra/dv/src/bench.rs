@@ -144,10 +144,6 @@ pub struct StreamsArgs {
     stages: usize,
     #[arg(long, default_value_t = 28672)]
     panel_bytes: usize,
-    /// `cols`: blocks in cluster pairs that read each weight chunk from L2
-    /// once for both (TMA multicast).
-    #[arg(long)]
-    cluster_pairs: bool,
     /// Samples per stream per timed launch.
     #[arg(long, default_value_t = 2048)]
     steps: usize,
@@ -475,10 +471,7 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                             println!("{kernel}: not run at {per_block} streams per block: warpgroup MMAs take 64");
                             continue;
                         }
-                        "cols" if bf16 => {
-                            let cluster = if a.cluster_pairs { 2 } else { 1 };
-                            MultiPlan::cols(&w.sizes, per_block, a.stages, a.panel_bytes, cluster, smem)
-                        }
+                        "cols" if bf16 => MultiPlan::cols(&w.sizes, per_block, a.stages, a.panel_bytes, smem),
                         "tiles" | "tiles-f16" | "tiles-wg" | "tiles-wg-f16" | "cols" | "fastest" => {
                             println!("{kernel}, f32: not run: the tile kernel takes bfloat16 weights only");
                             continue;

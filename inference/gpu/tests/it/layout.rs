@@ -503,23 +503,19 @@ fn column_plans_take_any_multiple_of_8_streams_and_r_64() {
     let smem = 227 * 1024;
     let w = weights("20x64x128");
     for bs in [8, 40, 48, 64] {
-        let p = MultiPlan::cols(&w.sizes, bs, 2, 0, 1, smem).unwrap();
+        let p = MultiPlan::cols(&w.sizes, bs, 2, 0, smem).unwrap();
         assert_eq!((p.streams_per_block, p.threads, p.entry()), (bs, 256, "wavenet_cols"));
         assert_eq!(p.arch((9, 0)), "compute_90a");
         assert!(p.smem_bytes <= smem);
         // 32 KB slots: the relu layer in 128-row chunks (two tiles), the output layer in 64.
         assert_eq!((p.panel_bytes, p.chunk_rows), (32768, [128, 64]));
     }
-    let big = MultiPlan::cols(&w.sizes, 40, 2, 65536, 1, smem).unwrap();
+    let big = MultiPlan::cols(&w.sizes, 40, 2, 65536, smem).unwrap();
     assert_eq!(big.chunk_rows, [256, 128], "64 KB slots");
     for bs in [0, 12, 72] {
-        assert!(MultiPlan::cols(&w.sizes, bs, 2, 0, 1, smem).is_err(), "{bs} streams");
+        assert!(MultiPlan::cols(&w.sizes, bs, 2, 0, smem).is_err(), "{bs} streams");
     }
-    assert!(MultiPlan::cols(&w.sizes, 40, 4, 0, 1, smem).is_err(), "4 slots");
-    let pair = MultiPlan::cols(&w.sizes, 40, 3, 0, 2, smem).unwrap();
-    assert_eq!(pair.cluster, 2);
-    assert!(pair.source(&w.sizes).contains("#define CL 2"));
-    assert!(MultiPlan::cols(&w.sizes, 40, 3, 0, 3, smem).is_err(), "clusters of 1 or 2");
-    assert!(MultiPlan::cols(&weights("20x32x128").sizes, 40, 2, 0, 1, smem).is_err(), "r = 32");
-    assert!(MultiPlan::cols(&weights("40x64x256").sizes, 40, 2, 0, 1, smem).is_ok());
+    assert!(MultiPlan::cols(&w.sizes, 40, 4, 0, smem).is_err(), "4 slots");
+    assert!(MultiPlan::cols(&weights("20x32x128").sizes, 40, 2, 0, smem).is_err(), "r = 32");
+    assert!(MultiPlan::cols(&weights("40x64x256").sizes, 40, 2, 0, smem).is_ok());
 }
