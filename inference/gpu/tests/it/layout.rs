@@ -519,3 +519,49 @@ fn column_plans_take_any_multiple_of_8_streams_and_r_64() {
     assert!(MultiPlan::cols(&weights("20x32x128").sizes, 40, 2, 0, smem).is_err(), "r = 32");
     assert!(MultiPlan::cols(&weights("40x64x256").sizes, 40, 2, 0, smem).is_ok());
 }
+
+#[test]
+fn the_fused_chain_layout_gives_each_layer_its_gate_inputs() {
+    // W_cur_i·x_{i-1} + M_i·h_{i-1} + (gate bias with W_cur_i·b_{i-1}) must equal
+    // W_cur_i·(x_{i-1} + W_res_{i-1}·h_{i-1} + b_{i-1}) + gate bias, bfloat16 weights.
+    let w = weights("20x32x128");
+    let (l, r) = (w.sizes.layers, w.sizes.residual);
+    let lpb = 10;
+    let lay = SingleLayout::chain_fused(&w);
+    let fw = w.with_fused_gate_bias(lpb);
+    let bf = |x: f32| bf16_value(bf16_bits(x)) as f64;
+    let plain = l * r * r * 2; // the W_cur pairs, in 16-bit units
+    assert_eq!(lay.wc.len(), plain + l * r * r * 4);
+    let Stored::Bf16(raw) = &lay.wc else { panic!("the chain layout stores bfloat16") };
+    let m_at = |i: usize, k: usize, j: usize, sig: usize| {
+        let at = plain + ((i * r + k) * r + j) * 4 + sig * 2;
+        let bits = raw[at] as u32 | (raw[at + 1] as u32) << 16;
+        f32::from_bits(bits) as f64
+    };
+    let x: Vec<f64> = (0..r).map(|c| (c as f64 * 0.37).sin()).collect();
+    let h: Vec<f64> = (0..r).map(|c| (c as f64 * 0.61).cos() * 0.5).collect();
+    for i in [1, 5, 11, 19] {
+        let x_i: Vec<f64> = (0..r)
+            .map(|o| {
+                x[o] + w.res_b[(i - 1) * r + o] as f64
+                    + (0..r).map(|k| bf(w.w_res[i - 1][o * r + k]) * h[k]).sum::<f64>()
+            })
+            .collect();
+        for (row, sig) in [(3, 0), (r + 3, 1), (r - 1, 0), (2 * r - 1, 1)] {
+            let j = row % r;
+            let want =
+                (0..r).map(|o| bf(w.w_cur[i][row * r + o]) * x_i[o]).sum::<f64>() + w.gate_b[i * 2 * r + row] as f64;
+            let folded = fw.gate_b[i * 2 * r + row] as f64;
+            let got = (0..r).map(|o| bf(w.w_cur[i][row * r + o]) * x[o]).sum::<f64>()
+                + (0..r).map(|k| m_at(i, k, j, sig) * h[k]).sum::<f64>()
+                + if i % lpb == 0 { w.gate_b[i * 2 * r + row] as f64 } else { folded };
+            if i % lpb == 0 {
+                assert_eq!(folded, w.gate_b[i * 2 * r + row] as f64, "a block's first layer keeps its bias");
+            } else {
+                assert!((got - want).abs() < 1e-4 * (1.0 + want.abs()), "layer {i} row {row}: {got} vs {want}");
+            }
+        }
+    }
+    // Layer 0 has no previous layer: its products are zero.
+    assert_eq!(m_at(0, 5, 7, 1), 0.0);
+}
