@@ -53,28 +53,10 @@
 // SPIN_WAIT and UNROLL_LAYERS are measured alternatives, off by default
 // (benchmarks/gpu.md, runs v38 and v39).
 //
-// FUSED = 1 (r = 32): the residual product leaves the chain's critical path.
-// Layer i's gate input is W_cur_i·x_i = W_cur_i·x_{i-1} + M_i·h_{i-1} +
-// W_cur_i·b_{i-1} with M_i = W_cur_i·W_res_{i-1} (float32, computed by the
-// host from the bfloat16 weights and stored after the W_cur pairs; the last
-// term folded into layer i's gate bias for every layer but a block's first).
-// W_cur_i·x_{i-1} needs only x_{i-1}, known a layer earlier, so a layer is
-// one set of partial products (W_cur_i·x_{i-1}, M_i·h_{i-1} and
-// W_res_{i-1}·h_{i-1}, which gives x_i) and one barrier instead of two
-// products in sequence and two barriers; the partial sums alternate between
-// two buffers, since the next layer's are written before every warp has read
-// this one's.
-//
 // Extra defines: NT (512), CQ (input parts: 2 or 4), LPB (layers per chain
-// block), FUSED.
+// block).
 #if !WBF16 || (R != 64 && R != 32) || A != 256 || NT != 512
 #error "wavenet_chain takes r = 32 or 64, 256 classes, 512 threads and bfloat16 weights"
-#endif
-#ifndef FUSED
-#define FUSED 0
-#endif
-#if FUSED && R != 32
-#error "FUSED takes r = 32"
 #endif
 
 #define NCB ((NL + LPB - 1) / LPB)   // chain blocks
@@ -194,9 +176,6 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
     float* hsm = xall + LPB * R;             // [LPB][R] the layers' h
     float* olds = hsm + LPB * R;             // [LPB][R] x_i(t + 1 - d_i)
     float* rbs = olds + LPB * R;             // [LPB][R] residual biases
-    float2* mf = (float2*)(rbs + LPB * R);   // FUSED: [LPB][R k][R j] (M_t[j][k], M_s[j][k])
-    float* gpart2 = (float*)(mf + (FUSED ? LPB * R * R : 0));  // FUSED: the second gate-partial buffer
-    float* rpart2 = gpart2 + (FUSED ? CQ * 2 * R : 0);         // FUSED: the second residual-partial buffer
     // Block P.
     u32* wz2 = (u32*)base;                   // [S/2][A] bf16 pairs
     float* skb = (float*)(wz2 + S / 2 * A);  // [NCB][S] skip partials (sent)
@@ -220,10 +199,6 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
         for (int e = tid; e < nres * R * R; e += NT) wr[e] = g_wr[(size_t)first * R * R + e];
         for (int e = tid; e < nres * R; e += NT) rbs[e] = res_b[first * R + e];
         for (int e = tid; e < LPB * R; e += NT) xall[e] = 0.0f;  // x_i(-1) = 0
-#if FUSED
-        const float2* g_m = (const float2*)((const u32*)g_wc + (size_t)NL * R * R);
-        for (int e = tid; e < nl * R * R; e += NT) mf[e] = g_m[(size_t)first * R * R + e];
-#endif
         if (tid == 0) {
             mbar_init(bar_in, 1);
             mbar_init(bar_seg, CW);
@@ -280,126 +255,6 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
                 const long long c1 = clock64();
                 long long cl = c1;
                 float xr = xin[V];
-#if FUSED
-                // x_{il-1} (x_in for il = 0) and h_{il-1} in the warp's slices.
-                for (int il = 0; il < LPB; il++) {
-                    if (il >= nl) break;
-                    float* gp = (il & 1) ? gpart2 : gpart;
-                    float* rp = (il & 1) ? rpart2 : rpart;
-                    if (il == 0) {
-                        if (writer) xwp[lane] = xr;
-                        __syncwarp();
-                    }
-                    const u32* w = wc + (size_t)il * R * R + q * NQ * R + U;
-                    const float4* x4 = (const float4*)xwp;
-                    float tp0 = 0.0f, sp0 = 0.0f, tp1 = 0.0f, sp1 = 0.0f;
-                    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-#pragma unroll
-                    for (int m = 0; m < NQ / 4; m++) {
-                        const float4 xk = x4[m];
-                        const u32 w0 = w[(4 * m) * R], w1 = w[(4 * m + 1) * R], w2 = w[(4 * m + 2) * R],
-                                  w3 = w[(4 * m + 3) * R];
-                        tp0 += lo16(w0) * xk.x;
-                        sp0 += hi16(w0) * xk.x;
-                        tp1 += lo16(w1) * xk.y;
-                        sp1 += hi16(w1) * xk.y;
-                        tp0 += lo16(w2) * xk.z;
-                        sp0 += hi16(w2) * xk.z;
-                        tp1 += lo16(w3) * xk.w;
-                        sp1 += hi16(w3) * xk.w;
-                    }
-                    if (il > 0) {
-                        const float2* mm = mf + (size_t)il * R * R + q * NQ * R + U;
-                        const wt* wrr = wr + (size_t)(il - 1) * R * R + q * NQ * R + U;
-                        const float4* h4 = (const float4*)hwp;
-#pragma unroll
-                        for (int m = 0; m < NQ / 4; m++) {
-                            const float4 hk = h4[m];
-                            const float2 m0 = mm[(4 * m) * R], m1 = mm[(4 * m + 1) * R], m2 = mm[(4 * m + 2) * R],
-                                         m3 = mm[(4 * m + 3) * R];
-                            tp0 += m0.x * hk.x;
-                            sp0 += m0.y * hk.x;
-                            tp1 += m1.x * hk.y;
-                            sp1 += m1.y * hk.y;
-                            tp0 += m2.x * hk.z;
-                            sp0 += m2.y * hk.z;
-                            tp1 += m3.x * hk.w;
-                            sp1 += m3.y * hk.w;
-                            a0 += wf(wrr[(4 * m) * R]) * hk.x;
-                            a1 += wf(wrr[(4 * m + 1) * R]) * hk.y;
-                            a2 += wf(wrr[(4 * m + 2) * R]) * hk.z;
-                            a3 += wf(wrr[(4 * m + 3) * R]) * hk.w;
-                        }
-                        rp[q * R + U] = (a0 + a1) + (a2 + a3);
-                    }
-                    gp[(2 * q) * R + U] = tp0 + tp1;
-                    gp[(2 * q + 1) * R + U] = sp0 + sp1;
-#if CQ > 1
-                    asm volatile("bar.sync 3, %0;" ::"n"(CW * 32) : "memory");
-#else
-                    __syncwarp();
-#endif
-                    float vt = pre[il * 2 * R + V], vs = pre[il * 2 * R + R + V];
-                    if (il > 0) {
-                        float sum = rbs[(il - 1) * R + V];
-#pragma unroll
-                        for (int c = 0; c < CQ; c++) sum += rp[c * R + V];
-                        xr += sum;  // x_il
-                    }
-#pragma unroll
-                    for (int c = 0; c < CQ; c++) {
-                        vt += gp[(2 * c) * R + V];
-                        vs += gp[(2 * c + 1) * R + V];
-                    }
-                    const float h = (1.0f - 2.0f * rcp_ftz(ex2_ftz(vt * 2.8853900817779268f) + 1.0f)) *
-                                    rcp_ftz(1.0f + ex2_ftz(vs * -1.4426950408889634f));
-                    if (writer) {
-                        xwp[lane] = xr;
-                        hwp[lane] = h;
-                        if (u == 0) {
-                            xall[il * R + V] = xr;
-                            if (last_block) {
-                                send1(p_hl + 4 * (il * R + V), h, p_hbar + 8 * il);
-                            } else {
-                                hsm[il * R + V] = h;
-                            }
-                        }
-                    }
-                    __syncwarp();
-                    if (profiling && rank == 0) {
-                        const long long now = clock64();
-#pragma unroll
-                        for (int k = 0; k < 8; k++)
-                            if (k == il) lacc[k] += now - cl;
-                        cl = now;
-                    }
-                }
-                // The block's last layer's residual: x for the next block.
-                if (first + nl < NL) {
-                    float* rp = (nl & 1) ? rpart2 : rpart;
-                    const wt* wrr = wr + (size_t)(nl - 1) * R * R + q * NQ * R + U;
-                    const float4* h4 = (const float4*)hwp;
-                    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-#pragma unroll
-                    for (int m = 0; m < NQ / 4; m++) {
-                        const float4 hk = h4[m];
-                        a0 += wf(wrr[(4 * m) * R]) * hk.x;
-                        a1 += wf(wrr[(4 * m + 1) * R]) * hk.y;
-                        a2 += wf(wrr[(4 * m + 2) * R]) * hk.z;
-                        a3 += wf(wrr[(4 * m + 3) * R]) * hk.w;
-                    }
-                    rp[q * R + U] = (a0 + a1) + (a2 + a3);
-#if CQ > 1
-                    asm volatile("bar.sync 3, %0;" ::"n"(CW * 32) : "memory");
-#else
-                    __syncwarp();
-#endif
-                    float sum = rbs[(nl - 1) * R + V];
-#pragma unroll
-                    for (int c = 0; c < CQ; c++) sum += rp[c * R + V];
-                    xr += sum;
-                }
-#else
 #ifdef UNROLL_LAYERS
                 // The block's layers unrolled (LPB is a compile-time constant), so
                 // that loads of a later layer can be issued early.
@@ -510,7 +365,6 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
                         cl = now;
                     }
                 }
-#endif
                 if (!last_block && writer && u == 0) send1(next_xin + 4 * V, xr, next_bar);
                 // Armed for the next sample's x only now, off the chain: the
                 // release at cluster scope waits for this thread's stores.

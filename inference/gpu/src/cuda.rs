@@ -309,16 +309,7 @@ impl SingleStream {
                 ),
             });
         }
-        let fused;
-        let w = if plan.fused_residual {
-            fused = w.with_fused_gate_bias(plan.layers_per_block);
-            &fused
-        } else {
-            w
-        };
-        let layout = if plan.fused_residual {
-            SingleLayout::chain_fused(w)
-        } else if plan.layers_per_block > 0 {
+        let layout = if plan.layers_per_block > 0 {
             SingleLayout::chain_split(w)
         } else if plan.helpers > 0 {
             SingleLayout::chain_block(w, plan.bf16)

@@ -89,26 +89,6 @@ pub struct Weights {
 }
 
 impl Weights {
-    /// The weights with W_cur_i·b_{i-1} (bfloat16-rounded W_cur, the residual
-    /// bias of layer i − 1) added to the gate bias of every layer i that is
-    /// not the first of a chain block of `layers_per_block` layers: the fused
-    /// chain kernel's gate inputs ([`crate::SinglePlan::fused_residual`]).
-    pub fn with_fused_gate_bias(&self, layers_per_block: usize) -> Self {
-        let Sizes { layers: l, residual: r, .. } = self.sizes;
-        let mut w = self.clone();
-        for i in (1..l).filter(|i| i % layers_per_block != 0) {
-            for row in 0..2 * r {
-                let cb: f64 = (0..r)
-                    .map(|o| {
-                        bf16_value(bf16_bits(self.w_cur[i][row * r + o])) as f64 * self.res_b[(i - 1) * r + o] as f64
-                    })
-                    .sum();
-                w.gate_b[i * 2 * r + row] += cb as f32;
-            }
-        }
-        w
-    }
-
     /// Reads the WaveNet of `voice` (every tensor checked by name and shape
     /// when the voice was loaded).
     pub fn from_voice(voice: &Voice) -> Result<Self, GpuError> {
@@ -360,35 +340,6 @@ impl SingleLayout {
     /// W_skip as `[ℓ][r/2][s][2]` pairs (W_skip[o, i·r + 2m], W_skip[o,
     /// i·r + 2m + 1]) so that the threads owning consecutive skip rows read
     /// consecutive words of one layer's columns.
-    /// [`SingleLayout::chain_split`] with, after the W_cur pairs, the float32
-    /// products M_i = W_cur_i·W_res_{i-1} of the bfloat16-rounded weights as
-    /// `[ℓ][R k][R j]` pairs (M_i[j][k], M_i[r + j][k]), each float32 stored as
-    /// two 16-bit halves, low first (zero for i = 0): `FUSED` in
-    /// `kernels/wavenet_chain.cu`.
-    pub fn chain_fused(w: &Weights) -> Self {
-        let Sizes { layers: l, residual: r, .. } = w.sizes;
-        let base = Self::chain_split(w);
-        let Stored::Bf16(mut wc) = base.wc.clone() else { unreachable!("chain_split stores bfloat16") };
-        let bf = |x: f32| bf16_value(bf16_bits(x)) as f64;
-        for i in 0..l {
-            for k in 0..r {
-                for j in 0..r {
-                    for row in [j, r + j] {
-                        let m = if i == 0 {
-                            0.0
-                        } else {
-                            (0..r).map(|o| bf(w.w_cur[i][row * r + o]) * bf(w.w_res[i - 1][o * r + k])).sum::<f64>()
-                        };
-                        let bits = (m as f32).to_bits();
-                        wc.push((bits & 0xffff) as u16);
-                        wc.push((bits >> 16) as u16);
-                    }
-                }
-            }
-        }
-        Self { wc: Stored::Bf16(wc), ..base }
-    }
-
     pub fn chain_split(w: &Weights) -> Self {
         let Sizes { layers: l, residual: r, skip: s, .. } = w.sizes;
         let mut wsk = Vec::with_capacity(s * l * r);

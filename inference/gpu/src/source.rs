@@ -50,11 +50,6 @@ pub struct SinglePlan {
     /// 0, or `wavenet_chain`: the layers of each chain block (the cluster
     /// is ⌈ℓ / this⌉ chain blocks, a relu block and an output block).
     pub layers_per_block: usize,
-    /// [`SinglePlan::chain_split`] with r = 32: the residual product off the
-    /// chain's critical path (`FUSED` in `wavenet_chain.cu`; the host stores
-    /// W_cur_i·W_res_{i-1} after the W_cur pairs, [`crate::model::SingleLayout::chain_fused`]).
-    /// `DV_GPU_NO_FUSED` (an experiment switch) turns it off.
-    pub fused_residual: bool,
 }
 
 impl SinglePlan {
@@ -118,7 +113,6 @@ impl SinglePlan {
             helpers,
             chain_warps,
             layers_per_block: 0,
-            fused_residual: false,
         })
     }
 
@@ -164,11 +158,6 @@ impl SinglePlan {
         let chain = bars
             + lpb * r * r * (4 + 2)
             + 4 * (r + 2 * r * lpb + 2 * r * cq + r * cq + 2 * chain_warps * (r / cq) + 4 * r * lpb);
-        // The fused residual (r = 32) where its float32 products fit beside the rest.
-        let fused_extra = lpb * r * r * 8 + 4 * (2 * r * cq + r * cq);
-        let fused_residual =
-            r == 32 && chain + fused_extra <= smem_limit && std::env::var_os("DV_GPU_NO_FUSED").is_none();
-        let chain = chain + if fused_residual { fused_extra } else { 0 };
         let relu = bars + 4 * (s / 2 * A) + 4 * (chain_blocks * s + s + 2 * A + lpb * r);
         let output = bars + 4 * (A / 2 * A) + 4 * (A * r + 5 * A);
         let smem_bytes = chain.max(relu).max(output);
@@ -189,7 +178,6 @@ impl SinglePlan {
             helpers: 0,
             chain_warps,
             layers_per_block,
-            fused_residual,
         })
     }
 
@@ -265,7 +253,6 @@ impl SinglePlan {
             helpers: 0,
             chain_warps: gate_warps,
             layers_per_block: 0,
-            fused_residual: false,
         })
     }
 
@@ -284,11 +271,10 @@ impl SinglePlan {
     pub fn source(&self, sizes: &Sizes) -> String {
         if self.layers_per_block > 0 {
             let defines = format!(
-                "#define NT {}\n#define CQ {}\n#define LPB {}\n#define FUSED {}\n",
+                "#define NT {}\n#define CQ {}\n#define LPB {}\n",
                 self.threads,
                 self.chain_warps / (sizes.residual / 32),
-                self.layers_per_block,
-                self.fused_residual as u8
+                self.layers_per_block
             );
             return format!("{}{defines}{COMMON}\n{CHAIN}", common_defines(sizes, self.bf16));
         }
