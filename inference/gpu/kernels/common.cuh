@@ -254,6 +254,191 @@ __device__ int warp_sample(const float* logits, float* p, int mode, float inv_ta
 // Kernel 2's parameters (wavenet_multi.cu and wavenet_tiles.cu take the same
 // arguments, pushed in this order by src/cuda.rs); W1 and W2 name the second
 // and third weight pointers, which the two kernels lay out differently.
+// The sampling stage of the many-stream kernels (wavenet_tiles.cu and
+// wavenet_cols.cu): stream b < BS_ of the block draws from its logits at
+// LOG + b·LK_. Direct and mode sampling: G consecutive threads per stream
+// (threads G·BS_ and up idle), A / G logits each, softmax and the draw by group
+// shuffles, every stream at once. Temperature: one warp per stream
+// (warp_sample, PW [NW_][A] scratch). A live stream's probabilities go to
+// probs_out (when asked) and advance(b, y, rs) takes its sample, called by the
+// group's (warp's) first thread with the stream's random state after the draw.
+// Direct: the first class whose running sum passes u (the last with p > 0 if
+// rounding leaves none), as warp_sample, though with another exponential and
+// summation order: a draw within rounding of a class boundary may pick its
+// neighbour. EX2: exponentials by ex2.approx.ftz, not __expf.
+template <int BS_, int G, int NW_, int LK_, bool EX2, typename Adv>
+__device__ __forceinline__ void sample_streams(const float* LOG, float* PW, const int* live, u64* rng, float* probs_out,
+                                               int slot0, int steps, int step, int mode, float inv_tau, Adv advance) {
+    constexpr int PER = A / G;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    if (mode != SAMPLE_TEMPERATURE) {
+        if (tid >= G * BS_) return;
+        const int b = tid / G, gl = tid % G, s = slot0 + b;
+        const unsigned gmask = 0xffffffffu;
+        const bool lv = live[b];  // read by every thread before the group's first updates it
+        float v[PER];
+#pragma unroll
+        for (int k = 0; k < PER; k += 4) {
+            const float4 q = *(const float4*)(LOG + b * LK_ + gl * PER + k);
+            v[k] = q.x; v[k + 1] = q.y; v[k + 2] = q.z; v[k + 3] = q.w;
+        }
+        float m = v[0];
+#pragma unroll
+        for (int k = 1; k < PER; k++) m = fmaxf(m, v[k]);
+#pragma unroll
+        for (int o = G / 2; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(gmask, m, o));
+        float sum = 0.0f;
+#pragma unroll
+        for (int k = 0; k < PER; k++) {
+            v[k] = EX2 ? ex2_ftz((v[k] - m) * 1.4426950408889634f) : __expf(v[k] - m);
+            sum += v[k];
+        }
+#pragma unroll
+        for (int o = G / 2; o > 0; o >>= 1) sum += __shfl_xor_sync(gmask, sum, o);
+        const float inv = 1.0f / sum;
+#pragma unroll
+        for (int k = 0; k < PER; k++) v[k] *= inv;
+        // One uniform per sample, drawn by the group's first thread (kept only for live streams).
+        u64 rs[4];
+        float u = 0.0f;
+        if (gl == 0) {
+#pragma unroll
+            for (int k = 0; k < 4; k++) rs[k] = rng[4 * b + k];
+            if (mode != SAMPLE_MODE) u = rng_uniform(rs);
+        }
+        u = __shfl_sync(gmask, u, lane & ~(G - 1));
+        int y;
+        if (mode == SAMPLE_MODE) {
+            float best = v[0];
+            int bi = gl * PER;
+#pragma unroll
+            for (int k = 1; k < PER; k++)
+                if (v[k] > best) { best = v[k]; bi = gl * PER + k; }
+#pragma unroll
+            for (int o = G / 2; o > 0; o >>= 1) {
+                const float ob = __shfl_xor_sync(gmask, best, o);
+                const int oi = __shfl_xor_sync(gmask, bi, o);
+                if (ob > best || (ob == best && oi < bi)) { best = ob; bi = oi; }
+            }
+            y = bi;
+        } else {
+            float run = 0.0f;
+#pragma unroll
+            for (int k = 0; k < PER; k++) run += v[k];
+            float before = run;
+#pragma unroll
+            for (int o = 1; o < G; o <<= 1) {
+                const float n = __shfl_up_sync(gmask, before, o);
+                if (gl >= o) before += n;
+            }
+            before -= run;
+            int first = A, last = -1;
+            float c = before;
+#pragma unroll
+            for (int k = 0; k < PER; k++) {
+                c += v[k];
+                if (c > u && first == A) first = gl * PER + k;
+                if (v[k] > 0.0f) last = gl * PER + k;
+            }
+#pragma unroll
+            for (int o = G / 2; o > 0; o >>= 1) {
+                first = min(first, __shfl_xor_sync(gmask, first, o));
+                last = max(last, __shfl_xor_sync(gmask, last, o));
+            }
+            y = first < A ? first : (last < 0 ? 0 : last);
+        }
+        __syncwarp();
+        if (lv) {
+            if (probs_out) {
+#pragma unroll
+                for (int k = 0; k < PER; k++) probs_out[((size_t)s * steps + step) * A + gl * PER + k] = v[k];
+            }
+            if (gl == 0) advance(b, y, rs);
+        }
+        return;
+    }
+    for (int b = warp; b < BS_; b += NW_) {
+        const int s = slot0 + b;
+        u64 rs[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) rs[k] = rng[4 * b + k];
+        float u = 0.0f;
+        if (mode != SAMPLE_MODE) u = rng_uniform(rs);
+        const int y = warp_sample(LOG + b * LK_, PW + warp * A, mode, inv_tau, u);
+        __syncwarp();  // the lanes' probabilities in PW, visible to every lane
+        if (live[b]) {
+            if (probs_out) {
+                for (int k = lane; k < A; k += 32) probs_out[((size_t)s * steps + step) * A + k] = PW[warp * A + k];
+            }
+            __syncwarp();
+            if (lane == 0) advance(b, y, rs);
+        }
+        __syncwarp();
+    }
+}
+
+#ifdef CR1
+// The many-stream kernels' weight chunks (wavenet_tiles.cu with WGMMA,
+// wavenet_cols.cu): chunk c of a step (per layer W_dil, then [W_res; W_skip];
+// the relu layer in chunks of CR1 rows, the output layer in chunks of CR2) as
+// one contiguous range of the host-tiled weights, and its bytes.
+__device__ __forceinline__ const wt* chunk_src(const wt* w_dil, const wt* w_rs, const wt* w_relu, const wt* w_out,
+                                               int c, u32& bytes) {
+    if (c < 2 * NL) {
+        const int i = c >> 1;
+        bytes = (c & 1) == 0 ? 4 * R * R * 2 : (R + S) * R * 2;
+        return (c & 1) == 0 ? w_dil + (size_t)i * 4 * R * R : w_rs + (size_t)i * (R + S) * R;
+    }
+    c -= 2 * NL;
+    if (c < A / CR1) {
+        bytes = CR1 * S * 2;
+        return w_relu + (size_t)c * CR1 * S;
+    }
+    c -= A / CR1;
+    bytes = CR2 * A * 2;
+    return w_out + (size_t)c * CR2 * A;
+}
+#endif
+
+// A many-stream block's slot state in shared memory (wavenet_tiles.cu,
+// wavenet_cols.cu): position, live flag, the last two samples and the length
+// of each of its BS slots.
+struct Slots {
+    int *pos, *live, *y1, *y2, *len;
+    // From device memory (threads below `n`, slot0 + thread).
+    __device__ void load(int n, int slot0, const int* st_pos, const int* st_len, const int* st_y) const {
+        const int t = threadIdx.x;
+        if (t >= n) return;
+        const int s = slot0 + t;
+        pos[t] = st_pos[s];
+        live[t] = st_pos[s] < st_len[s];
+        y1[t] = st_y[2 * s];
+        y2[t] = st_y[2 * s + 1];
+        len[t] = st_len[s];
+    }
+    // Back to device memory at the end of the launch.
+    __device__ void store(int n, int slot0, int* st_pos, int* st_y) const {
+        const int t = threadIdx.x;
+        if (t >= n) return;
+        const int s = slot0 + t;
+        st_pos[s] = pos[t];
+        st_y[2 * s] = y1[t];
+        st_y[2 * s + 1] = y2[t];
+    }
+    // Live slot b (stream s) took sample y at `step`: its random state kept in
+    // rng, y written, fed back (or the forced sample), its position advanced.
+    __device__ void advance(int b, int s, int y, const u64* rs, u64* rng, int* out, const unsigned char* forced,
+                            int steps, int step) const {
+#pragma unroll
+        for (int k = 0; k < 4; k++) rng[4 * b + k] = rs[k];
+        out[(size_t)s * steps + step] = y;
+        y2[b] = y1[b];
+        y1[b] = forced ? (int)forced[(size_t)s * steps + step] : y;
+        pos[b] += 1;
+        live[b] = pos[b] < len[b];
+    }
+};
+
 #define MULTI_KERNEL_PARAMS(W1, W2)                                                                            \
     const wt *__restrict__ w_dil, const wt *__restrict__ W1, const wt *__restrict__ W2,                      \
         const wt *__restrict__ w_relu, const wt *__restrict__ w_out, const float *__restrict__ gate_b,        \

@@ -56,7 +56,11 @@ __constant__ int k_hoff[NL] = HOFFS;
 #define NCH (2 * NL + A / CR1 + A / CR2)
 #define LK (A + 4)
 #define G 4                // sampling threads per stream
-#define PER (A / G)        // logits per sampling thread
+#ifdef FAST_EXPF
+#define EX2_SOFTMAX false  // the softmax's exponentials by __expf (kernel 2c's)
+#else
+#define EX2_SOFTMAX true
+#endif
 #define MAXI(a, b) ((a) > (b) ? (a) : (b))
 #define REG1_BYTES MAXI(MAXI(2 * BS * 2 * R * 2, 2 * BS * S * 2), BS * LK * 4)
 #define REG2_BYTES MAXI(MAXI(2 * BS * R * 2, 2 * BS * A * 2), NW * A * 4)
@@ -166,23 +170,21 @@ __device__ __forceinline__ void zero(float (&acc)[NB][4]) {
     for (int t = 0; t < NB; t++) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.0f;
 }
 
-// Chunk c of a step as one contiguous range of the host-tiled weights.
-__device__ __forceinline__ const wt* cols_chunk(const wt* w_dil, const wt* w_rs, const wt* w_relu, const wt* w_out,
-                                                int c, u32& bytes) {
-    if (c < 2 * NL) {
-        const int i = c >> 1;
-        bytes = (c & 1) == 0 ? 4 * R * R * 2 : (R + S) * R * 2;
-        return (c & 1) == 0 ? w_dil + (size_t)i * 4 * R * R : w_rs + (size_t)i * (R + S) * R;
+// The 64-row tiles m ≡ wg (mod 2) of a weight chunk of CR rows of K inputs
+// at `cw` on the B operand at in_hi / in_lo; epi(m, z) takes each product.
+template <int K, int CR, typename Epi>
+__device__ __forceinline__ void chunk_tiles(u32 cw, u32 in_hi, u32 in_lo, int wg, Epi epi) {
+#pragma unroll
+    for (int m = 0; m < CR / 64; m++) {
+        if (m % 2 != wg) continue;
+        float z[NB][4];
+        zero(z);
+        cols_issue<K>(cw + m * 64 * K * 2, in_hi, in_lo, z);
+        cols_done(z);
+        epi(m, z);
     }
-    c -= 2 * NL;
-    if (c < A / CR1) {
-        bytes = CR1 * S * 2;
-        return w_relu + (size_t)c * CR1 * S;
-    }
-    c -= A / CR1;
-    bytes = CR2 * A * 2;
-    return w_out + (size_t)c * CR2 * A;
 }
+
 
 extern "C" __global__ void __launch_bounds__(NT, 1)
 wavenet_cols(MULTI_KERNEL_PARAMS(w_rs, w_unused))
@@ -225,20 +227,14 @@ wavenet_cols(MULTI_KERNEL_PARAMS(w_rs, w_unused))
 #define MARK(k) \
     if (profiling) { const long long now = clock64(); pacc[k] += now - plast; plast = now; }
 
-    if (tid < BS) {
-        const int s = slot0 + tid;
-        pos[tid] = st_pos[s];
-        live[tid] = st_pos[s] < st_len[s];
-        y1[tid] = st_y[2 * s];
-        y2[tid] = st_y[2 * s + 1];
-        len[tid] = st_len[s];
-        coff[tid] = st_cond[s];
-    }
+    const Slots slots_st{pos, live, y1, y2, len};
+    slots_st.load(BS, slot0, st_pos, st_len, st_y);
+    if (tid < BS) coff[tid] = st_cond[slot0 + tid];
     int next_chunk = 0, next_slot = 0;
     auto issue = [&]() {
         if (warp == 0) {
             u32 bytes;
-            const wt* src = cols_chunk(w_dil, w_rs, w_relu, w_out, next_chunk, bytes);
+            const wt* src = chunk_src(w_dil, w_rs, w_relu, w_out, next_chunk, bytes);
             const u32 bar = smem_u32(mbar + next_slot);
             if (lane == 0) {
 #ifdef RELEASE_EXPECT
@@ -442,13 +438,7 @@ wavenet_cols(MULTI_KERNEL_PARAMS(w_rs, w_unused))
         for (int c = 0; c < A / CR1; c++) {
             const u32 cw = begin();
             issue();
-#pragma unroll
-            for (int m = 0; m < CR1 / 64; m++) {
-                if (m % 2 != wg) continue;
-                float z[NB][4];
-                zero(z);
-                cols_issue<S>(cw + m * 64 * S * 2, rin_hi, rin_lo, z);
-                cols_done(z);
+            chunk_tiles<S, CR1>(cw, rin_hi, rin_lo, wg, [&](int m, const float(&z)[NB][4]) {
                 const int o = c * CR1 + 64 * m + ch;
                 const float a0 = relu_b[o], a1 = relu_b[o + 8];
 #pragma unroll
@@ -456,18 +446,12 @@ wavenet_cols(MULTI_KERNEL_PARAMS(w_rs, w_unused))
 #pragma unroll
                     for (int e = 0; e < 2; e++)
                         put_two<A>(OIN, 8 * t + 2 * tq + e, PI(o), fmaxf(z[t][e] + a0, 0.0f), fmaxf(z[t][2 + e] + a1, 0.0f));
-            }
+            });
         }
         for (int c = 0; c < A / CR2; c++) {
             const u32 cw = begin();
             issue();
-#pragma unroll
-            for (int m = 0; m < CR2 / 64; m++) {
-                if (m % 2 != wg) continue;
-                float z[NB][4];
-                zero(z);
-                cols_issue<A>(cw + m * 64 * A * 2, oin_hi, oin_lo, z);
-                cols_done(z);
+            chunk_tiles<A, CR2>(cw, oin_hi, oin_lo, wg, [&](int m, const float(&z)[NB][4]) {
                 const int o = c * CR2 + 64 * m + ch;
                 const float a0 = out_b[o], a1 = out_b[o + 8];
 #pragma unroll
@@ -478,130 +462,14 @@ wavenet_cols(MULTI_KERNEL_PARAMS(w_rs, w_unused))
                         row[o] = z[t][e] + a0;
                         row[o + 8] = z[t][2 + e] + a1;
                     }
-            }
+            });
         }
         __syncthreads();
         MARK(6);
         auto advance = [&](int b, int y, const u64* rs) {
-            const int s = slot0 + b;
-#pragma unroll
-            for (int k = 0; k < 4; k++) rng[4 * b + k] = rs[k];
-            out[(size_t)s * steps + step] = y;
-            y2[b] = y1[b];
-            y1[b] = forced ? (int)forced[(size_t)s * steps + step] : y;
-            pos[b] += 1;
-            live[b] = pos[b] < len[b];
+            slots_st.advance(b, slot0 + b, y, rs, rng, out, forced, steps, step);
         };
-        if (mode != SAMPLE_TEMPERATURE) {
-            // G threads per stream, PER logits each (kernel 2c's group sampling).
-            if (tid < G * BS) {
-                const int b = tid / G, gl = tid % G, s = slot0 + b;
-                const unsigned gmask = 0xffffffffu;
-                const bool lvb = live[b];
-                float v[PER];
-#pragma unroll
-                for (int k = 0; k < PER; k += 4) {
-                    const float4 q = *(const float4*)(LOG + b * LK + gl * PER + k);
-                    v[k] = q.x; v[k + 1] = q.y; v[k + 2] = q.z; v[k + 3] = q.w;
-                }
-                float mx = v[0];
-#pragma unroll
-                for (int k = 1; k < PER; k++) mx = fmaxf(mx, v[k]);
-#pragma unroll
-                for (int o = G / 2; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(gmask, mx, o));
-                float sum = 0.0f;
-#pragma unroll
-                for (int k = 0; k < PER; k++) {
-#ifdef FAST_EXPF
-                    v[k] = __expf(v[k] - mx);
-#else
-                    v[k] = ex2_ftz((v[k] - mx) * 1.4426950408889634f);
-#endif
-                    sum += v[k];
-                }
-#pragma unroll
-                for (int o = G / 2; o > 0; o >>= 1) sum += __shfl_xor_sync(gmask, sum, o);
-                const float inv = 1.0f / sum;
-#pragma unroll
-                for (int k = 0; k < PER; k++) v[k] *= inv;
-                u64 rs[4];
-                float uu = 0.0f;
-                if (gl == 0) {
-#pragma unroll
-                    for (int k = 0; k < 4; k++) rs[k] = rng[4 * b + k];
-                    if (mode != SAMPLE_MODE) uu = rng_uniform(rs);
-                }
-                uu = __shfl_sync(gmask, uu, lane & ~(G - 1));
-                int y;
-                if (mode == SAMPLE_MODE) {
-                    float best = v[0];
-                    int bi = gl * PER;
-#pragma unroll
-                    for (int k = 1; k < PER; k++)
-                        if (v[k] > best) { best = v[k]; bi = gl * PER + k; }
-#pragma unroll
-                    for (int o = G / 2; o > 0; o >>= 1) {
-                        const float ob = __shfl_xor_sync(gmask, best, o);
-                        const int oi = __shfl_xor_sync(gmask, bi, o);
-                        if (ob > best || (ob == best && oi < bi)) { best = ob; bi = oi; }
-                    }
-                    y = bi;
-                } else {
-                    float run = 0.0f;
-#pragma unroll
-                    for (int k = 0; k < PER; k++) run += v[k];
-                    float before = run;
-#pragma unroll
-                    for (int o = 1; o < G; o <<= 1) {
-                        const float n = __shfl_up_sync(gmask, before, o);
-                        if (gl >= o) before += n;
-                    }
-                    before -= run;
-                    int first = A, last = -1;
-                    float c = before;
-#pragma unroll
-                    for (int k = 0; k < PER; k++) {
-                        c += v[k];
-                        if (c > uu && first == A) first = gl * PER + k;
-                        if (v[k] > 0.0f) last = gl * PER + k;
-                    }
-#pragma unroll
-                    for (int o = G / 2; o > 0; o >>= 1) {
-                        first = min(first, __shfl_xor_sync(gmask, first, o));
-                        last = max(last, __shfl_xor_sync(gmask, last, o));
-                    }
-                    y = first < A ? first : (last < 0 ? 0 : last);
-                }
-                __syncwarp();
-                if (lvb) {
-                    if (probs_out) {
-#pragma unroll
-                        for (int k = 0; k < PER; k++) probs_out[((size_t)s * steps + step) * A + gl * PER + k] = v[k];
-                    }
-                    if (gl == 0) advance(b, y, rs);
-                }
-            }
-        } else {
-            // Temperature sampling: one warp per stream (warp_sample).
-            for (int b = warp; b < BS; b += NW) {
-                const int s = slot0 + b;
-                u64 rs[4];
-#pragma unroll
-                for (int k = 0; k < 4; k++) rs[k] = rng[4 * b + k];
-                float uu = 0.0f;
-                if (mode != SAMPLE_MODE) uu = rng_uniform(rs);
-                const int y = warp_sample(LOG + b * LK, PW + warp * A, mode, inv_tau, uu);
-                __syncwarp();
-                if (live[b]) {
-                    if (probs_out) {
-                        for (int k = lane; k < A; k += 32) probs_out[((size_t)s * steps + step) * A + k] = PW[warp * A + k];
-                    }
-                    __syncwarp();
-                    if (lane == 0) advance(b, y, rs);
-                }
-                __syncwarp();
-            }
-        }
+        sample_streams<BS, G, NW, LK, EX2_SOFTMAX>(LOG, PW, live, rng, probs_out, slot0, steps, step, mode, inv_tau, advance);
         __syncthreads();
         MARK(7);
     }
@@ -617,10 +485,5 @@ wavenet_cols(MULTI_KERNEL_PARAMS(w_rs, w_unused))
         prof[8] = pacc[8];
         prof[9] = pacc[2] + pacc[4] + pacc[5];
     }
-    if (tid < BS) {
-        const int s = slot0 + tid;
-        st_pos[s] = pos[tid];
-        st_y[2 * s] = y1[tid];
-        st_y[2 * s + 1] = y2[tid];
-    }
+    slots_st.store(BS, slot0, st_pos, st_y);
 }

@@ -113,7 +113,6 @@ __constant__ int k_hoff[NL] = HOFFS;
 #define NT2 (CR2 / 8 / WN)    // output n tiles per warp per chunk
 #define NCH (2 * NL + A / CR1 + A / CR2)  // weight chunks per step
 #define G (NT / BS)                       // sampling threads per stream (2·WN)
-#define PER (A / G)                       // logits per sampling thread
 
 // Row strides (elements) of the bfloat16 activation buffers and the logits:
 // 16 bytes past a multiple of 128, so ldmatrix rows hit distinct banks
@@ -337,23 +336,6 @@ __device__ __forceinline__ void copy_chunk(unsigned char* dst, const wt* src) {
                      "l"(src + (size_t)r * K + q * 8));
     }
 }
-// Chunk c of a step as one contiguous range (the host-tiled WGMMA layout).
-__device__ __forceinline__ const wt* chunk_src(const wt* w_dil, const wt* w_rs, const wt* w_relu, const wt* w_out,
-                                               int c, u32& bytes) {
-    if (c < 2 * NL) {
-        const int i = c >> 1;
-        bytes = (c & 1) == 0 ? 4 * R * R * 2 : (R + S) * R * 2;
-        return (c & 1) == 0 ? w_dil + (size_t)i * 4 * R * R : w_rs + (size_t)i * (R + S) * R;
-    }
-    c -= 2 * NL;
-    if (c < A / CR1) {
-        bytes = CR1 * S * 2;
-        return w_relu + (size_t)c * CR1 * S;
-    }
-    c -= A / CR1;
-    bytes = CR2 * A * 2;
-    return w_out + (size_t)c * CR2 * A;
-}
 // Chunk c of a step (per layer W_dil, [W_res; W_skip]; relu chunks; output chunks) into `dst`.
 __device__ __forceinline__ void copy_step_chunk(const wt* w_dil, const wt* w_rs, const wt* w_relu, const wt* w_out,
                                                 int c, unsigned char* dst) {
@@ -439,18 +421,13 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
 #define MARK(k) \
     if (profiling) { const long long now = clock64(); pacc[k] += now - plast; plast = now; }
 
-    if (tid < BS) {
-        const int s = slot0 + tid;
-        pos[tid] = st_pos[s];
-        live[tid] = st_pos[s] < st_len[s];
-        y1[tid] = st_y[2 * s];
-        y2[tid] = st_y[2 * s + 1];
-        len[tid] = st_len[s];
+    const Slots slots_st{pos, live, y1, y2, len};
+    slots_st.load(BS, slot0, st_pos, st_len, st_y);
 #if !WGMMA
+    if (tid < BS)
 #pragma unroll
-        for (int k = 0; k < 4; k++) rng[4 * tid + k] = st_rng[4 * s + k];
+        for (int k = 0; k < 4; k++) rng[4 * tid + k] = st_rng[4 * (slot0 + tid) + k];
 #endif
-    }
     // The weight-chunk pipeline: the q-th chunk issued lives in slot q % NSLOT.
     int next_chunk = 0, next_slot = 0;  // = issued % NCH, issued % NSLOT
     auto issue = [&]() {
@@ -736,125 +713,9 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
         MARK(6);
         // A live stream's sample y is written, its random state kept and it moves on.
         auto advance = [&](int b, int y, const u64* rs) {
-            const int s = slot0 + b;
-#pragma unroll
-            for (int k = 0; k < 4; k++) rng[4 * b + k] = rs[k];
-            out[(size_t)s * steps + step] = y;
-            y2[b] = y1[b];
-            y1[b] = forced ? (int)forced[(size_t)s * steps + step] : y;
-            pos[b] += 1;
-            live[b] = pos[b] < len[b];
+            slots_st.advance(b, slot0 + b, y, rs, rng, out, forced, steps, step);
         };
-        if (mode != SAMPLE_TEMPERATURE) {
-            // G = NT / BS threads per stream, PER logits each: softmax and
-            // mode or direct sampling with group shuffles, every stream at once.
-            const int b = tid / G, gl = tid % G, s = slot0 + b;
-            const unsigned gmask = 0xffffffffu;
-            const bool lv = live[b];  // read by every thread before the group's first updates it
-            float v[PER];
-#pragma unroll
-            for (int k = 0; k < PER; k += 4) {
-                const float4 q = *(const float4*)(LOG + b * LK + gl * PER + k);
-                v[k] = q.x; v[k + 1] = q.y; v[k + 2] = q.z; v[k + 3] = q.w;
-            }
-            float m = v[0];
-#pragma unroll
-            for (int k = 1; k < PER; k++) m = fmaxf(m, v[k]);
-#pragma unroll
-            for (int o = G / 2; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(gmask, m, o));
-            float sum = 0.0f;
-#pragma unroll
-            for (int k = 0; k < PER; k++) {
-                v[k] = __expf(v[k] - m);
-                sum += v[k];
-            }
-#pragma unroll
-            for (int o = G / 2; o > 0; o >>= 1) sum += __shfl_xor_sync(gmask, sum, o);
-            const float inv = 1.0f / sum;
-#pragma unroll
-            for (int k = 0; k < PER; k++) v[k] *= inv;
-            // One uniform per sample, drawn by the group's first thread (kept only for live streams).
-            u64 rs[4];
-            float u = 0.0f;
-            if (gl == 0) {
-#pragma unroll
-                for (int k = 0; k < 4; k++) rs[k] = rng[4 * b + k];
-                if (mode != SAMPLE_MODE) u = rng_uniform(rs);
-            }
-            u = __shfl_sync(gmask, u, lane & ~(G - 1));
-            int y;
-            if (mode == SAMPLE_MODE) {
-                float best = v[0];
-                int bi = gl * PER;
-#pragma unroll
-                for (int k = 1; k < PER; k++)
-                    if (v[k] > best) { best = v[k]; bi = gl * PER + k; }
-#pragma unroll
-                for (int o = G / 2; o > 0; o >>= 1) {
-                    const float ob = __shfl_xor_sync(gmask, best, o);
-                    const int oi = __shfl_xor_sync(gmask, bi, o);
-                    if (ob > best || (ob == best && oi < bi)) { best = ob; bi = oi; }
-                }
-                y = bi;
-            } else {
-                // Direct: the first class whose running sum passes u (the last
-                // with p > 0 if rounding leaves none), as warp_sample, though
-                // with __expf and another summation order: a draw within
-                // rounding of a class boundary may pick its neighbour.
-                float run = 0.0f;
-#pragma unroll
-                for (int k = 0; k < PER; k++) run += v[k];
-                float before = run;
-#pragma unroll
-                for (int o = 1; o < G; o <<= 1) {
-                    const float n = __shfl_up_sync(gmask, before, o);
-                    if (gl >= o) before += n;
-                }
-                before -= run;
-                int first = A, last = -1;
-                float c = before;
-#pragma unroll
-                for (int k = 0; k < PER; k++) {
-                    c += v[k];
-                    if (c > u && first == A) first = gl * PER + k;
-                    if (v[k] > 0.0f) last = gl * PER + k;
-                }
-#pragma unroll
-                for (int o = G / 2; o > 0; o >>= 1) {
-                    first = min(first, __shfl_xor_sync(gmask, first, o));
-                    last = max(last, __shfl_xor_sync(gmask, last, o));
-                }
-                y = first < A ? first : (last < 0 ? 0 : last);
-            }
-            __syncwarp();
-            if (lv) {
-                if (probs_out) {
-#pragma unroll
-                    for (int k = 0; k < PER; k++) probs_out[((size_t)s * steps + step) * A + gl * PER + k] = v[k];
-                }
-                if (gl == 0) advance(b, y, rs);
-            }
-        } else {
-        // Temperature sampling: one warp per stream (warp_sample).
-        for (int b = warp; b < BS; b += NW) {
-            const int s = slot0 + b;
-            u64 rs[4];
-#pragma unroll
-            for (int k = 0; k < 4; k++) rs[k] = rng[4 * b + k];
-            float u = 0.0f;
-            if (mode != SAMPLE_MODE) u = rng_uniform(rs);
-            const int y = warp_sample(LOG + b * LK, PW + warp * A, mode, inv_tau, u);
-            __syncwarp();  // the lanes' probabilities in PW, visible to every lane
-            if (live[b]) {
-                if (probs_out) {
-                    for (int k = lane; k < A; k += 32) probs_out[((size_t)s * steps + step) * A + k] = PW[warp * A + k];
-                }
-                __syncwarp();
-                if (lane == 0) advance(b, y, rs);
-            }
-            __syncwarp();
-        }
-        }
+        sample_streams<BS, G, NW, LK, false>(LOG, PW, live, rng, probs_out, slot0, steps, step, mode, inv_tau, advance);
         __syncthreads();
         MARK(7);
     }
@@ -874,14 +735,10 @@ wavenet_tiles(MULTI_KERNEL_PARAMS(w_rs, w_unused))
         prof[8] = pacc[1];
         prof[9] = pacc[2] + pacc[4] + pacc[5];
     }
-    if (tid < BS) {
-        const int s = slot0 + tid;
-        st_pos[s] = pos[tid];
-        st_y[2 * s] = y1[tid];
-        st_y[2 * s + 1] = y2[tid];
+    slots_st.store(BS, slot0, st_pos, st_y);
 #if !WGMMA
+    if (tid < BS)
 #pragma unroll
-        for (int k = 0; k < 4; k++) st_rng[4 * s + k] = rng[4 * tid + k];
+        for (int k = 0; k < 4; k++) st_rng[4 * (slot0 + tid) + k] = rng[4 * tid + k];
 #endif
-    }
 }
