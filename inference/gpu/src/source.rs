@@ -582,7 +582,7 @@ impl MultiPlan {
     /// streams are the warpgroup MMAs' N dimension, so a block holds any
     /// multiple of 8 streams up to 64 (kernel 2c: 64 exactly); 256 threads,
     /// two warpgroups; r = 64 and s a multiple of 64. `stages` weight-chunk
-    /// slots (2 or 3) of at least `min_slot_bytes`, grown to hold a layer's
+    /// slots (2 to 6) of at least `min_slot_bytes`, grown to hold a layer's
     /// W_dil and [W_res; W_skip] and 64 rows of the relu and output layers;
     /// the relu and output layers go in chunks of as many 64-row tiles as a
     /// slot holds.
@@ -605,8 +605,8 @@ impl MultiPlan {
         if r != 64 || s % 64 != 0 {
             return bad("r = 64 and s a multiple of 64".into());
         }
-        if !(2..=3).contains(&stages) {
-            return bad(format!("{stages} weight-chunk slots (2 or 3)"));
+        if !(2..=6).contains(&stages) {
+            return bad(format!("{stages} weight-chunk slots (2 to 6)"));
         }
         let threads = 256;
         let slot = [min_slot_bytes, 2 * r * 2 * r * 2, (r + s) * r * 2, 64 * s * 2, 64 * A * 2]

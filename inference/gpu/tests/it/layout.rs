@@ -515,7 +515,9 @@ fn column_plans_take_any_multiple_of_8_streams_and_r_64() {
     for bs in [0, 12, 72] {
         assert!(MultiPlan::cols(&w.sizes, bs, 2, 0, smem).is_err(), "{bs} streams");
     }
-    assert!(MultiPlan::cols(&w.sizes, 40, 4, 0, smem).is_err(), "4 slots");
+    assert!(MultiPlan::cols(&w.sizes, 40, 7, 0, smem).is_err(), "7 slots");
+    assert!(MultiPlan::cols(&w.sizes, 40, 4, 0, smem).is_ok(), "4 slots of 32 KB beside 40 streams");
+    assert!(MultiPlan::cols(&w.sizes, 64, 4, 0, smem).is_err(), "4 slots beside 64 streams");
     assert!(MultiPlan::cols(&weights("20x32x128").sizes, 40, 2, 0, smem).is_err(), "r = 32");
     assert!(MultiPlan::cols(&weights("40x64x256").sizes, 40, 2, 0, smem).is_ok());
 }
