@@ -255,92 +255,6 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
                 const long long c1 = clock64();
                 long long cl = c1;
                 float xr = xin[V];
-#if !defined(SMEM_SLICES) && NQ <= 8
-                // The warp's x and h slices move by shuffles (lane m of the
-                // warp holds input q·NQ + m), not through shared memory, and
-                // each layer's W_cur pairs and W_res column are loaded into
-                // registers a layer ahead (SMEM_SLICES: the loop before; it
-                // also serves NQ > 8, where the registers would not fit).
-                u32 wcv[NQ], wrv[NQ], wcn[NQ], wrn[NQ];
-                auto load_w = [&](int il, u32(&c)[NQ], u32(&r)[NQ]) {
-                    const u32* w = wc + (size_t)il * R * R + q * NQ * R + U;
-                    const wt* rr = wr + (size_t)il * R * R + q * NQ * R + U;
-#pragma unroll
-                    for (int m = 0; m < NQ; m++) {
-                        c[m] = w[m * R];
-                        r[m] = (u32)rr[m * R];
-                    }
-                };
-                load_w(0, wcv, wrv);
-                for (int il = 0; il < LPB; il++) {
-                    if (il >= nl) break;
-                    const int i = first + il;
-                    if (writer && u == 0) xall[il * R + V] = xr;
-                    float tp0 = 0.0f, sp0 = 0.0f, tp1 = 0.0f, sp1 = 0.0f;
-#pragma unroll
-                    for (int m = 0; m < NQ; m += 2) {
-                        const float x0 = __shfl_sync(0xffffffffu, xr, m), x1 = __shfl_sync(0xffffffffu, xr, m + 1);
-                        tp0 += lo16(wcv[m]) * x0;
-                        sp0 += hi16(wcv[m]) * x0;
-                        tp1 += lo16(wcv[m + 1]) * x1;
-                        sp1 += hi16(wcv[m + 1]) * x1;
-                    }
-                    if (il + 1 < nl) load_w(il + 1, wcn, wrn);
-#if CQ > 1
-                    gpart[(2 * q) * R + U] = tp0 + tp1;
-                    gpart[(2 * q + 1) * R + U] = sp0 + sp1;
-                    asm volatile("bar.sync 3, %0;" ::"n"(CW * 32) : "memory");
-                    float vt = pre[il * 2 * R + V], vs = pre[il * 2 * R + R + V];
-#pragma unroll
-                    for (int c = 0; c < CQ; c++) {
-                        vt += gpart[(2 * c) * R + V];
-                        vs += gpart[(2 * c + 1) * R + V];
-                    }
-#else
-                    const float vt = pre[il * 2 * R + V] + (tp0 + tp1), vs = pre[il * 2 * R + R + V] + (sp0 + sp1);
-#endif
-                    const float h = (1.0f - 2.0f * rcp_ftz(ex2_ftz(vt * 2.8853900817779268f) + 1.0f)) *
-                                    rcp_ftz(1.0f + ex2_ftz(vs * -1.4426950408889634f));
-                    if (writer && u == 0) {
-                        if (last_block) {
-                            send1(p_hl + 4 * (il * R + V), h, p_hbar + 8 * il);
-                        } else {
-                            hsm[il * R + V] = h;
-                        }
-                    }
-                    if (i + 1 < NL) {
-                        float a0 = 0.0f, a1 = 0.0f;
-#pragma unroll
-                        for (int m = 0; m < NQ; m += 2) {
-                            const float h0 = __shfl_sync(0xffffffffu, h, m), h1 = __shfl_sync(0xffffffffu, h, m + 1);
-                            a0 += __uint_as_float(wrv[m] << 16) * h0;
-                            a1 += __uint_as_float(wrv[m + 1] << 16) * h1;
-                        }
-#if CQ > 1
-                        rpart[q * R + U] = a0 + a1;
-                        asm volatile("bar.sync 3, %0;" ::"n"(CW * 32) : "memory");
-                        float sum = rbs[il * R + V];
-#pragma unroll
-                        for (int c = 0; c < CQ; c++) sum += rpart[c * R + V];
-                        xr += sum;
-#else
-                        xr += rbs[il * R + V] + (a0 + a1);
-#endif
-                    }
-#pragma unroll
-                    for (int m = 0; m < NQ; m++) {
-                        wcv[m] = wcn[m];
-                        wrv[m] = wrn[m];
-                    }
-                    if (profiling && rank == 0) {
-                        const long long now = clock64();
-#pragma unroll
-                        for (int k = 0; k < 8; k++)  // constant indices: lacc stays in registers
-                            if (k == il) lacc[k] += now - cl;
-                        cl = now;
-                    }
-                }
-#else
 #ifdef UNROLL_LAYERS
                 // The block's layers unrolled (LPB is a compile-time constant), so
                 // that loads of a later layer can be issued early.
@@ -451,7 +365,6 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
                         cl = now;
                     }
                 }
-#endif
                 if (!last_block && writer && u == 0) send1(next_xin + 4 * V, xr, next_bar);
                 // Armed for the next sample's x only now, off the chain: the
                 // release at cluster scope waits for this thread's stores.
