@@ -521,3 +521,18 @@ fn column_plans_take_any_multiple_of_8_streams_and_r_64() {
     assert!(MultiPlan::cols(&weights("20x32x128").sizes, 40, 2, 0, smem).is_err(), "r = 32");
     assert!(MultiPlan::cols(&weights("40x64x256").sizes, 40, 2, 0, smem).is_ok());
 }
+
+#[test]
+fn the_fastest_plan_is_kernel_2e_for_r_64_on_hopper() {
+    let smem = 227 * 1024;
+    for name in ["20x64x128", "40x64x256", "40x64x128"] {
+        let p = MultiPlan::fastest(&weights(name).sizes, (9, 0), smem).unwrap();
+        assert_eq!((p.entry(), p.streams_per_block, p.stages), ("wavenet_cols", 40, 3), "{name}");
+    }
+    // r = 32 on Hopper: kernel 2c (64 streams per block); elsewhere kernel 2b.
+    let small = weights("20x32x128");
+    let p = MultiPlan::fastest(&small.sizes, (9, 0), smem).unwrap();
+    assert_eq!((p.entry(), p.streams_per_block, p.wgmma), ("wavenet_tiles", 64, true));
+    let p = MultiPlan::fastest(&weights("20x64x128").sizes, (8, 0), 163 * 1024).unwrap();
+    assert_eq!((p.entry(), p.streams_per_block, p.wgmma), ("wavenet_tiles", 32, false));
+}
