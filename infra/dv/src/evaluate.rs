@@ -42,6 +42,15 @@ pub struct EvaluateArgs {
     /// hypothesis, edits, edits with stress ignored), worst first.
     #[arg(long)]
     errors: Option<PathBuf>,
+    /// G2P: right-to-left checkpoints (`[data] reverse = true`, the same split)
+    /// that rescore each word's n-best list: the hypothesis with the highest
+    /// left-to-right score plus `--rescore-weight` times their mean score of it
+    /// reversed wins. Repeat the flag for each.
+    #[arg(long = "rescore-with", value_name = "CHECKPOINT")]
+    rescore_with: Vec<PathBuf>,
+    /// G2P: the weight of the right-to-left score.
+    #[arg(long, default_value_t = 1.0)]
+    rescore_weight: f64,
     /// G2P: where to decode (`cpu`, `cuda`, `cuda:N`).
     #[arg(long, default_value = "cpu")]
     device: String,
@@ -69,6 +78,23 @@ fn run_g2p(a: &EvaluateArgs, name: &str, cfg: &RunConfig, ck: &dv_train::Checkpo
         }
         models.push(load(&other, &cfg, &ck)?);
     }
+    if data.reverse {
+        anyhow::bail!(
+            "{name}: a right-to-left model (its [data] reverse = true) rescores: pass it with --rescore-with"
+        );
+    }
+    let mut r2l = Vec::with_capacity(a.rescore_with.len());
+    for path in &a.rescore_with {
+        let other = path.display().to_string();
+        let bytes = std::fs::read(path).with_context(|| format!("reading {other}"))?;
+        let ck = decode(&other, &bytes)?;
+        let cfg = RunConfig::from_toml(&format!("{other} (its run config)"), &ck.state.config)?;
+        match &cfg.data {
+            DataConfig::Lexicon(d) if d.reverse && dv_train::LexiconConfig { reverse: false, ..d.clone() } == data => {}
+            _ => anyhow::bail!("{other}: not a right-to-left G2P run on {name}'s lexicon split ([data] reverse = true, the rest equal)"),
+        }
+        r2l.push(load(&other, &cfg, &ck)?);
+    }
     let split = dv_train::Pronunciations::load(&data)?;
     let (set, what) = match (a.train_split, a.dev) {
         (true, _) => (&split.train, "training"),
@@ -78,8 +104,10 @@ fn run_g2p(a: &EvaluateArgs, name: &str, cfg: &RunConfig, ck: &dv_train::Checkpo
     let width = a.beam.unwrap_or(models[0].config.beam);
     let t0 = std::time::Instant::now();
     let refs: Vec<&dv_train::G2p> = models.iter().collect();
+    let r2l_refs: Vec<&dv_train::G2p> = r2l.iter().collect();
+    let rescore = (!r2l_refs.is_empty()).then_some((&r2l_refs[..], a.rescore_weight));
     // Progress on stderr every 10 % (an ensemble of paper-size models takes minutes).
-    let decoded = dv_train::pronunciation::decode_with_progress(&refs, set, width, a.limit, |done, n| {
+    let decoded = dv_train::pronunciation::decode_with_progress(&refs, set, width, a.limit, rescore, |done, n| {
         if n >= 1000 && done % (n / 10) == 0 && done < n {
             eprintln!("decoded {done} of {n} words ({:.0} s)", t0.elapsed().as_secs_f64());
         }
@@ -89,7 +117,10 @@ fn run_g2p(a: &EvaluateArgs, name: &str, cfg: &RunConfig, ck: &dv_train::Checkpo
         let n = write_errors(path, set, &decoded)?;
         eprintln!("{n} words decoded wrongly → {}", path.display());
     }
-    let ensemble = if models.len() > 1 { format!(", ensemble of {}", models.len()) } else { String::new() };
+    let mut ensemble = if models.len() > 1 { format!(", ensemble of {}", models.len()) } else { String::new() };
+    if !r2l.is_empty() {
+        ensemble += &format!(", rescored by {} right-to-left (weight {})", r2l.len(), a.rescore_weight);
+    }
     println!(
         "{} {} words at step {}{ensemble}, beam {width}: PER {:.2}%, WER {:.2}% ({:.1} s); stress ignored: PER {:.2}%, WER {:.2}%",
         m.words,
@@ -154,8 +185,8 @@ pub(crate) fn run(a: EvaluateArgs) -> anyhow::Result<()> {
     if matches!(cfg.data, DataConfig::Lexicon(_)) {
         return run_g2p(&a, &name, &cfg, &ck);
     }
-    if !a.with.is_empty() || a.errors.is_some() {
-        anyhow::bail!("{name}: --with and --errors are for G2P checkpoints");
+    if !a.with.is_empty() || a.errors.is_some() || !a.rescore_with.is_empty() {
+        anyhow::bail!("{name}: --with, --rescore-with and --errors are for G2P checkpoints");
     }
     if a.dev {
         anyhow::bail!(

@@ -241,6 +241,9 @@ fn add_g2p(voice: &Path, g2p: &Path, golden_words: usize, out: &Path) -> anyhow:
     let cfg = RunConfig::from_toml(&format!("{name} (its run config)"), &ck.state.config)?;
     let sizes = cfg.g2p_sizes(&name).with_context(|| format!("{name} is not a G2P checkpoint"))?;
     let DataConfig::Lexicon(lexicon) = cfg.data.clone() else { bail!("{name}: not a G2P run") };
+    if lexicon.reverse {
+        bail!("{name}: a right-to-left G2P ([data] reverse = true) only rescores (dv evaluate --rescore-with); export a left-to-right one");
+    }
     let model = dv_train::G2p::new(&sizes, tch::Device::Cpu)?;
     dv_train::checkpoint::load_model_weights(&name, &ck, &model)?;
     let mut config = v.config().clone();

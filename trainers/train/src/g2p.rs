@@ -280,6 +280,21 @@ impl G2p {
 /// models must share the vocabulary, which every [`G2p`] does). All live
 /// hypotheses of a step go through each model's decoder as one batch.
 pub fn beam_ensemble(models: &[&G2p], letters: &[i64], width: usize) -> Result<(Vec<i64>, f64), TrainError> {
+    let mut all = beam_ensemble_nbest(models, letters, width, 1)?;
+    Ok(if all.is_empty() { (vec![], f64::NEG_INFINITY) } else { all.swap_remove(0) })
+}
+
+/// [`beam_ensemble`]'s finished hypotheses, best first (the earliest on
+/// ties), or its best live one when none finished: the n-best list that
+/// [`rescore`] reorders. The search goes on until `min_finished` hypotheses
+/// have finished (or its step limit); 1 is [`beam_ensemble`]'s rule. Going on
+/// never changes the first: a live hypothesis's score only falls as it grows.
+pub fn beam_ensemble_nbest(
+    models: &[&G2p],
+    letters: &[i64],
+    width: usize,
+    min_finished: usize,
+) -> Result<Vec<(Vec<i64>, f64)>, TrainError> {
     if letters.is_empty() || width == 0 || models.is_empty() {
         return Err(TrainError::Shape {
             what: "g2p beam search",
@@ -362,16 +377,64 @@ pub fn beam_ensemble(models: &[&G2p], letters: &[i64], width: usize) -> Result<(
         live = next;
         let best_finished = finished.iter().map(|f| f.1).fold(f64::NEG_INFINITY, f64::max);
         let best_live = live.iter().map(|l| l.1).fold(f64::NEG_INFINITY, f64::max);
-        if best_finished >= best_live {
+        if best_finished >= best_live && finished.len() >= min_finished {
             break;
         }
     }
-    // The best finished hypothesis (the earliest on ties); the best live
-    // one only when none finished.
-    let pick = |v: Vec<(Vec<i64>, f64)>| v.into_iter().reduce(|a, b| if b.1 > a.1 { b } else { a });
-    Ok(match pick(finished) {
-        Some(f) => f,
-        None => pick(live).unwrap_or((vec![], f64::NEG_INFINITY)),
+    // Finished hypotheses best first, the earliest on ties (a stable sort);
+    // the best live one only when none finished.
+    if finished.is_empty() {
+        let pick = live.into_iter().reduce(|a, b| if b.1 > a.1 { b } else { a });
+        return Ok(pick.into_iter().collect());
+    }
+    finished.sort_by(|a, b| b.1.total_cmp(&a.1));
+    Ok(finished)
+}
+
+/// Summed log-probability of `tokens` then EOS given `letters` under each
+/// model (teacher-forced), averaged over the models.
+pub fn sequence_score(models: &[&G2p], letters: &[i64], tokens: &[i64]) -> Result<f64, TrainError> {
+    let n = letters.len() as i64;
+    let t = tokens.len() as i64 + 1;
+    let mut total = 0.0;
+    for m in models {
+        let device = m.vs.device();
+        let x = Tensor::from_slice(letters).f_view([1, n])?.f_to_device(device)?;
+        let mut inp = vec![BOS];
+        inp.extend_from_slice(tokens);
+        let mut tgt = tokens.to_vec();
+        tgt.push(EOS);
+        let inp = Tensor::from_slice(&inp).f_view([1, t])?.f_to_device(device)?;
+        let tgt = Tensor::from_slice(&tgt).f_view([1, t, 1])?.f_to_device(device)?;
+        let lp = tch::no_grad(|| -> Result<f64, TrainError> {
+            let e = m.encode(&x, &[n], false, 0, &[0])?;
+            let (logits, _) = m.decode(&inp, &e.states, &e, false, 0, &[0])?;
+            Ok(logits.f_log_softmax(-1, Kind::Float)?.f_gather(2, &tgt, false)?.f_sum(Kind::Double)?.double_value(&[]))
+        })?;
+        total += lp;
+    }
+    Ok(total / models.len() as f64)
+}
+
+/// The hypothesis of `nbest` (a left-to-right ensemble's n-best list) with
+/// the highest sum of its own score and `weight` times the right-to-left
+/// models' score of it reversed; returns it with that sum.
+pub fn rescore(
+    nbest: &[(Vec<i64>, f64)],
+    right_to_left: &[&G2p],
+    letters: &[i64],
+    weight: f64,
+) -> Result<(Vec<i64>, f64), TrainError> {
+    let mut best: Option<(Vec<i64>, f64)> = None;
+    for (tokens, score) in nbest {
+        let rev: Vec<i64> = tokens.iter().rev().copied().collect();
+        let s = score + weight * sequence_score(right_to_left, letters, &rev)?;
+        if best.as_ref().is_none_or(|b| s > b.1) {
+            best = Some((tokens.clone(), s));
+        }
+    }
+    best.ok_or_else(|| TrainError::Shape {
+        what: "g2p rescoring", expected: "≥ 1 hypothesis".into(), got: "0".into()
     })
 }
 

@@ -40,6 +40,11 @@ pub struct LexiconConfig {
     pub dev_fraction: f64,
     #[serde(default)]
     pub seed: u64,
+    /// Output the pronunciations right to left: a model for rescoring a
+    /// left-to-right model's hypotheses (`dv evaluate --rescore-with`), not
+    /// for serving (`dv export --g2p` refuses it). The split is unchanged.
+    #[serde(default)]
+    pub reverse: bool,
 }
 
 fn five_percent() -> f64 {
@@ -102,7 +107,10 @@ impl Pronunciations {
                 skipped += 1;
                 continue;
             };
-            let tokens = pron.iter().map(|p| token(p.phoneme.index(), p.stress.index())).collect();
+            let mut tokens: Vec<i64> = pron.iter().map(|p| token(p.phoneme.index(), p.stress.index())).collect();
+            if c.reverse {
+                tokens.reverse();
+            }
             let set = match part_of(w, c) {
                 Part::Train => &mut train,
                 Part::Dev => &mut dev,
@@ -173,21 +181,33 @@ pub type Decoded = (Vec<i64>, f64);
 /// Decodes up to `limit` words of `data` with beam `width`; more than one
 /// model decode as an ensemble ([`crate::g2p::beam_ensemble`]).
 pub fn decode(models: &[&G2p], data: &Pronunciations, width: usize, limit: usize) -> Result<Vec<Decoded>, TrainError> {
-    decode_with_progress(models, data, width, limit, |_, _| {})
+    decode_with_progress(models, data, width, limit, None, |_, _| {})
 }
 
-/// [`decode`], calling `progress(done, total)` after every word.
+/// Right-to-left models ([`LexiconConfig::reverse`]) that rescore each
+/// word's n-best list, and the weight of their score.
+pub type Rescore<'a> = (&'a [&'a G2p], f64);
+
+/// [`decode`], calling `progress(done, total)` after every word; with
+/// `rescore`, each word's n-best list is reordered by [`crate::g2p::rescore`].
 pub fn decode_with_progress(
     models: &[&G2p],
     data: &Pronunciations,
     width: usize,
     limit: usize,
+    rescore: Option<Rescore>,
     mut progress: impl FnMut(usize, usize),
 ) -> Result<Vec<Decoded>, TrainError> {
     let n = data.len().min(limit);
     (0..n)
         .map(|i| {
-            let d = crate::g2p::beam_ensemble(models, &data.letters[i], width);
+            let d = match rescore {
+                None => crate::g2p::beam_ensemble(models, &data.letters[i], width),
+                Some((r2l, weight)) => {
+                    let nbest = crate::g2p::beam_ensemble_nbest(models, &data.letters[i], width, width)?;
+                    crate::g2p::rescore(&nbest, r2l, &data.letters[i], weight)
+                }
+            };
             progress(i + 1, n);
             d
         })

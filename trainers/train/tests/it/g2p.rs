@@ -16,7 +16,7 @@ fn letters_tokens_and_the_split() {
     assert_eq!(token(39, 4), 200);
     assert_eq!(dv_train::g2p::untoken(token(17, 2)), (17, 2));
     assert_eq!(dv_train::g2p::untoken(200), (39, 4));
-    let c = LexiconConfig { cmudict: None, test_fraction: 0.05, dev_fraction: 0.05, seed: 0 };
+    let c = LexiconConfig { cmudict: None, test_fraction: 0.05, dev_fraction: 0.05, seed: 0, reverse: false };
     let parts: Vec<Part> = (0..20_000).map(|i| part_of(&format!("word{i}"), &c)).collect();
     let test = parts.iter().filter(|p| **p == Part::Test).count() as f64 / 20_000.0;
     let dev = parts.iter().filter(|p| **p == Part::Dev).count() as f64 / 20_000.0;
@@ -230,4 +230,48 @@ fn label_smoothing_matches_the_formula_and_leaves_validation_alone() {
     assert!((train - smoothed).abs() < 1e-4 * smoothed, "train {train} vs {smoothed}");
     assert!((val - plain).abs() < 1e-4 * plain, "validation {val} vs {plain}");
     assert!((train - val).abs() > 1e-3, "smoothing changed nothing: {train} vs {val}");
+}
+
+/// The n-best list starts with beam search's answer and is sorted; the
+/// teacher-forced sequence score matches forced_mean's; rescoring with weight 0
+/// keeps the first hypothesis, and with another model it picks the best sum.
+#[test]
+fn nbest_lists_sequence_scores_and_right_to_left_rescoring() {
+    use dv_train::g2p::{beam_ensemble, beam_ensemble_nbest, rescore, sequence_score};
+    let a = dv_train::with_rng(5, || G2p::new(&G2pConfig { dropout: 0.0, ..G2pConfig::tiny() }, Device::Cpu)).unwrap();
+    let b = dv_train::with_rng(7, || G2p::new(&G2pConfig { dropout: 0.0, ..G2pConfig::tiny() }, Device::Cpu)).unwrap();
+    let mut reordered = 0;
+    for w in ["speech", "synthesis", "deep", "voice", "onomatopoeia", "queue"] {
+        let l = encode_word(w).unwrap();
+        let nbest = beam_ensemble_nbest(&[&a], &l, 5, 5).unwrap();
+        assert!(!nbest.is_empty());
+        assert_eq!(nbest[0], beam_ensemble(&[&a], &l, 5).unwrap(), "{w}");
+        assert!(nbest.windows(2).all(|p| p[0].1 >= p[1].1), "{w}: not best first");
+        for (toks, score) in &nbest {
+            let forced = sequence_score(&[&a], &l, toks).unwrap();
+            let (with_eos, without) = forced_mean(&[&a], &l, toks);
+            assert!((forced - with_eos).abs() < 1e-4, "{w}");
+            // A finished hypothesis scores its tokens and EOS; the list is one live
+            // hypothesis (no EOS) only when none finished.
+            let live = nbest.len() == 1 && (score - without).abs() < 1e-4;
+            assert!((forced - score).abs() < 1e-4 || live, "{w}: {score} vs {forced}");
+        }
+        assert_eq!(rescore(&nbest, &[&b], &l, 0.0).unwrap().0, nbest[0].0, "{w}: weight 0");
+        // Two untrained models rank hypotheses alike (shorter first), so a negative
+        // weight is what makes the second one reorder a list here.
+        for weight in [1.0, -10.0] {
+            let (pick, s) = rescore(&nbest, &[&b], &l, weight).unwrap();
+            let sums: Vec<f64> = nbest
+                .iter()
+                .map(|(t, sc)| {
+                    sc + weight * sequence_score(&[&b], &l, &t.iter().rev().copied().collect::<Vec<_>>()).unwrap()
+                })
+                .collect();
+            let best = sums.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            assert!((s - best).abs() < 1e-9, "{w}: {s} vs {best}");
+            assert_eq!(pick, nbest[sums.iter().position(|&x| x == best).unwrap()].0, "{w}");
+            reordered += usize::from(pick != nbest[0].0);
+        }
+    }
+    assert!(reordered > 0, "the second model never changed a choice: the test would not see it ignored");
 }
