@@ -3,7 +3,10 @@
 # most WAIT_S seconds; a run still going then is stopped and its newest checkpoint used), then
 # decodes the 5,843 test words with all of them as an ensemble (beam 5), in the foreground, into
 # $OUT/ensemble.txt; MEMBERS=1 also scores each run alone afterwards (in the background, so that
-# they outlive the call: /root/dvwork/eval-<run>.txt). Run from the repo root on the device:
+# they outlive the call: /root/dvwork/eval-<run>.txt). Right-to-left runs ([data] reverse) are
+# left out of the ensemble; with any, the ensemble is decoded again with them rescoring each
+# word's 5-best list (`--rescore-with`, weight RESCORE_WEIGHT, default 1), into the same file.
+# Run from the repo root on the device:
 #   WAIT_S=200 bash benchmarks/hours/eval_bg.sh $OUT
 set -uo pipefail
 out=$1 work=/root/dvwork
@@ -24,11 +27,21 @@ for r in "${runs[@]}"; do
     cp "$work/$r/metrics.jsonl" "$out/$r-metrics.jsonl"; cp "$work/$r.toml" "$out/"
 done
 printf '%s\n' "${lasts[@]}" | tee "$out/lasts.txt"
-withs=(); for ck in "${lasts[@]:1}"; do withs+=(--with "$ck"); done
+l2r=(); r2l=()
+for i in "${!runs[@]}"; do
+    if grep -q "^reverse = true" "$work/${runs[$i]}.toml"; then r2l+=("${lasts[$i]}"); else l2r+=("${lasts[$i]}"); fi
+done
+withs=(); for ck in "${l2r[@]:1}"; do withs+=(--with "$ck"); done
 date +%T
-OMP_NUM_THREADS=12 timeout "${EVAL_S:-300}" "$dv" evaluate --checkpoint "${lasts[0]}" "${withs[@]}" --device cuda 2>&1 \
+OMP_NUM_THREADS=12 timeout "${EVAL_S:-300}" "$dv" evaluate --checkpoint "${l2r[0]}" "${withs[@]}" --device cuda 2>&1 \
     | tail -2 | tee -a "$out/ensemble.txt"
 date +%T
+if [ ${#r2l[@]} -gt 0 ]; then
+    rescore=(); for ck in "${r2l[@]}"; do rescore+=(--rescore-with "$ck"); done
+    OMP_NUM_THREADS=12 timeout "${EVAL_S:-300}" "$dv" evaluate --checkpoint "${l2r[0]}" "${withs[@]}" "${rescore[@]}" \
+        --rescore-weight "${RESCORE_WEIGHT:-1}" --device cuda 2>&1 | tail -2 | tee -a "$out/ensemble.txt"
+    date +%T
+fi
 if [ -n "${MEMBERS:-}" ]; then
     for i in "${!runs[@]}"; do
         (cd $work && OMP_NUM_THREADS=2 setsid nohup timeout 400 "$dv" evaluate --checkpoint "${lasts[$i]}" --device cuda \

@@ -16,6 +16,8 @@
 #                                         # G2P_SEED=N: the [train] seed (init, batch order; default 0);
 #                                         # G2P_DEV_FRACTION=F: the dev share (default 0.05; a smaller one
 #                                         # trains on the rest of the dev words, the test words unchanged);
+#                                         # G2P_REVERSE=1: right to left ([data] reverse, a model
+#                                         # that rescores: dv evaluate --rescore-with);
 #                                         # G2P_RUN=NAME: the run's name (default g2p-dropout), so
 #                                         # that two runs can share the GPU; NO_PACK=1 leaves $OUT
 #                                         # unpacked, for phases run side by side, then `pack`)
@@ -153,8 +155,9 @@ g2p)
         -e "s#$work/g2p-paper#$work/$run#g" -e 's/^keep_last = 1/keep_last = 2/' \
         -e "/^\[train\]/,/^\[/ s/^seed = 0/seed = ${G2P_SEED:-0}/" \
         -e "s/^dev_fraction = 0.05/dev_fraction = ${G2P_DEV_FRACTION:-0.05}/" "$work/g2p-paper.toml"
+    [ -n "${G2P_REVERSE:-}" ] && sed -i "s/^dev_fraction = .*/&\nreverse = true/" "$work/g2p-paper.toml"
     mv "$work/g2p-paper.toml" "$work/$run.toml"
-    stamp "G2P $run: dropout $G2P_DROPOUT, attention ${G2P_ATTENTION:-false}, smoothing ${G2P_SMOOTHING:-0.0}, seed ${G2P_SEED:-0}, dev fraction ${G2P_DEV_FRACTION:-0.05}, $G2P_STEPS steps"
+    stamp "G2P $run: dropout $G2P_DROPOUT, attention ${G2P_ATTENTION:-false}, smoothing ${G2P_SMOOTHING:-0.0}, seed ${G2P_SEED:-0}, dev fraction ${G2P_DEV_FRACTION:-0.05}, $G2P_STEPS steps${G2P_REVERSE:+, right to left}"
     if [ -n "${G2P_BG:-}" ]; then   # background: `g2p-eval` evaluates it later
         (cd "$work" && setsid nohup "$dv" train --config $run.toml > $run.log 2>&1 &)
         stamp "G2P $run started (background)"

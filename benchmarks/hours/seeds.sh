@@ -4,7 +4,7 @@
 #   SEEDS="1 2 3 4" SEEDS_BUDGET_S=1150 benchmarks/hours/seeds.sh $OUT
 # starts `run.sh g2p` in the background for each seed (runs g2p-s<seed>, label smoothing 0.1,
 # dropout 0.05, 20,000 iterations, 4 libtorch threads each; G2P_DEV_FRACTION, G2P_STEPS and
-# G2P_THREADS pass through),
+# G2P_THREADS pass through; the seeds in REVERSE_SEEDS train right to left, for rescoring),
 # then watches them until WATCH_S
 # (default 560) has passed. After 150 s and again after 300 s, while the projected end of the
 # runs (from their logged steps) lies beyond SEEDS_BUDGET_S after the start, it stops the
@@ -21,7 +21,8 @@ until_s() { local left=$((t0 + $1 - $(date +%s))); [ $left -gt 0 ] && sleep $lef
 t0=$(date +%s)
 seeds=(${SEEDS:-1 2 3 4})
 for s in "${seeds[@]}"; do
-    G2P_RUN=g2p-s$s G2P_SEED=$s G2P_DROPOUT=0.05 G2P_SMOOTHING=0.1 G2P_STEPS=${G2P_STEPS:-20000} \
+    rev=; [[ " ${REVERSE_SEEDS:-} " == *" $s "* ]] && rev=1
+    G2P_REVERSE=$rev G2P_RUN=g2p-s$s G2P_SEED=$s G2P_DROPOUT=0.05 G2P_SMOOTHING=0.1 G2P_STEPS=${G2P_STEPS:-20000} \
         G2P_THREADS=${G2P_THREADS:-4} G2P_BG=1 NO_PACK=1 G2P_DEV_FRACTION=${G2P_DEV_FRACTION:-0.05} "$here/benchmarks/hours/run.sh" g2p "$out"
 done
 # steps done by run r so far (0 before its first log line)
