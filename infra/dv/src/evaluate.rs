@@ -78,11 +78,6 @@ fn run_g2p(a: &EvaluateArgs, name: &str, cfg: &RunConfig, ck: &dv_train::Checkpo
         }
         models.push(load(&other, &cfg, &ck)?);
     }
-    if data.reverse {
-        anyhow::bail!(
-            "{name}: a right-to-left model (its [data] reverse = true) rescores: pass it with --rescore-with"
-        );
-    }
     let mut r2l = Vec::with_capacity(a.rescore_with.len());
     for path in &a.rescore_with {
         let other = path.display().to_string();

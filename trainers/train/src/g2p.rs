@@ -394,26 +394,51 @@ pub fn beam_ensemble_nbest(
 /// Summed log-probability of `tokens` then EOS given `letters` under each
 /// model (teacher-forced), averaged over the models.
 pub fn sequence_score(models: &[&G2p], letters: &[i64], tokens: &[i64]) -> Result<f64, TrainError> {
-    let n = letters.len() as i64;
-    let t = tokens.len() as i64 + 1;
-    let mut total = 0.0;
+    Ok(sequence_scores(models, letters, &[tokens.to_vec()])?[0])
+}
+
+/// [`sequence_score`] of several token sequences for the same word: one
+/// encoder pass and one batched decoder pass per model.
+pub fn sequence_scores(models: &[&G2p], letters: &[i64], seqs: &[Vec<i64>]) -> Result<Vec<f64>, TrainError> {
+    let (n, k) = (letters.len() as i64, seqs.len() as i64);
+    let t = seqs.iter().map(Vec::len).max().unwrap_or(0) + 1;
+    // Decoder inputs BOS, tokens (EOS-padded); targets tokens, EOS, then −1 (not scored).
+    let (mut inp, mut tgt) = (vec![EOS; seqs.len() * t], vec![-1i64; seqs.len() * t]);
+    for (j, s) in seqs.iter().enumerate() {
+        inp[j * t] = BOS;
+        inp[j * t + 1..j * t + 1 + s.len()].copy_from_slice(s);
+        tgt[j * t..j * t + s.len()].copy_from_slice(s);
+        tgt[j * t + s.len()] = EOS;
+    }
+    let mut total = vec![0f64; seqs.len()];
     for m in models {
         let device = m.vs.device();
         let x = Tensor::from_slice(letters).f_view([1, n])?.f_to_device(device)?;
-        let mut inp = vec![BOS];
-        inp.extend_from_slice(tokens);
-        let mut tgt = tokens.to_vec();
-        tgt.push(EOS);
-        let inp = Tensor::from_slice(&inp).f_view([1, t])?.f_to_device(device)?;
-        let tgt = Tensor::from_slice(&tgt).f_view([1, t, 1])?.f_to_device(device)?;
-        let lp = tch::no_grad(|| -> Result<f64, TrainError> {
+        let inp = Tensor::from_slice(&inp).f_view([k, t as i64])?.f_to_device(device)?;
+        let tgt = Tensor::from_slice(&tgt).f_view([k, t as i64, 1])?.f_to_device(device)?;
+        let lp = tch::no_grad(|| -> Result<Vec<f64>, TrainError> {
             let e = m.encode(&x, &[n], false, 0, &[0])?;
-            let (logits, _) = m.decode(&inp, &e.states, &e, false, 0, &[0])?;
-            Ok(logits.f_log_softmax(-1, Kind::Float)?.f_gather(2, &tgt, false)?.f_sum(Kind::Double)?.double_value(&[]))
+            let batch = Encoded {
+                states: e
+                    .states
+                    .iter()
+                    .map(|s| s.f_expand([1, k, -1], false)?.f_contiguous())
+                    .collect::<Result<_, _>>()?,
+                memory: e.memory.f_expand([k, -1, -1], false)?,
+                valid: e.valid.f_expand([k, -1, -1], false)?,
+            };
+            let (logits, _) = m.decode(&inp, &batch.states, &batch, false, 0, &[0])?;
+            let scored = tgt.f_ge(0)?;
+            let picked = logits.f_log_softmax(-1, Kind::Float)?.f_gather(2, &tgt.f_clamp_min(0)?, false)?;
+            let sums =
+                picked.f_where_scalarother(&scored, 0.0)?.f_sum_dim_intlist(&[1i64, 2][..], false, Kind::Double)?;
+            Ok(Vec::<f64>::try_from(sums.f_to_device(tch::Device::Cpu)?)?)
         })?;
-        total += lp;
+        for (a, b) in total.iter_mut().zip(lp) {
+            *a += b / models.len() as f64;
+        }
     }
-    Ok(total / models.len() as f64)
+    Ok(total)
 }
 
 /// The hypothesis of `nbest` (a left-to-right ensemble's n-best list) with
@@ -425,10 +450,11 @@ pub fn rescore(
     letters: &[i64],
     weight: f64,
 ) -> Result<(Vec<i64>, f64), TrainError> {
+    let revs: Vec<Vec<i64>> = nbest.iter().map(|(t, _)| t.iter().rev().copied().collect()).collect();
+    let r2l = if nbest.is_empty() { vec![] } else { sequence_scores(right_to_left, letters, &revs)? };
     let mut best: Option<(Vec<i64>, f64)> = None;
-    for (tokens, score) in nbest {
-        let rev: Vec<i64> = tokens.iter().rev().copied().collect();
-        let s = score + weight * sequence_score(right_to_left, letters, &rev)?;
+    for ((tokens, score), r) in nbest.iter().zip(r2l) {
+        let s = score + weight * r;
         if best.as_ref().is_none_or(|b| s > b.1) {
             best = Some((tokens.clone(), s));
         }
