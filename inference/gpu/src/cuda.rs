@@ -550,6 +550,10 @@ impl MultiStream {
                 got: pool.width(),
             });
         }
+        // Kernel 2e's dead slots read their first frame (no branch per stream).
+        if pool.frames() == 0 {
+            return Err(GpuError::Shape { what: "conditioning frames in the pool", expected: 1, got: 0 });
+        }
         if plan.wgmma && dev.capability != (9, 0) {
             return Err(GpuError::Unsupported {
                 what: format!(

@@ -66,12 +66,17 @@ fn run_g2p(a: &EvaluateArgs, name: &str, cfg: &RunConfig, ck: &dv_train::Checkpo
         dv_train::checkpoint::load_model_weights(name, ck, &model)?;
         Ok(model)
     };
-    let mut models = vec![load(name, cfg, ck)?];
-    for path in &a.with {
+    // Another checkpoint: its name, run config and contents.
+    let open = |path: &PathBuf| -> anyhow::Result<(String, RunConfig, dv_train::CheckpointData)> {
         let other = path.display().to_string();
         let bytes = std::fs::read(path).with_context(|| format!("reading {other}"))?;
         let ck = decode(&other, &bytes)?;
         let cfg = RunConfig::from_toml(&format!("{other} (its run config)"), &ck.state.config)?;
+        Ok((other, cfg, ck))
+    };
+    let mut models = vec![load(name, cfg, ck)?];
+    for path in &a.with {
+        let (other, cfg, ck) = open(path)?;
         match &cfg.data {
             DataConfig::Lexicon(d) if *d == data => {}
             _ => anyhow::bail!("{other}: not a G2P run on {name}'s lexicon split (its [data] differs)"),
@@ -80,10 +85,7 @@ fn run_g2p(a: &EvaluateArgs, name: &str, cfg: &RunConfig, ck: &dv_train::Checkpo
     }
     let mut r2l = Vec::with_capacity(a.rescore_with.len());
     for path in &a.rescore_with {
-        let other = path.display().to_string();
-        let bytes = std::fs::read(path).with_context(|| format!("reading {other}"))?;
-        let ck = decode(&other, &bytes)?;
-        let cfg = RunConfig::from_toml(&format!("{other} (its run config)"), &ck.state.config)?;
+        let (other, cfg, ck) = open(path)?;
         match &cfg.data {
             DataConfig::Lexicon(d) if d.reverse && dv_train::LexiconConfig { reverse: false, ..d.clone() } == data => {}
             _ => anyhow::bail!("{other}: not a right-to-left G2P run on {name}'s lexicon split ([data] reverse = true, the rest equal)"),
