@@ -19,8 +19,8 @@ for v in ${VARIANTS:-base:}; do
     name=${v%%:*} defs=${v#*:}
     echo "== sweep $name (${defs}) ${CHAIN:-}"
     DV_GPU_DEFINES=${defs//,/ } timeout "${SWEEP_S:-300}" "$dv" bench gpu-single "${vargs[@]}" --json "$out/single-$name.jsonl" \
-        --presets ${PRESETS:-20x64x128,40x64x256} --clusters 16 --helpers 8 --precision bf16 --parity-steps 512 --seconds 1 \
-        --repeats 3 --profile ${CHAIN:-} > "$out/single-$name.txt" 2> "$out/single-$name.err"
+        --presets ${PRESETS:-20x64x128,40x64x256} --clusters 16 --helpers 8 --precision bf16 --parity-steps 512 --seconds ${SECONDS_AUDIO:-1} \
+        --repeats ${REPEATS:-3} --profile ${CHAIN:-} > "$out/single-$name.txt" 2> "$out/single-$name.err"
     echo "rc=$?"; grep -E "chain blocks|FAIL|rror" "$out/single-$name.err" | head -20
     grep -E "chain warps|\| 16 \|" "$out/single-$name.txt"
 done

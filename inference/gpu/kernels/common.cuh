@@ -29,7 +29,7 @@ __device__ const int c_hoff[NL] = HOFFS;
 
 // xoshiro256++ (dv_synth::Rng): uniform in [0, 1) is the top 24 bits * 2^-24.
 __device__ __forceinline__ u64 rotl64(u64 x, int k) { return (x << k) | (x >> (64 - k)); }
-__device__ __forceinline__ float rng_uniform(u64* s) {
+__device__ __forceinline__ u64 rng_next(u64* s) {
     u64 out = rotl64(s[0] + s[3], 23) + s[0];
     u64 t = s[1] << 17;
     s[2] ^= s[0];
@@ -38,7 +38,24 @@ __device__ __forceinline__ float rng_uniform(u64* s) {
     s[0] ^= s[3];
     s[2] ^= t;
     s[3] = rotl64(s[3], 45);
-    return (float)(out >> 40) * (1.0f / 16777216.0f);
+    return out;
+}
+__device__ __forceinline__ float rng_uniform(u64* s) { return (float)(rng_next(s) >> 40) * (1.0f / 16777216.0f); }
+// Gumbel noise of class a for a step whose generator output is `key`
+// (src/sampling.rs `gumbel`, the CPU reference): u = the top 24 bits of
+// splitmix64(key + (a + 1)·φ), centred in its cell, so 0 < u < 1; then
+// −ln(−ln u). argmax over classes of (logit + noise) is a draw from the
+// softmax (the Gumbel-max rule).
+__device__ __forceinline__ float gumbel(u64 key, int a) {
+    u64 z = key + (u64)(a + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    const float u = ((float)(z >> 40) + 0.5f) * (1.0f / 16777216.0f);
+    float l1, l2;
+    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(l1) : "f"(u));
+    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(l2) : "f"(l1 * -0.6931471805599453f));
+    return l2 * -0.6931471805599453f;
 }
 
 // Shared-memory address of a generic pointer (for cp.async, mapa, DSMEM).

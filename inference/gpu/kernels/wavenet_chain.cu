@@ -124,6 +124,128 @@ __device__ __forceinline__ float pair_dot(const u32* wv, const float* h, float a
     return acc;
 }
 
+// MMA_CHAIN (r = 32, one chain warp): each layer's two products on the
+// tensor cores, mma.sync m16n8k16 with the weights as A (16 rows, bfloat16)
+// and x or h as B. B's eight columns carry one vector: even columns its
+// bfloat16 hi terms, odd ones its lo terms (v ≈ hi + lo), so each row's
+// result is the sum of a lane's two accumulator columns and the products
+// keep float32 inputs to about 16 bits. Lane (g = lane / 4, c = lane % 4)
+// holds rows g and g + 8 of each tile (the C fragment) and needs inputs
+// 2c, 2c + 1, 2c + 8, 2c + 9 of each 16-input tile (the B fragment), so a
+// vector moves from one to the other by 8 shuffles and no shared memory.
+#if defined(MMA_CHAIN) && R == 32 && CQ == 1
+#define CHAIN_MMA 1
+#else
+#define CHAIN_MMA 0
+#endif
+// d = A · B (fresh accumulator), and d += A · B.
+__device__ __forceinline__ void mma16816(float (&d)[4], const uint4& a, u32 b0, u32 b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};"
+        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+        : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1), "f"(0.0f));
+}
+__device__ __forceinline__ void mma16816_acc(float (&d)[4], const uint4& a, u32 b0, u32 b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+}
+// Fragment register q of lane (g, c) holds row g + 8 (q & 1), columns
+// 2c + 8 (q >> 1) and + 1 (the first in the low half).
+__device__ __forceinline__ void frag_pair(int q, int lane, int& row, int& col) {
+    row = (lane >> 2) + 8 * (q & 1);
+    col = 2 * (lane & 3) + 8 * (q >> 1);
+}
+#if CHAIN_MMA
+// (v0, v1) as a B register: their bfloat16 hi terms (truncated, so that the
+// rest is exact in float32), or (lo_col) the rest rounded: one conversion.
+__device__ __forceinline__ u32 b_pair(float v0, float v1, bool lo_col) {
+    const float t0 = __uint_as_float(__float_as_uint(v0) & 0xffff0000u);
+    const float t1 = __uint_as_float(__float_as_uint(v1) & 0xffff0000u);
+    const float a0 = lo_col ? v0 - t0 : t0, a1 = lo_col ? v1 - t1 : t1;
+    u32 p;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(p) : "f"(a1), "f"(a0));
+    return p;
+}
+// The B fragments of a 32-vector held in C layout (v[t][j] = element
+// 16t + 8j + g): b[t][0] covers inputs 16t + 2c, +1 and b[t][1] 16t + 8 + 2c, +1.
+__device__ __forceinline__ void c_to_b(const float (&v)[2][2], u32 (&b)[2][2], int c, bool lo_col) {
+#pragma unroll
+    for (int t = 0; t < 2; t++)
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            const float e0 = __shfl_sync(0xffffffffu, v[t][j], 8 * c), e1 = __shfl_sync(0xffffffffu, v[t][j], 8 * c + 4);
+            b[t][j] = b_pair(e0, e1, lo_col);
+        }
+}
+// The chain's weights as A fragments, [LPB][tile][k tile][lane] uint4: gate
+// tile m holds tanh rows of units 8m .. 8m + 7 (rows 0-7) and their sigmoid
+// rows (rows 8-15), so a lane's two rows are one unit's pair; residual tile
+// m holds outputs 16m .. 16m + 15.
+#endif
+
+// MMA_HEAD: the relu layer (block P) and the output layer (block Q) on the
+// tensor cores as well: warp w (16 warps) owns rows 16w .. 16w + 15 of the
+// 256, its lane (g, c) gets rows 16w + g and 16w + g + 8. The weights sit in
+// shared memory as A fragments, the input vector as its B operand's bfloat16
+// hi and lo terms, written once by the threads that form it (head_input).
+// GUMBEL (needs MMA_HEAD): the output block samples by the Gumbel-max rule,
+// argmax of logit/τ + noise (noise 0 for mode sampling; `gumbel` in
+// common.cuh), which each lane draws for its two rows before the wait, so
+// the draw after the output layer is one argmax (by shuffles, then over the
+// 16 warps) and no softmax; the probabilities are formed only when asked
+// for, after x has been sent.
+// HEAD_SPLIT (needs MMA_HEAD): block P sends the relu layer's output already
+// as the output layer's B terms (head_input's layout, the same 1 KB), so
+// block Q starts its products as soon as the bytes land.
+#if (defined(GUMBEL) || defined(HEAD_SPLIT)) && !defined(MMA_HEAD)
+#error "GUMBEL and HEAD_SPLIT need MMA_HEAD"
+#endif
+// W [A][K] (row a at W + a·K) as A fragments: uint4 ((mt·K/16 + kt)·32 + lane).
+template <int K>
+__device__ __forceinline__ void head_frags(u32* dst, const wt* W) {
+    for (int e = threadIdx.x; e < A * K / 2; e += NT) {
+        const int q = e & 3, ln = (e >> 2) & 31, rest = e >> 7, kt = rest % (K / 16), mt = rest / (K / 16);
+        int row, col;
+        frag_pair(q, ln, row, col);
+        const wt* s = W + (size_t)(16 * mt + row) * K + 16 * kt + col;
+        dst[e] = (u32)s[0] | ((u32)s[1] << 16);
+    }
+}
+// Where element k (k even: and k + 1) of an input vector sits in
+// head_input's layout, in u16 (its hi term; the lo term 16 later).
+__device__ __forceinline__ int head_at(int k) {
+    const int rr = k & 15;
+    return (k >> 4) * 32 + ((rr & 7) >> 1) * 4 + (rr >> 3) * 2 + (rr & 1);
+}
+// Element k of the input vector into the B operand's shared layout, u16
+// [K/16][hi, lo][c][2][2]: lane (g, c) reads one uint2 per k tile, its hi
+// terms for even g and its lo terms for odd g (inputs 2c, 2c + 1, 2c + 8, 2c + 9).
+__device__ __forceinline__ void head_input(u16* zf, int k, float v) {
+    u32 h, l;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %1;" : "=r"(h) : "f"(v));
+    const float r = v - __uint_as_float(h << 16);
+    asm("cvt.rn.bf16x2.f32 %0, %1, %1;" : "=r"(l) : "f"(r));
+    const int at = head_at(k);
+    zf[at] = (u16)h;
+    zf[at + 16] = (u16)l;
+}
+// Rows 16·warp + g (r0) and + 8 (r1) of W · v, W as head_frags, v as head_input.
+template <int K>
+__device__ __forceinline__ void head_rows(const uint4* wf, const u16* zf, float& r0, float& r1) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint4* w = wf + (size_t)warp * (K / 16) * 32 + lane;
+    const uint2* z = (const uint2*)zf + ((lane >> 2) & 1) * 4 + (lane & 3);
+    float d[4][4];
+#pragma unroll
+    for (int kt = 0; kt < K / 16; kt++) {
+        const uint2 b = z[kt * 8];
+        if (kt < 4) mma16816(d[kt], w[kt * 32], b.x, b.y);
+        else mma16816_acc(d[kt & 3], w[kt * 32], b.x, b.y);
+    }
+    r0 = ((d[0][0] + d[0][1]) + (d[1][0] + d[1][1])) + ((d[2][0] + d[2][1]) + (d[3][0] + d[3][1]));
+    r1 = ((d[0][2] + d[0][3]) + (d[1][2] + d[1][3])) + ((d[2][2] + d[2][3]) + (d[3][2] + d[3][3]));
+}
+
 // part[h][a] = Σ over inputs [h·K/2, (h+1)·K/2) of W[a][k] in[k], W as
 // [K/2][A] bf16 pairs (k even in the low half): warp w takes rows
 // 32·(w >> 1) + lane and input half w & 1 (16 warps, 256 rows).
@@ -194,9 +316,31 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
     const int nl = rank < NCB ? min(LPB, NL - first) : 0;
     if (rank < NCB) {
         const u32* src = (const u32*)g_wc + (size_t)first * R * R;
-        for (int e = tid; e < nl * R * R; e += NT) wc[e] = src[e];
         const int nres = min(nl, NL - 1 - first);
+#if CHAIN_MMA
+        // Gate fragments: u32 e = ((il·4 + m)·2 + kt)·128 + lane·4 + q.
+        for (int e = tid; e < nl * R * R; e += NT) {
+            const int q = e & 3, ln = (e >> 2) & 31, kt = (e >> 7) & 1, m = (e >> 8) & 3, il = e >> 10;
+            int row, col;
+            frag_pair(q, ln, row, col);
+            const int j = 8 * m + (row & 7), k = 16 * kt + col, sh = row < 8 ? 0 : 16;
+            const u32* s = src + ((size_t)il * R + k) * R + j;
+            wc[e] = ((s[0] >> sh) & 0xffffu) | (((s[R] >> sh) & 0xffffu) << 16);
+        }
+        // Residual fragments: u32 e = ((il·2 + m)·2 + kt)·128 + lane·4 + q.
+        u32* wrf = (u32*)wr;
+        for (int e = tid; e < nres * R * R / 2; e += NT) {
+            const int q = e & 3, ln = (e >> 2) & 31, kt = (e >> 7) & 1, m = (e >> 8) & 1, il = e >> 9;
+            int row, col;
+            frag_pair(q, ln, row, col);
+            const int o = 16 * m + row, k = 16 * kt + col;
+            const wt* s = g_wr + ((size_t)(first + il) * R + k) * R + o;
+            wrf[e] = (u32)s[0] | ((u32)s[R] << 16);
+        }
+#else
+        for (int e = tid; e < nl * R * R; e += NT) wc[e] = src[e];
         for (int e = tid; e < nres * R * R; e += NT) wr[e] = g_wr[(size_t)first * R * R + e];
+#endif
         for (int e = tid; e < nres * R; e += NT) rbs[e] = res_b[first * R + e];
         for (int e = tid; e < LPB * R; e += NT) xall[e] = 0.0f;  // x_i(-1) = 0
         if (tid == 0) {
@@ -205,10 +349,14 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
             mbar_init(bar_pre, NCW);
         }
     } else if (rank == RP) {
+#ifdef MMA_HEAD
+        head_frags<S>(wz2, g_wz);
+#else
         for (int e = tid; e < S / 2 * A; e += NT) {
             const int m = e / A, a = e % A;
             wz2[e] = (u32)g_wz[a * S + 2 * m] | ((u32)g_wz[a * S + 2 * m + 1] << 16);
         }
+#endif
         if (tid == 0) {
             mbar_init(bar_in, 1);
             for (int il = 0; il < NLAST; il++) {
@@ -217,10 +365,14 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
             }
         }
     } else {
+#ifdef MMA_HEAD
+        head_frags<A>(wo2, g_wo);
+#else
         for (int e = tid; e < A / 2 * A; e += NT) {
             const int m = e / A, a = e % A;
             wo2[e] = (u32)g_wo[a * A + 2 * m] | ((u32)g_wo[a * A + 2 * m + 1] << 16);
         }
+#endif
         for (int e = tid; e < A * R; e += NT) embc[e] = emb_c[e];
         if (tid == 0) mbar_init(bar_in, 1);
     }
@@ -241,6 +393,115 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
         const u32 next_xin = map_rank(smem_u32(xin), last_block ? 0 : rank + 1);
         const u32 next_bar = map_rank(bar_in, last_block ? 0 : rank + 1);
         const u32 p_hl = map_rank(smem_u32(hl), RP), p_hbar = map_rank(bars + 24, RP);
+#if CHAIN_MMA
+        if (warp == 0) {
+            // The chain on the tensor cores (one warp; see mma16816).
+            const int g = lane >> 2, c = lane & 3;
+            const bool lo_col = g & 1, writer = c == 0;
+            const uint4* wg4 = (const uint4*)wc + lane;
+            const uint4* wr4 = (const uint4*)wr + lane;
+            for (int t = 0; t < n_samples; t++) {
+                mbar_wait(bar_pre, t & 1, false);
+                mbar_wait_critical(bar_in, t & 1);
+                const long long c1 = clock64();
+                long long cl = c1;
+                float xc[2][2];  // x in C layout: xc[t][j] = x[16t + 8j + g]
+                u32 xb[2][2];    // x as B fragments
+#pragma unroll
+                for (int tt = 0; tt < 2; tt++) {
+#pragma unroll
+                    for (int j = 0; j < 2; j++) {
+                        xc[tt][j] = xin[16 * tt + 8 * j + g];
+                        xb[tt][j] = b_pair(xin[16 * tt + 8 * j + 2 * c], xin[16 * tt + 8 * j + 2 * c + 1], lo_col);
+                    }
+                }
+#ifdef UNROLL_LAYERS
+#pragma unroll
+#endif
+                for (int il = 0; il < LPB; il++) {
+                    if (il >= nl) break;
+                    const int i = first + il;
+                    if (writer) {
+#pragma unroll
+                        for (int tt = 0; tt < 2; tt++)
+#pragma unroll
+                            for (int j = 0; j < 2; j++) xall[il * R + 16 * tt + 8 * j + g] = xc[tt][j];
+                    }
+                    // Gate: tile m, k tile kt, one fresh accumulator each.
+                    float dg[4][2][4];
+#pragma unroll
+                    for (int m = 0; m < 4; m++)
+#pragma unroll
+                        for (int kt = 0; kt < 2; kt++)
+                            mma16816(dg[m][kt], wg4[((il * 4 + m) * 2 + kt) * 32], xb[kt][0], xb[kt][1]);
+                    // Lane (g, c) gates unit 8c + g only (its tile m = c).
+                    float vt = 0.0f, vs = 0.0f;
+#pragma unroll
+                    for (int m = 0; m < 4; m++) {
+                        const float st = (dg[m][0][0] + dg[m][0][1]) + (dg[m][1][0] + dg[m][1][1]);
+                        const float ss = (dg[m][0][2] + dg[m][0][3]) + (dg[m][1][2] + dg[m][1][3]);
+                        vt = c == m ? st : vt;
+                        vs = c == m ? ss : vs;
+                    }
+                    const int unit = 8 * c + g;
+                    vt += pre[il * 2 * R + unit];
+                    vs += pre[il * 2 * R + R + unit];
+#ifdef ACCURATE_GATE
+                    const float h = tanhf(vt) * sigmoidf_exact(vs);
+#else
+                    const float h = (1.0f - 2.0f * rcp_ftz(ex2_ftz(vt * 2.8853900817779268f) + 1.0f)) *
+                                    rcp_ftz(1.0f + ex2_ftz(vs * -1.4426950408889634f));
+#endif
+                    if (last_block) {
+                        send1(p_hl + 4 * (il * R + unit), h, p_hbar + 8 * il);
+                    } else {
+                        hsm[il * R + unit] = h;
+                    }
+                    if (i + 1 < NL) {
+                        // Inputs 16t + 8j + 2c + e of the residual product: unit
+                        // 8(2t + j) + 2c + e, gated by lane 4(2c + e) + 2t + j.
+                        u32 hb[2][2];
+#pragma unroll
+                        for (int tt = 0; tt < 2; tt++)
+#pragma unroll
+                            for (int j = 0; j < 2; j++)
+                                hb[tt][j] = b_pair(__shfl_sync(0xffffffffu, h, 8 * c + 2 * tt + j),
+                                                   __shfl_sync(0xffffffffu, h, 8 * c + 4 + 2 * tt + j), lo_col);
+                        float dr[2][2][4];
+#pragma unroll
+                        for (int m = 0; m < 2; m++)
+#pragma unroll
+                            for (int kt = 0; kt < 2; kt++)
+                                mma16816(dr[m][kt], wr4[((il * 2 + m) * 2 + kt) * 32], hb[kt][0], hb[kt][1]);
+#pragma unroll
+                        for (int tt = 0; tt < 2; tt++)
+#pragma unroll
+                            for (int j = 0; j < 2; j++)
+                                xc[tt][j] += rbs[il * R + 16 * tt + 8 * j + g] +
+                                             ((dr[tt][0][2 * j] + dr[tt][0][2 * j + 1]) + (dr[tt][1][2 * j] + dr[tt][1][2 * j + 1]));
+                        c_to_b(xc, xb, c, lo_col);
+                    }
+                    if (profiling && rank == 0) {
+                        const long long now = clock64();
+#pragma unroll
+                        for (int k = 0; k < 8; k++)  // constant indices: lacc stays in registers
+                            if (k == il) lacc[k] += now - cl;
+                        cl = now;
+                    }
+                }
+                if (!last_block && writer) {
+#pragma unroll
+                    for (int tt = 0; tt < 2; tt++)
+#pragma unroll
+                        for (int j = 0; j < 2; j++) send1(next_xin + 4 * (16 * tt + 8 * j + g), xc[tt][j], next_bar);
+                }
+                if (tid == 0) ARM(bar_in, R * 4);
+                __syncwarp();
+                if (lane == 0) mbar_arrive(bar_seg);
+                if (profiling) pacc[0] += clock64() - c1;
+            }
+        } else
+#endif
         if (warp < CW) {
             // The chain.
             const int u = warp % UH, q = warp / UH;
@@ -468,12 +729,48 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
                 for (int k = 0; k < NCB - 1; k++) v += skb[k * S + tid];
 #pragma unroll
                 for (int p = 0; p < TPSP; p++) v += ppart[p * S + tid];
+#ifdef MMA_HEAD
+                head_input((u16*)zs, tid, fmaxf(v, 0.0f));
+#else
                 zs[tid] = fmaxf(v, 0.0f);
+#endif
             }
             __syncthreads();
+#ifdef MMA_HEAD
+            {
+                float r0, r1;
+                head_rows<S>((const uint4*)wz2, (const u16*)zs, r0, r1);
+#ifdef HEAD_SPLIT
+                // Rows a0, a0 + 1 (and + 8) from the lanes of g and g + 1, as hi
+                // and lo pairs (u32 at head_at / 2 and 8 further) into Q's za.
+                const int a0 = 16 * warp + (lane >> 2);
+                const float z0 = fmaxf(r0 + relu_b[a0], 0.0f), z1 = fmaxf(r1 + relu_b[a0 + 8], 0.0f);
+                const float n0 = __shfl_down_sync(0xffffffffu, z0, 4), n1 = __shfl_down_sync(0xffffffffu, z1, 4);
+                if ((lane & 7) == 0) {
+                    u32 h, l;
+                    const u32 q0 = q_za - 4 * tid;
+                    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(h) : "f"(n0), "f"(z0));
+                    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(l) : "f"(n0 - __uint_as_float(h & 0xffff0000u)), "f"(z0 - __uint_as_float(h << 16)));
+                    send1(q0 + 2 * head_at(a0), __uint_as_float(h), q_bar);
+                    send1(q0 + 2 * head_at(a0) + 32, __uint_as_float(l), q_bar);
+                    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(h) : "f"(n1), "f"(z1));
+                    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(l) : "f"(n1 - __uint_as_float(h & 0xffff0000u)), "f"(z1 - __uint_as_float(h << 16)));
+                    send1(q0 + 2 * head_at(a0 + 8), __uint_as_float(h), q_bar);
+                    send1(q0 + 2 * head_at(a0 + 8) + 32, __uint_as_float(l), q_bar);
+                }
+#else
+                if ((lane & 3) == 0) {
+                    const int a0 = 16 * warp + (lane >> 2);
+                    send1(q_za - 4 * tid + 4 * a0, fmaxf(r0 + relu_b[a0], 0.0f), q_bar);
+                    send1(q_za - 4 * tid + 4 * (a0 + 8), fmaxf(r1 + relu_b[a0 + 8], 0.0f), q_bar);
+                }
+#endif
+            }
+#else
             matvec_halves<S>(wz2, zs, ppart);
             __syncthreads();
             if (tid < A) send1(q_za, fmaxf(ppart[tid] + ppart[A + tid] + relu_b[tid], 0.0f), q_bar);
+#endif
             if (profiling) {
                 pacc[0] += c1 - c0;
                 pacc[1] += clock64() - c1;
@@ -497,37 +794,124 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
             e1 = emb_p[128 * R + 2 * lane + 1] + emb_b[2 * lane + 1];
             send2(b0_xin, embc[128 * R + 2 * lane] + e0, embc[128 * R + 2 * lane + 1] + e1, b0_bar);
         }
+#ifdef MMA_HEAD
+        u16* zf = (u16*)qpart;                                        // the relu output as B terms
+        float* cand_v = qpart + A;                                    // [16] each warp's best
+        int* cand_i = (int*)(qpart + A + 16);                         // [16] its class
+        const int a0 = 16 * warp + (lane >> 2);                       // this lane's rows: a0, a0 + 8
+        const float ob0 = out_b[a0], ob1 = out_b[a0 + 8];
+#else
         float ob[8];  // this lane's output biases (warp 0)
 #pragma unroll
         for (int k = 0; k < 8; k++) ob[k] = out_b[lane * 8 + k];
+#endif
         for (int t = 0; t < n_samples; t++) {
             const long long c0 = clock64();
-            // The uniform of this step, before the wait (it does not depend on it).
+            // The step's random draw, before the wait (it does not depend on it).
+#ifdef GUMBEL
+            float g0 = 0.0f, g1 = 0.0f;
+            if (mode != SAMPLE_MODE) {
+                const u64 key = rng_next(rs);
+                g0 = gumbel(key, a0);
+                g1 = gumbel(key, a0 + 8);
+            }
+#else
             float uu = 0.0f;
             if (warp == 0 && mode != SAMPLE_MODE) uu = rng_uniform(rs);
+#endif
             mbar_wait_critical(bar_in, t & 1);
             const long long c1 = clock64();
             if (tid == 0) ARM(bar_in, A * 4);
+#if defined(HEAD_SPLIT)
+            zf = (u16*)za;  // P sent the B terms
+#elif defined(MMA_HEAD)
+            if (tid < A) head_input(zf, tid, za[tid]);
+            __syncthreads();
+#endif
+#ifdef MMA_HEAD
+            float l0, l1;
+            head_rows<A>((const uint4*)wo2, zf, l0, l1);
+            l0 += ob0;
+            l1 += ob1;
+#ifdef GUMBEL
+            if (probs_out && (lane & 3) == 0) {
+                logits[a0] = l0;
+                logits[a0 + 8] = l1;
+            }
+            {
+                const float sc = mode == SAMPLE_TEMPERATURE ? inv_tau : 1.0f;
+                float best = l0 * sc + g0, v1 = l1 * sc + g1;
+                int bi = a0;
+                if (v1 > best) {
+                    best = v1;
+                    bi = a0 + 8;
+                }
+#pragma unroll
+                for (int o = 4; o < 32; o <<= 1) {  // over g (rows); every c holds the same
+                    const float ov = __shfl_xor_sync(0xffffffffu, best, o);
+                    const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+                    if (ov > best || (ov == best && oi < bi)) {
+                        best = ov;
+                        bi = oi;
+                    }
+                }
+                if (lane == 0) {
+                    cand_v[warp] = best;
+                    cand_i[warp] = bi;
+                }
+            }
+#else
+            if ((lane & 3) == 0) {
+                logits[a0] = l0;
+                logits[a0 + 8] = l1;
+            }
+#endif
+            __syncthreads();
+#else
             matvec_halves<A>(wo2, za, qpart);
             __syncthreads();
+#endif
             const long long c2 = clock64();
             if (warp == 0) {
+#if defined(GUMBEL)
+                float best = lane < 16 ? cand_v[lane] : __int_as_float(0xff800000);
+                int bi = lane < 16 ? cand_i[lane] : A;
+#pragma unroll
+                for (int o = 1; o < 32; o <<= 1) {
+                    const float ov = __shfl_xor_sync(0xffffffffu, best, o);
+                    const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+                    if (ov > best || (ov == best && oi < bi)) {
+                        best = ov;
+                        bi = oi;
+                    }
+                }
+                const int y = bi;
+#else
+#ifndef MMA_HEAD
                 // Each lane forms the 8 logits warp_sample reads from it.
 #pragma unroll
                 for (int k = 0; k < 8; k++) {
                     const int a = lane * 8 + k;
                     logits[a] = qpart[a] + qpart[A + a] + ob[k];
                 }
+#endif
 #ifdef ACCURATE_SOFTMAX
                 const int y = warp_sample<false>(logits, probs, mode, inv_tau, uu);
 #else
                 const int y = warp_sample<true>(logits, probs, mode, inv_tau, uu);
+#endif
 #endif
                 const int yin = forced ? (int)forced[t] : y;
                 if (t + 1 < n_samples && xlane)
                     send2(b0_xin, embc[yin * R + 2 * lane] + e0, embc[yin * R + 2 * lane + 1] + e1, b0_bar);
                 __syncwarp();
                 if (lane == 0) out[t] = y;
+#ifdef GUMBEL
+                if (probs_out) {
+                    warp_sample<true>(logits, probs, SAMPLE_MODE, 1.0f, 0.0f);  // the probabilities only
+                    __syncwarp();
+                }
+#endif
                 if (probs_out) {
                     for (int k = lane; k < A; k += 32) probs_out[(size_t)t * A + k] = probs[k];
                 }
