@@ -46,15 +46,21 @@
 #else
 #define ARM(bar, bytes) mbar_expect_relaxed_cluster(bar, bytes)
 #endif
-// The gate and the softmax run in fast math (`__expf`, `__fdividef`;
-// ACCURATE_GATE and ACCURATE_SOFTMAX for `tanhf` and `expf`), as kernel 2b's
-// gate does. ABL_GATE, ABL_GPROD and ABL_RES leave out a part of each layer
+// The gate runs in fast math (`ex2`, `rcp`; ACCURATE_GATE for `tanhf` and
+// `expf`), as kernel 2b's gate does. ABL_GATE, ABL_GPROD and ABL_RES leave out a part of each layer
 // (they fail parity; `dv bench gpu-single --force-timing` times them).
-// SPIN_WAIT and UNROLL_LAYERS are measured alternatives, off by default
-// (benchmarks/gpu.md, runs v38 and v39).
+// SPIN_WAIT is a measured alternative, off by default (benchmarks/gpu.md,
+// runs v38 and v78). The chain blocks' layer loop is unrolled for r = 32
+// (ROLL_LAYERS: not) and not for r = 64 (UNROLL_LAYERS: unrolled), the
+// faster of each (runs v39, v77).
 //
 // Extra defines: NT (512), CQ (input parts: 2 or 4), LPB (layers per chain
 // block).
+#if (R == 32 && !defined(ROLL_LAYERS)) || defined(UNROLL_LAYERS)
+#define UNROLL 1
+#else
+#define UNROLL 0
+#endif
 #if !WBF16 || (R != 64 && R != 32) || A != 256 || NT != 512
 #error "wavenet_chain takes r = 32 or 64, 256 classes, 512 threads and bfloat16 weights"
 #endif
@@ -124,20 +130,6 @@ __device__ __forceinline__ float pair_dot(const u32* wv, const float* h, float a
     return acc;
 }
 
-// MMA_CHAIN (r = 32, one chain warp): each layer's two products on the
-// tensor cores, mma.sync m16n8k16 with the weights as A (16 rows, bfloat16)
-// and x or h as B. B's eight columns carry one vector: even columns its
-// bfloat16 hi terms, odd ones its lo terms (v ≈ hi + lo), so each row's
-// result is the sum of a lane's two accumulator columns and the products
-// keep float32 inputs to about 16 bits. Lane (g = lane / 4, c = lane % 4)
-// holds rows g and g + 8 of each tile (the C fragment) and needs inputs
-// 2c, 2c + 1, 2c + 8, 2c + 9 of each 16-input tile (the B fragment), so a
-// vector moves from one to the other by 8 shuffles and no shared memory.
-#if defined(MMA_CHAIN) && R == 32 && CQ == 1
-#define CHAIN_MMA 1
-#else
-#define CHAIN_MMA 0
-#endif
 // d = A · B (fresh accumulator), and d += A · B.
 __device__ __forceinline__ void mma16816(float (&d)[4], const uint4& a, u32 b0, u32 b1) {
     asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};"
@@ -155,51 +147,25 @@ __device__ __forceinline__ void frag_pair(int q, int lane, int& row, int& col) {
     row = (lane >> 2) + 8 * (q & 1);
     col = 2 * (lane & 3) + 8 * (q >> 1);
 }
-#if CHAIN_MMA
-// (v0, v1) as a B register: their bfloat16 hi terms (truncated, so that the
-// rest is exact in float32), or (lo_col) the rest rounded: one conversion.
-__device__ __forceinline__ u32 b_pair(float v0, float v1, bool lo_col) {
-    const float t0 = __uint_as_float(__float_as_uint(v0) & 0xffff0000u);
-    const float t1 = __uint_as_float(__float_as_uint(v1) & 0xffff0000u);
-    const float a0 = lo_col ? v0 - t0 : t0, a1 = lo_col ? v1 - t1 : t1;
-    u32 p;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(p) : "f"(a1), "f"(a0));
-    return p;
-}
-// The B fragments of a 32-vector held in C layout (v[t][j] = element
-// 16t + 8j + g): b[t][0] covers inputs 16t + 2c, +1 and b[t][1] 16t + 8 + 2c, +1.
-__device__ __forceinline__ void c_to_b(const float (&v)[2][2], u32 (&b)[2][2], int c, bool lo_col) {
-#pragma unroll
-    for (int t = 0; t < 2; t++)
-#pragma unroll
-        for (int j = 0; j < 2; j++) {
-            const float e0 = __shfl_sync(0xffffffffu, v[t][j], 8 * c), e1 = __shfl_sync(0xffffffffu, v[t][j], 8 * c + 4);
-            b[t][j] = b_pair(e0, e1, lo_col);
-        }
-}
-// The chain's weights as A fragments, [LPB][tile][k tile][lane] uint4: gate
-// tile m holds tanh rows of units 8m .. 8m + 7 (rows 0-7) and their sigmoid
-// rows (rows 8-15), so a lane's two rows are one unit's pair; residual tile
-// m holds outputs 16m .. 16m + 15.
-#endif
 
-// MMA_HEAD: the relu layer (block P) and the output layer (block Q) on the
-// tensor cores as well: warp w (16 warps) owns rows 16w .. 16w + 15 of the
-// 256, its lane (g, c) gets rows 16w + g and 16w + g + 8. The weights sit in
-// shared memory as A fragments, the input vector as its B operand's bfloat16
-// hi and lo terms, written once by the threads that form it (head_input).
-// GUMBEL (needs MMA_HEAD): the output block samples by the Gumbel-max rule,
-// argmax of logit/τ + noise (noise 0 for mode sampling; `gumbel` in
-// common.cuh), which each lane draws for its two rows before the wait, so
+// The head: the relu layer (block P) and the output layer (block Q) run on
+// the tensor cores, mma.sync m16n8k16 with the weights as A (bfloat16, in
+// shared memory as fragments) and the input vector as B. B's eight columns
+// carry one vector: even columns its bfloat16 hi terms, odd ones its lo terms
+// (v ≈ hi + lo), so a row's result is the sum of a lane's two accumulator
+// columns and the products keep float32 inputs to about 16 bits. Warp w (16
+// warps) owns rows 16w .. 16w + 15 of the 256; its lane (g = lane / 4,
+// c = lane % 4) gets rows 16w + g and 16w + g + 8. Block P sends the relu
+// output to Q already split into the B terms (head_input's layout, 1 KB), so
+// Q starts its products as soon as the bytes land.
+//
+// Block Q draws by the Gumbel-max rule: argmax of logit/τ + noise (noise 0
+// for mode sampling; `gumbel` in common.cuh, `sampling::gumbel` the CPU
+// reference). Each lane draws the noise of its two rows before the wait, so
 // the draw after the output layer is one argmax (by shuffles, then over the
 // 16 warps) and no softmax; the probabilities are formed only when asked
-// for, after x has been sent.
-// HEAD_SPLIT (needs MMA_HEAD): block P sends the relu layer's output already
-// as the output layer's B terms (head_input's layout, the same 1 KB), so
-// block Q starts its products as soon as the bytes land.
-#if (defined(GUMBEL) || defined(HEAD_SPLIT)) && !defined(MMA_HEAD)
-#error "GUMBEL and HEAD_SPLIT need MMA_HEAD"
-#endif
+// for, after x has been sent. The other kernels draw by the inverse CDF
+// (`warp_sample`): a seed gives the same distribution, not the same samples.
 // W [A][K] (row a at W + a·K) as A fragments: uint4 ((mt·K/16 + kt)·32 + lane).
 template <int K>
 __device__ __forceinline__ void head_frags(u32* dst, const wt* W) {
@@ -217,7 +183,7 @@ __device__ __forceinline__ int head_at(int k) {
     const int rr = k & 15;
     return (k >> 4) * 32 + ((rr & 7) >> 1) * 4 + (rr >> 3) * 2 + (rr & 1);
 }
-// Element k of the input vector into the B operand's shared layout, u16
+// Element k of an input vector into the B operand's shared layout, u16
 // [K/16][hi, lo][c][2][2]: lane (g, c) reads one uint2 per k tile, its hi
 // terms for even g and its lo terms for odd g (inputs 2c, 2c + 1, 2c + 8, 2c + 9).
 __device__ __forceinline__ void head_input(u16* zf, int k, float v) {
@@ -228,6 +194,12 @@ __device__ __forceinline__ void head_input(u16* zf, int k, float v) {
     const int at = head_at(k);
     zf[at] = (u16)h;
     zf[at + 16] = (u16)l;
+}
+// (v0, v1) as a bfloat16 hi pair and a lo pair (v0 in the low halves).
+__device__ __forceinline__ void split_pair(float v0, float v1, u32& h, u32& l) {
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(h) : "f"(v1), "f"(v0));
+    const float r0 = v0 - __uint_as_float(h << 16), r1 = v1 - __uint_as_float(h & 0xffff0000u);
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(l) : "f"(r1), "f"(r0));
 }
 // Rows 16·warp + g (r0) and + 8 (r1) of W · v, W as head_frags, v as head_input.
 template <int K>
@@ -244,28 +216,6 @@ __device__ __forceinline__ void head_rows(const uint4* wf, const u16* zf, float&
     }
     r0 = ((d[0][0] + d[0][1]) + (d[1][0] + d[1][1])) + ((d[2][0] + d[2][1]) + (d[3][0] + d[3][1]));
     r1 = ((d[0][2] + d[0][3]) + (d[1][2] + d[1][3])) + ((d[2][2] + d[2][3]) + (d[3][2] + d[3][3]));
-}
-
-// part[h][a] = Σ over inputs [h·K/2, (h+1)·K/2) of W[a][k] in[k], W as
-// [K/2][A] bf16 pairs (k even in the low half): warp w takes rows
-// 32·(w >> 1) + lane and input half w & 1 (16 warps, 256 rows).
-template <int K>
-__device__ __forceinline__ void matvec_halves(const u32* w2, const float* in, float* part) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int a = (warp >> 1) * 32 + lane, h = warp & 1;
-    const u32* w = w2 + (size_t)(h * K / 4) * A + a;
-    const float4* x = (const float4*)(in + h * K / 2);
-    float acc0 = 0.0f, acc1 = 0.0f, acc2 = 0.0f, acc3 = 0.0f;
-#pragma unroll 8
-    for (int m = 0; m < K / 8; m++) {
-        const float4 xk = x[m];
-        const u32 p0 = w[(2 * m) * A], p1 = w[(2 * m + 1) * A];
-        acc0 += lo16(p0) * xk.x;
-        acc1 += hi16(p0) * xk.y;
-        acc2 += lo16(p1) * xk.z;
-        acc3 += hi16(p1) * xk.w;
-    }
-    part[h * A + a] = (acc0 + acc1) + (acc2 + acc3);
 }
 
 // Weights (SINGLE_KERNEL_PARAMS): g_wc [NL][R k][R j][2] as (W_cur[j][k],
@@ -299,17 +249,17 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
     float* olds = hsm + LPB * R;             // [LPB][R] x_i(t + 1 - d_i)
     float* rbs = olds + LPB * R;             // [LPB][R] residual biases
     // Block P.
-    u32* wz2 = (u32*)base;                   // [S/2][A] bf16 pairs
+    u32* wz2 = (u32*)base;                   // W_relu as head_frags<S>
     float* skb = (float*)(wz2 + S / 2 * A);  // [NCB][S] skip partials (sent)
-    float* zs = skb + NCB * S;               // [S] relu(skip)
-    float* ppart = zs + S;                   // [2][A] (first [TPSP][S] skip partials)
+    float* zs = skb + NCB * S;               // [S] relu(skip) as B terms (u16 [2S], head_input)
+    float* ppart = zs + S;                   // [2][A] (only [TPSP][S]: skip partials)
     float* hl = ppart + 2 * A;               // [LPB][R] the last chain block's h (sent)
     // Block Q.
-    u32* wo2 = (u32*)base;                   // [A/2][A] bf16 pairs
+    u32* wo2 = (u32*)base;                   // W_out as head_frags<A>
     float* embc = (float*)(wo2 + A / 2 * A); // [A][R]
-    float* za = embc + A * R;                // [A] relu-layer output (sent)
+    float* za = embc + A * R;                // [A] relu-layer output as B terms (u16 [2A], sent)
     float* probs = za + A;                   // [A]
-    float* qpart = probs + A;                // [2][A]
+    float* qpart = probs + A;                // [2][A] (only [32]: each warp's best class)
     float* logits = qpart + 2 * A;           // [A]
 
     const int first = rank * LPB;
@@ -317,30 +267,8 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
     if (rank < NCB) {
         const u32* src = (const u32*)g_wc + (size_t)first * R * R;
         const int nres = min(nl, NL - 1 - first);
-#if CHAIN_MMA
-        // Gate fragments: u32 e = ((il·4 + m)·2 + kt)·128 + lane·4 + q.
-        for (int e = tid; e < nl * R * R; e += NT) {
-            const int q = e & 3, ln = (e >> 2) & 31, kt = (e >> 7) & 1, m = (e >> 8) & 3, il = e >> 10;
-            int row, col;
-            frag_pair(q, ln, row, col);
-            const int j = 8 * m + (row & 7), k = 16 * kt + col, sh = row < 8 ? 0 : 16;
-            const u32* s = src + ((size_t)il * R + k) * R + j;
-            wc[e] = ((s[0] >> sh) & 0xffffu) | (((s[R] >> sh) & 0xffffu) << 16);
-        }
-        // Residual fragments: u32 e = ((il·2 + m)·2 + kt)·128 + lane·4 + q.
-        u32* wrf = (u32*)wr;
-        for (int e = tid; e < nres * R * R / 2; e += NT) {
-            const int q = e & 3, ln = (e >> 2) & 31, kt = (e >> 7) & 1, m = (e >> 8) & 1, il = e >> 9;
-            int row, col;
-            frag_pair(q, ln, row, col);
-            const int o = 16 * m + row, k = 16 * kt + col;
-            const wt* s = g_wr + ((size_t)(first + il) * R + k) * R + o;
-            wrf[e] = (u32)s[0] | ((u32)s[R] << 16);
-        }
-#else
         for (int e = tid; e < nl * R * R; e += NT) wc[e] = src[e];
         for (int e = tid; e < nres * R * R; e += NT) wr[e] = g_wr[(size_t)first * R * R + e];
-#endif
         for (int e = tid; e < nres * R; e += NT) rbs[e] = res_b[first * R + e];
         for (int e = tid; e < LPB * R; e += NT) xall[e] = 0.0f;  // x_i(-1) = 0
         if (tid == 0) {
@@ -349,14 +277,7 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
             mbar_init(bar_pre, NCW);
         }
     } else if (rank == RP) {
-#ifdef MMA_HEAD
         head_frags<S>(wz2, g_wz);
-#else
-        for (int e = tid; e < S / 2 * A; e += NT) {
-            const int m = e / A, a = e % A;
-            wz2[e] = (u32)g_wz[a * S + 2 * m] | ((u32)g_wz[a * S + 2 * m + 1] << 16);
-        }
-#endif
         if (tid == 0) {
             mbar_init(bar_in, 1);
             for (int il = 0; il < NLAST; il++) {
@@ -365,14 +286,7 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
             }
         }
     } else {
-#ifdef MMA_HEAD
         head_frags<A>(wo2, g_wo);
-#else
-        for (int e = tid; e < A / 2 * A; e += NT) {
-            const int m = e / A, a = e % A;
-            wo2[e] = (u32)g_wo[a * A + 2 * m] | ((u32)g_wo[a * A + 2 * m + 1] << 16);
-        }
-#endif
         for (int e = tid; e < A * R; e += NT) embc[e] = emb_c[e];
         if (tid == 0) mbar_init(bar_in, 1);
     }
@@ -393,115 +307,6 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
         const u32 next_xin = map_rank(smem_u32(xin), last_block ? 0 : rank + 1);
         const u32 next_bar = map_rank(bar_in, last_block ? 0 : rank + 1);
         const u32 p_hl = map_rank(smem_u32(hl), RP), p_hbar = map_rank(bars + 24, RP);
-#if CHAIN_MMA
-        if (warp == 0) {
-            // The chain on the tensor cores (one warp; see mma16816).
-            const int g = lane >> 2, c = lane & 3;
-            const bool lo_col = g & 1, writer = c == 0;
-            const uint4* wg4 = (const uint4*)wc + lane;
-            const uint4* wr4 = (const uint4*)wr + lane;
-            for (int t = 0; t < n_samples; t++) {
-                mbar_wait(bar_pre, t & 1, false);
-                mbar_wait_critical(bar_in, t & 1);
-                const long long c1 = clock64();
-                long long cl = c1;
-                float xc[2][2];  // x in C layout: xc[t][j] = x[16t + 8j + g]
-                u32 xb[2][2];    // x as B fragments
-#pragma unroll
-                for (int tt = 0; tt < 2; tt++) {
-#pragma unroll
-                    for (int j = 0; j < 2; j++) {
-                        xc[tt][j] = xin[16 * tt + 8 * j + g];
-                        xb[tt][j] = b_pair(xin[16 * tt + 8 * j + 2 * c], xin[16 * tt + 8 * j + 2 * c + 1], lo_col);
-                    }
-                }
-#ifdef UNROLL_LAYERS
-#pragma unroll
-#endif
-                for (int il = 0; il < LPB; il++) {
-                    if (il >= nl) break;
-                    const int i = first + il;
-                    if (writer) {
-#pragma unroll
-                        for (int tt = 0; tt < 2; tt++)
-#pragma unroll
-                            for (int j = 0; j < 2; j++) xall[il * R + 16 * tt + 8 * j + g] = xc[tt][j];
-                    }
-                    // Gate: tile m, k tile kt, one fresh accumulator each.
-                    float dg[4][2][4];
-#pragma unroll
-                    for (int m = 0; m < 4; m++)
-#pragma unroll
-                        for (int kt = 0; kt < 2; kt++)
-                            mma16816(dg[m][kt], wg4[((il * 4 + m) * 2 + kt) * 32], xb[kt][0], xb[kt][1]);
-                    // Lane (g, c) gates unit 8c + g only (its tile m = c).
-                    float vt = 0.0f, vs = 0.0f;
-#pragma unroll
-                    for (int m = 0; m < 4; m++) {
-                        const float st = (dg[m][0][0] + dg[m][0][1]) + (dg[m][1][0] + dg[m][1][1]);
-                        const float ss = (dg[m][0][2] + dg[m][0][3]) + (dg[m][1][2] + dg[m][1][3]);
-                        vt = c == m ? st : vt;
-                        vs = c == m ? ss : vs;
-                    }
-                    const int unit = 8 * c + g;
-                    vt += pre[il * 2 * R + unit];
-                    vs += pre[il * 2 * R + R + unit];
-#ifdef ACCURATE_GATE
-                    const float h = tanhf(vt) * sigmoidf_exact(vs);
-#else
-                    const float h = (1.0f - 2.0f * rcp_ftz(ex2_ftz(vt * 2.8853900817779268f) + 1.0f)) *
-                                    rcp_ftz(1.0f + ex2_ftz(vs * -1.4426950408889634f));
-#endif
-                    if (last_block) {
-                        send1(p_hl + 4 * (il * R + unit), h, p_hbar + 8 * il);
-                    } else {
-                        hsm[il * R + unit] = h;
-                    }
-                    if (i + 1 < NL) {
-                        // Inputs 16t + 8j + 2c + e of the residual product: unit
-                        // 8(2t + j) + 2c + e, gated by lane 4(2c + e) + 2t + j.
-                        u32 hb[2][2];
-#pragma unroll
-                        for (int tt = 0; tt < 2; tt++)
-#pragma unroll
-                            for (int j = 0; j < 2; j++)
-                                hb[tt][j] = b_pair(__shfl_sync(0xffffffffu, h, 8 * c + 2 * tt + j),
-                                                   __shfl_sync(0xffffffffu, h, 8 * c + 4 + 2 * tt + j), lo_col);
-                        float dr[2][2][4];
-#pragma unroll
-                        for (int m = 0; m < 2; m++)
-#pragma unroll
-                            for (int kt = 0; kt < 2; kt++)
-                                mma16816(dr[m][kt], wr4[((il * 2 + m) * 2 + kt) * 32], hb[kt][0], hb[kt][1]);
-#pragma unroll
-                        for (int tt = 0; tt < 2; tt++)
-#pragma unroll
-                            for (int j = 0; j < 2; j++)
-                                xc[tt][j] += rbs[il * R + 16 * tt + 8 * j + g] +
-                                             ((dr[tt][0][2 * j] + dr[tt][0][2 * j + 1]) + (dr[tt][1][2 * j] + dr[tt][1][2 * j + 1]));
-                        c_to_b(xc, xb, c, lo_col);
-                    }
-                    if (profiling && rank == 0) {
-                        const long long now = clock64();
-#pragma unroll
-                        for (int k = 0; k < 8; k++)  // constant indices: lacc stays in registers
-                            if (k == il) lacc[k] += now - cl;
-                        cl = now;
-                    }
-                }
-                if (!last_block && writer) {
-#pragma unroll
-                    for (int tt = 0; tt < 2; tt++)
-#pragma unroll
-                        for (int j = 0; j < 2; j++) send1(next_xin + 4 * (16 * tt + 8 * j + g), xc[tt][j], next_bar);
-                }
-                if (tid == 0) ARM(bar_in, R * 4);
-                __syncwarp();
-                if (lane == 0) mbar_arrive(bar_seg);
-                if (profiling) pacc[0] += clock64() - c1;
-            }
-        } else
-#endif
         if (warp < CW) {
             // The chain.
             const int u = warp % UH, q = warp / UH;
@@ -516,7 +321,7 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
                 const long long c1 = clock64();
                 long long cl = c1;
                 float xr = xin[V];
-#ifdef UNROLL_LAYERS
+#if UNROLL
                 // The block's layers unrolled (LPB is a compile-time constant), so
                 // that loads of a later layer can be issued early.
 #pragma unroll
@@ -705,6 +510,10 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
         constexpr int PM = R / 2 / TPSP;
         const int s_row = tid % S, s_part = tid / S;
         const u32* wsk = (const u32*)g_wsk + ((size_t)(NCB - 1) * LPB * (R / 2) + s_part * PM) * S + s_row;
+        // This thread's biases, in registers: its skip row and its two relu rows.
+        const int a0 = 16 * warp + (lane >> 2);
+        const float sb = tid < S ? skip_b[tid] : 0.0f, rb0 = relu_b[a0], rb1 = relu_b[a0 + 8];
+        const u32 q0 = q_za - 4 * tid;  // Q's za, as bytes
         for (int t = 0; t < n_samples; t++) {
             const long long c0 = clock64();
             float acc = 0.0f;
@@ -724,53 +533,31 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
             const long long c1 = clock64();
             __syncthreads();
             if (tid < S) {
-                float v = skip_b[tid];
+                float v = sb;
 #pragma unroll
                 for (int k = 0; k < NCB - 1; k++) v += skb[k * S + tid];
 #pragma unroll
                 for (int p = 0; p < TPSP; p++) v += ppart[p * S + tid];
-#ifdef MMA_HEAD
                 head_input((u16*)zs, tid, fmaxf(v, 0.0f));
-#else
-                zs[tid] = fmaxf(v, 0.0f);
-#endif
             }
             __syncthreads();
-#ifdef MMA_HEAD
             {
                 float r0, r1;
                 head_rows<S>((const uint4*)wz2, (const u16*)zs, r0, r1);
-#ifdef HEAD_SPLIT
                 // Rows a0, a0 + 1 (and + 8) from the lanes of g and g + 1, as hi
                 // and lo pairs (u32 at head_at / 2 and 8 further) into Q's za.
-                const int a0 = 16 * warp + (lane >> 2);
-                const float z0 = fmaxf(r0 + relu_b[a0], 0.0f), z1 = fmaxf(r1 + relu_b[a0 + 8], 0.0f);
+                const float z0 = fmaxf(r0 + rb0, 0.0f), z1 = fmaxf(r1 + rb1, 0.0f);
                 const float n0 = __shfl_down_sync(0xffffffffu, z0, 4), n1 = __shfl_down_sync(0xffffffffu, z1, 4);
                 if ((lane & 7) == 0) {
                     u32 h, l;
-                    const u32 q0 = q_za - 4 * tid;
-                    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(h) : "f"(n0), "f"(z0));
-                    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(l) : "f"(n0 - __uint_as_float(h & 0xffff0000u)), "f"(z0 - __uint_as_float(h << 16)));
+                    split_pair(z0, n0, h, l);
                     send1(q0 + 2 * head_at(a0), __uint_as_float(h), q_bar);
                     send1(q0 + 2 * head_at(a0) + 32, __uint_as_float(l), q_bar);
-                    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(h) : "f"(n1), "f"(z1));
-                    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(l) : "f"(n1 - __uint_as_float(h & 0xffff0000u)), "f"(z1 - __uint_as_float(h << 16)));
+                    split_pair(z1, n1, h, l);
                     send1(q0 + 2 * head_at(a0 + 8), __uint_as_float(h), q_bar);
                     send1(q0 + 2 * head_at(a0 + 8) + 32, __uint_as_float(l), q_bar);
                 }
-#else
-                if ((lane & 3) == 0) {
-                    const int a0 = 16 * warp + (lane >> 2);
-                    send1(q_za - 4 * tid + 4 * a0, fmaxf(r0 + relu_b[a0], 0.0f), q_bar);
-                    send1(q_za - 4 * tid + 4 * (a0 + 8), fmaxf(r1 + relu_b[a0 + 8], 0.0f), q_bar);
-                }
-#endif
             }
-#else
-            matvec_halves<S>(wz2, zs, ppart);
-            __syncthreads();
-            if (tid < A) send1(q_za, fmaxf(ppart[tid] + ppart[A + tid] + relu_b[tid], 0.0f), q_bar);
-#endif
             if (profiling) {
                 pacc[0] += c1 - c0;
                 pacc[1] += clock64() - c1;
@@ -794,46 +581,27 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
             e1 = emb_p[128 * R + 2 * lane + 1] + emb_b[2 * lane + 1];
             send2(b0_xin, embc[128 * R + 2 * lane] + e0, embc[128 * R + 2 * lane + 1] + e1, b0_bar);
         }
-#ifdef MMA_HEAD
-        u16* zf = (u16*)qpart;                                        // the relu output as B terms
-        float* cand_v = qpart + A;                                    // [16] each warp's best
-        int* cand_i = (int*)(qpart + A + 16);                         // [16] its class
-        const int a0 = 16 * warp + (lane >> 2);                       // this lane's rows: a0, a0 + 8
+        const u16* zf = (const u16*)za;        // the relu output as B terms (sent by P)
+        float* cand_v = qpart;                 // [16] each warp's best
+        int* cand_i = (int*)(qpart + 16);      // [16] its class
+        const int a0 = 16 * warp + (lane >> 2);  // this lane's rows: a0, a0 + 8
         const float ob0 = out_b[a0], ob1 = out_b[a0 + 8];
-#else
-        float ob[8];  // this lane's output biases (warp 0)
-#pragma unroll
-        for (int k = 0; k < 8; k++) ob[k] = out_b[lane * 8 + k];
-#endif
         for (int t = 0; t < n_samples; t++) {
             const long long c0 = clock64();
             // The step's random draw, before the wait (it does not depend on it).
-#ifdef GUMBEL
             float g0 = 0.0f, g1 = 0.0f;
             if (mode != SAMPLE_MODE) {
                 const u64 key = rng_next(rs);
                 g0 = gumbel(key, a0);
                 g1 = gumbel(key, a0 + 8);
             }
-#else
-            float uu = 0.0f;
-            if (warp == 0 && mode != SAMPLE_MODE) uu = rng_uniform(rs);
-#endif
             mbar_wait_critical(bar_in, t & 1);
             const long long c1 = clock64();
             if (tid == 0) ARM(bar_in, A * 4);
-#if defined(HEAD_SPLIT)
-            zf = (u16*)za;  // P sent the B terms
-#elif defined(MMA_HEAD)
-            if (tid < A) head_input(zf, tid, za[tid]);
-            __syncthreads();
-#endif
-#ifdef MMA_HEAD
             float l0, l1;
             head_rows<A>((const uint4*)wo2, zf, l0, l1);
             l0 += ob0;
             l1 += ob1;
-#ifdef GUMBEL
             if (probs_out && (lane & 3) == 0) {
                 logits[a0] = l0;
                 logits[a0 + 8] = l1;
@@ -860,24 +628,14 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
                     cand_i[warp] = bi;
                 }
             }
-#else
-            if ((lane & 3) == 0) {
-                logits[a0] = l0;
-                logits[a0 + 8] = l1;
-            }
-#endif
             __syncthreads();
-#else
-            matvec_halves<A>(wo2, za, qpart);
-            __syncthreads();
-#endif
             const long long c2 = clock64();
             if (warp == 0) {
-#if defined(GUMBEL)
+                // Lanes 0-15 reduce the 16 candidates (lanes 16-31 hold none).
                 float best = lane < 16 ? cand_v[lane] : __int_as_float(0xff800000);
                 int bi = lane < 16 ? cand_i[lane] : A;
 #pragma unroll
-                for (int o = 1; o < 32; o <<= 1) {
+                for (int o = 1; o < 16; o <<= 1) {
                     const float ov = __shfl_xor_sync(0xffffffffu, best, o);
                     const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
                     if (ov > best || (ov == best && oi < bi)) {
@@ -885,34 +643,15 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
                         bi = oi;
                     }
                 }
-                const int y = bi;
-#else
-#ifndef MMA_HEAD
-                // Each lane forms the 8 logits warp_sample reads from it.
-#pragma unroll
-                for (int k = 0; k < 8; k++) {
-                    const int a = lane * 8 + k;
-                    logits[a] = qpart[a] + qpart[A + a] + ob[k];
-                }
-#endif
-#ifdef ACCURATE_SOFTMAX
-                const int y = warp_sample<false>(logits, probs, mode, inv_tau, uu);
-#else
-                const int y = warp_sample<true>(logits, probs, mode, inv_tau, uu);
-#endif
-#endif
+                const int y = R > 32 ? __shfl_sync(0xffffffffu, bi, 0) : bi;  // lanes 0-15 send x for r = 32
                 const int yin = forced ? (int)forced[t] : y;
                 if (t + 1 < n_samples && xlane)
                     send2(b0_xin, embc[yin * R + 2 * lane] + e0, embc[yin * R + 2 * lane + 1] + e1, b0_bar);
                 __syncwarp();
                 if (lane == 0) out[t] = y;
-#ifdef GUMBEL
                 if (probs_out) {
                     warp_sample<true>(logits, probs, SAMPLE_MODE, 1.0f, 0.0f);  // the probabilities only
                     __syncwarp();
-                }
-#endif
-                if (probs_out) {
                     for (int k = lane; k < A; k += 32) probs_out[(size_t)t * A + k] = probs[k];
                 }
                 if (xlane) {

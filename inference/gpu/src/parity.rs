@@ -23,6 +23,12 @@ pub struct Parity {
     pub max_prob_diff: f64,
     /// Free-running mode samples that differ from the reference's.
     pub mode_mismatches: usize,
+    /// Direct-sampling steps whose draw was replayed on the CPU from the
+    /// kernel's own probabilities and generator ([`DrawRule::draw`]), and
+    /// how many of the kernel's draws differ from the replay (only a draw
+    /// within rounding of a tie or a class boundary may).
+    pub draw_steps: usize,
+    pub draw_mismatches: usize,
 }
 
 impl Parity {
@@ -30,6 +36,13 @@ impl Parity {
         self.steps += o.steps;
         self.max_prob_diff = self.max_prob_diff.max(o.max_prob_diff);
         self.mode_mismatches += o.mode_mismatches;
+        self.draw_steps += o.draw_steps;
+        self.draw_mismatches += o.draw_mismatches;
+    }
+
+    /// At most 1 % of the replayed draws differ.
+    pub fn draws_ok(&self) -> bool {
+        self.draw_mismatches * 100 <= self.draw_steps
     }
 }
 
@@ -77,10 +90,25 @@ pub fn single_parity(gpu: &SingleStream, voice: &Voice, cond: &Conditioning, n: 
     let forced = gpu.run(cond, n, mode, 0, Some(&ref_samples), true)?;
     let probs = forced.probs.expect("asked for");
     let free = gpu.run(cond, n, mode, 0, None, false)?;
+    // Direct sampling, teacher-forced: each step's draw replayed from the
+    // kernel's probabilities with the generator of the same seed.
+    const DRAW_SEED: u64 = 5;
+    let direct = gpu.run(cond, n, GpuSampling::new(Sampling::Direct)?, DRAW_SEED, Some(&ref_samples), true)?;
+    let dp = direct.probs.expect("asked for");
+    let rule = gpu.plan().draw_rule();
+    let mut rng = Rng::new(DRAW_SEED);
+    let draw_mismatches = direct
+        .samples
+        .iter()
+        .zip(dp.chunks_exact(A))
+        .filter(|(&y, p)| rule.draw((*p).try_into().expect("A classes"), &mut rng) != y as usize)
+        .count();
     Ok(Parity {
         steps: n,
         max_prob_diff: max_diff(&probs, &ref_probs),
         mode_mismatches: free.samples.iter().zip(&ref_samples).filter(|(a, b)| a != b).count(),
+        draw_steps: n,
+        draw_mismatches,
     })
 }
 
@@ -150,7 +178,7 @@ pub fn multi_parity(
             });
         }
         let mism = got[..n].iter().zip(&ref_samples).filter(|(g, r)| **g != **r as i32).count();
-        total.merge(&Parity { steps: n, max_prob_diff: 0.0, mode_mismatches: mism });
+        total.merge(&Parity { steps: n, mode_mismatches: mism, ..Default::default() });
         // Teacher-forced distributions: a fresh start, the reference's samples fed back.
         let mut forced = vec![0u8; slots * steps];
         forced[slot * steps..slot * steps + n].copy_from_slice(&ref_samples);
@@ -166,7 +194,7 @@ pub fn multi_parity(
         let (ref_samples, _) = reference(voice, &rows(pool, j, n.div_ceil(hop)), n)?;
         let got = &b.samples[j * n..(j + 1) * n];
         let mism = got.iter().zip(&ref_samples).filter(|(g, r)| **g != **r as i32).count();
-        total.merge(&Parity { steps: n, max_prob_diff: 0.0, mode_mismatches: mism });
+        total.merge(&Parity { steps: n, mode_mismatches: mism, ..Default::default() });
     }
     Ok(total)
 }

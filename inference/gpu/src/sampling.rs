@@ -1,9 +1,11 @@
-//! The sampling modes the kernels implement (`warp_sample` in
-//! `kernels/common.cuh`), and the random state they start from.
+//! The sampling modes the kernels implement (`warp_sample` and `gumbel` in
+//! `kernels/common.cuh`), the random state they start from, and the rule
+//! each kernel draws by ([`DrawRule`], with its CPU replay).
 
-use dv_synth::Sampling;
+use dv_synth::{Rng, Sampling};
 
 use crate::error::GpuError;
+use crate::model::A;
 
 /// `SAMPLE_DIRECT`, `SAMPLE_MODE`, `SAMPLE_TEMPERATURE` in `common.cuh`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -37,4 +39,55 @@ impl GpuSampling {
 /// step exactly as `Rng::uniform` does (`rng_uniform` in `common.cuh`).
 pub fn rng_state(seed: u64) -> [u64; 4] {
     dv_synth::Rng::new(seed).state()
+}
+
+/// How a kernel turns one step's distribution and its generator into a
+/// sample under direct sampling (mode sampling draws nothing). Both rules
+/// draw from the same distribution; a seed gives different samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DrawRule {
+    /// One uniform u per step (`Rng::uniform`), then the first class whose
+    /// running sum of p passes u, as `dv_synth` does (`warp_sample`:
+    /// kernels 1, 1b and 2).
+    InverseCdf,
+    /// One 64-bit generator output per step as the key of 256 noises
+    /// ([`gumbel`]), then the argmax of ln p + noise, lowest class on ties
+    /// (kernel 1c, `wavenet_chain`).
+    GumbelMax,
+}
+
+impl DrawRule {
+    /// The class a kernel following this rule draws from `p` (`[A]`), with
+    /// `rng` stepped as the kernel steps its state: the CPU replay that
+    /// checks a kernel's draws against its own probabilities.
+    pub fn draw(self, p: &[f32; A], rng: &mut Rng) -> usize {
+        match self {
+            Self::InverseCdf => dv_synth::direct(p, rng.uniform()) as usize,
+            Self::GumbelMax => {
+                let key = rng.next_u64();
+                let mut best = (f32::NEG_INFINITY, 0);
+                for (k, &pk) in p.iter().enumerate() {
+                    let v = pk.ln() + gumbel(key, k);
+                    if v > best.0 {
+                        best = (v, k);
+                    }
+                }
+                best.1
+            }
+        }
+    }
+}
+
+/// The Gumbel noise of `class` for a step whose generator output is `key`,
+/// as `gumbel` in `kernels/common.cuh` computes it (there with `lg2.approx`):
+/// u = the top 24 bits of splitmix64(key + (class + 1)·φ), centred in its
+/// cell so that 0 < u < 1, then −ln(−ln u). argmax over classes of
+/// (logit + noise) is a draw from the softmax of the logits.
+pub fn gumbel(key: u64, class: usize) -> f32 {
+    let mut z = key.wrapping_add((class as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    let u = ((z >> 40) as f64 + 0.5) / (1u64 << 24) as f64;
+    (-(-u.ln()).ln()) as f32
 }

@@ -4,6 +4,7 @@
 
 use crate::error::GpuError;
 use crate::model::{Sizes, A};
+use crate::sampling::DrawRule;
 
 const COMMON: &str = include_str!("../kernels/common.cuh");
 const SINGLE: &str = include_str!("../kernels/wavenet_single.cu");
@@ -254,6 +255,16 @@ impl SinglePlan {
             chain_warps: gate_warps,
             layers_per_block: 0,
         })
+    }
+
+    /// How the kernel draws under direct sampling: `wavenet_chain` by the
+    /// Gumbel-max rule, the others by the inverse CDF.
+    pub fn draw_rule(&self) -> DrawRule {
+        if self.layers_per_block > 0 {
+            DrawRule::GumbelMax
+        } else {
+            DrawRule::InverseCdf
+        }
     }
 
     /// The kernel's entry point.

@@ -353,7 +353,13 @@ fn single(a: SingleArgs) -> anyhow::Result<()> {
                     // rounding itself is a property of the model, not the kernel).
                     let reference = if bf16 { dv_gpu::parity::bf16_rounded(&voice)? } else { voice.clone() };
                     let par = single_parity(&gpu, &reference, &cond, a.common.parity_steps)?;
-                    let ok = par.max_prob_diff <= tolerance(bf16) && (bf16 || par.mode_mismatches == 0);
+                    let ok = par.max_prob_diff <= tolerance(bf16) && (bf16 || par.mode_mismatches == 0) && par.draws_ok();
+                    eprintln!(
+                        "  {name} {cluster}: direct draws replayed on the CPU ({:?}): {} of {} differ",
+                        plan.draw_rule(),
+                        par.draw_mismatches,
+                        par.draw_steps
+                    );
                     let timing = if ok || a.force_timing {
                         Some(dv_gpu::time_single(&gpu, &cond, n, GpuSampling::new(Sampling::Direct)?, a.repeats)?)
                     } else {
@@ -419,6 +425,7 @@ fn single(a: SingleArgs) -> anyhow::Result<()> {
                         "bench": "gpu-single", "device": dev.name(), "voice": name, "sizes": w.sizes.name(),
                         "bf16": bf16, "cluster": cluster, "threads": threads, "smem_weights": plan.smem_weights,
                         "parity_steps": par.steps, "max_prob_diff": par.max_prob_diff, "mode_mismatches": par.mode_mismatches,
+                        "draw_rule": format!("{:?}", plan.draw_rule()), "draw_mismatches": par.draw_mismatches,
                         "parity_ok": ok, "samples": n, "median_ms": ms, "us_per_sample": us, "real_time_factor": rtf,
                     }))?;
                 }
