@@ -65,6 +65,16 @@
 #error "wavenet_chain takes r = 32 or 64, 256 classes, 512 threads and bfloat16 weights"
 #endif
 
+// k tiles of W_relu (block P) and W_out (block Q) each thread keeps in
+// registers for the launch: all of them (64 KB and 128 KB over 512 threads;
+// run v81: 8.57x against 8.09x for (20, 32, 128) with none, the products
+// bound by shared-memory bandwidth). PREG / QREG set fewer.
+#ifndef PREG
+#define PREG 16
+#endif
+#ifndef QREG
+#define QREG 16
+#endif
 #define NCB ((NL + LPB - 1) / LPB)   // chain blocks
 #define C (NCB + 2)
 #define RP NCB                       // rank of the relu block
@@ -149,8 +159,9 @@ __device__ __forceinline__ void frag_pair(int q, int lane, int& row, int& col) {
 }
 
 // The head: the relu layer (block P) and the output layer (block Q) run on
-// the tensor cores, mma.sync m16n8k16 with the weights as A (bfloat16, in
-// shared memory as fragments) and the input vector as B. B's eight columns
+// the tensor cores, mma.sync m16n8k16 with the weights as A (bfloat16
+// fragments, staged through shared memory into each thread's registers for
+// the launch) and the input vector as B. B's eight columns
 // carry one vector: even columns its bfloat16 hi terms, odd ones its lo terms
 // (v ≈ hi + lo), so a row's result is the sum of a lane's two accumulator
 // columns and the products keep float32 inputs to about 16 bits. Warp w (16
@@ -201,9 +212,19 @@ __device__ __forceinline__ void split_pair(float v0, float v1, u32& h, u32& l) {
     const float r0 = v0 - __uint_as_float(h << 16), r1 = v1 - __uint_as_float(h & 0xffff0000u);
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(l) : "f"(r1), "f"(r0));
 }
-// Rows 16·warp + g (r0) and + 8 (r1) of W · v, W as head_frags, v as head_input.
-template <int K>
-__device__ __forceinline__ void head_rows(const uint4* wf, const u16* zf, float& r0, float& r1) {
+// This lane's fragments of W's first NR k tiles (head_frags in shared
+// memory), to keep in registers across the sample loop.
+template <int K, int NR>
+__device__ __forceinline__ void head_regs(uint4 (&wr)[NR], const uint4* wf) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int kt = 0; kt < NR; kt++) wr[kt] = wf[((size_t)warp * (K / 16) + kt) * 32 + lane];
+}
+// Rows 16·warp + g (r0) and + 8 (r1) of W · v, W as head_frags (its first NR
+// k tiles from wr), v as head_input. Reading W from shared memory bounds
+// these products (16 KB per k tile of the block), hence wr.
+template <int K, int NR>
+__device__ __forceinline__ void head_rows(const uint4 (&wr)[NR], const uint4* wf, const u16* zf, float& r0, float& r1) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const uint4* w = wf + (size_t)warp * (K / 16) * 32 + lane;
     const uint2* z = (const uint2*)zf + ((lane >> 2) & 1) * 4 + (lane & 3);
@@ -211,8 +232,9 @@ __device__ __forceinline__ void head_rows(const uint4* wf, const u16* zf, float&
 #pragma unroll
     for (int kt = 0; kt < K / 16; kt++) {
         const uint2 b = z[kt * 8];
-        if (kt < 4) mma16816(d[kt], w[kt * 32], b.x, b.y);
-        else mma16816_acc(d[kt & 3], w[kt * 32], b.x, b.y);
+        const uint4 a = kt < NR ? wr[kt < NR ? kt : 0] : w[kt * 32];
+        if (kt < 4) mma16816(d[kt], a, b.x, b.y);
+        else mma16816_acc(d[kt & 3], a, b.x, b.y);
     }
     r0 = ((d[0][0] + d[0][1]) + (d[1][0] + d[1][1])) + ((d[2][0] + d[2][1]) + (d[3][0] + d[3][1]));
     r1 = ((d[0][2] + d[0][3]) + (d[1][2] + d[1][3])) + ((d[2][2] + d[2][3]) + (d[3][2] + d[3][3]));
@@ -514,6 +536,9 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
         const int a0 = 16 * warp + (lane >> 2);
         const float sb = tid < S ? skip_b[tid] : 0.0f, rb0 = relu_b[a0], rb1 = relu_b[a0 + 8];
         const u32 q0 = q_za - 4 * tid;  // Q's za, as bytes
+        constexpr int PR = PREG < S / 16 ? PREG : S / 16;
+        uint4 wreg[PR];
+        head_regs<S, PR>(wreg, (const uint4*)wz2);
         for (int t = 0; t < n_samples; t++) {
             const long long c0 = clock64();
             float acc = 0.0f;
@@ -543,7 +568,7 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
             __syncthreads();
             {
                 float r0, r1;
-                head_rows<S>((const uint4*)wz2, (const u16*)zs, r0, r1);
+                head_rows<S, PR>(wreg, (const uint4*)wz2, (const u16*)zs, r0, r1);
                 // Rows a0, a0 + 1 (and + 8) from the lanes of g and g + 1, as hi
                 // and lo pairs (u32 at head_at / 2 and 8 further) into Q's za.
                 const float z0 = fmaxf(r0 + rb0, 0.0f), z1 = fmaxf(r1 + rb1, 0.0f);
@@ -586,6 +611,9 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
         int* cand_i = (int*)(qpart + 16);      // [16] its class
         const int a0 = 16 * warp + (lane >> 2);  // this lane's rows: a0, a0 + 8
         const float ob0 = out_b[a0], ob1 = out_b[a0 + 8];
+        constexpr int QR = QREG < A / 16 ? QREG : A / 16;
+        uint4 wreg[QR];
+        head_regs<A, QR>(wreg, (const uint4*)wo2);
         for (int t = 0; t < n_samples; t++) {
             const long long c0 = clock64();
             // The step's random draw, before the wait (it does not depend on it).
@@ -599,7 +627,7 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
             const long long c1 = clock64();
             if (tid == 0) ARM(bar_in, A * 4);
             float l0, l1;
-            head_rows<A>((const uint4*)wo2, zf, l0, l1);
+            head_rows<A, QR>(wreg, (const uint4*)wo2, zf, l0, l1);
             l0 += ob0;
             l1 += ob1;
             if (probs_out && (lane & 3) == 0) {
