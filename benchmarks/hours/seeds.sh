@@ -8,7 +8,8 @@
 # then watches them until WATCH_S
 # (default 560) has passed. After 150 s and again after 300 s, while the projected end of the
 # runs (from their logged steps) lies beyond SEEDS_BUDGET_S after the start, it stops the
-# highest-numbered run still going, so the rest end within the device time. Then
+# highest-numbered left-to-right run still going (a right-to-left one only if none is left), so
+# the rest end within the device time. Then
 #   G2P_WAIT_S=… ENSEMBLE_RUNS="g2p-s1 …" benchmarks/hours/run.sh ensemble $OUT
 # scores each member and the ensemble.
 set -uo pipefail
@@ -41,10 +42,13 @@ for check in 150 300; do
         [ "$slowest" -gt "$prev_steps" ] || break
         end=$(( check + (${G2P_STEPS:-20000} - slowest) * (check - prev_check) / (slowest - prev_steps) ))
         [ $end -gt ${SEEDS_BUDGET_S:-1150} ] || break
+        # the highest-numbered left-to-right run (a right-to-left run is the ensemble's only rescorer)
         last=${alive[${#alive[@]}-1]}
+        for s in "${alive[@]}"; do [[ " ${REVERSE_SEEDS:-} " == *" $s "* ]] || last=$s; done
         pkill -f "config [g]2p-s$last.toml"
         stamp "projected end at $end s > ${SEEDS_BUDGET_S:-1150} s with ${#alive[@]} runs: stopped g2p-s$last"
-        unset 'alive[${#alive[@]}-1]'
+        kept=(); for s in "${alive[@]}"; do [ "$s" = "$last" ] || kept+=("$s"); done
+        alive=("${kept[@]}")
         break
     done
     prev_check=$check prev_steps=$(for s in "${alive[@]}"; do steps_of g2p-s$s; done | sort -n | head -1)

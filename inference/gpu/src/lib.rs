@@ -25,7 +25,10 @@
 //!    blocks, each holding its layers' W_cur and W_res, x handed from block
 //!    to block by `st.async` on the next block's `mbarrier` (no cluster
 //!    barrier per sample), one block for the relu layer and one for the
-//!    output layer and sampling.
+//!    output layer and sampling; those two layers run on `mma.sync` with
+//!    their weights in registers, and the output block draws by the
+//!    Gumbel-max rule ([`sampling::DrawRule`]: the softmax's distribution,
+//!    other samples for a seed than the inverse CDF of the CPU sampler).
 //! 2. [`MultiStream`] (`kernels/wavenet_multi.cu`): many independent
 //!    streams, highest throughput. Each block owns a group of stream slots
 //!    and advances them one sample per step with no inter-block

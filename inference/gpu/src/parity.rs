@@ -24,7 +24,7 @@ pub struct Parity {
     /// Free-running mode samples that differ from the reference's.
     pub mode_mismatches: usize,
     /// Direct-sampling steps whose draw was replayed on the CPU from the
-    /// kernel's own probabilities and generator ([`DrawRule::draw`]), and
+    /// kernel's own probabilities and generator ([`crate::sampling::DrawRule::draw`]), and
     /// how many of the kernel's draws differ from the replay (only a draw
     /// within rounding of a tie or a class boundary may).
     pub draw_steps: usize,
