@@ -353,7 +353,8 @@ fn single(a: SingleArgs) -> anyhow::Result<()> {
                     // rounding itself is a property of the model, not the kernel).
                     let reference = if bf16 { dv_gpu::parity::bf16_rounded(&voice)? } else { voice.clone() };
                     let par = single_parity(&gpu, &reference, &cond, a.common.parity_steps)?;
-                    let ok = par.max_prob_diff <= tolerance(bf16) && (bf16 || par.mode_mismatches == 0) && par.draws_ok();
+                    let ok =
+                        par.max_prob_diff <= tolerance(bf16) && (bf16 || par.mode_mismatches == 0) && par.draws_ok();
                     eprintln!(
                         "  {name} {cluster}: direct draws replayed on the CPU ({:?}): {} of {} differ",
                         plan.draw_rule(),

@@ -61,7 +61,8 @@ fn both_draw_rules_sample_the_softmax() {
 fn gumbel_noise_has_the_gumbel_mean() {
     use dv_gpu::sampling::gumbel;
     let n = 1 << 16;
-    let mean: f64 = (0..n).map(|k| gumbel(0x1234_5678 + 977 * k as u64, (k % 256) as usize) as f64).sum::<f64>() / n as f64;
+    let mean: f64 =
+        (0..n).map(|k| gumbel(0x1234_5678 + 977 * k as u64, (k % 256) as usize) as f64).sum::<f64>() / n as f64;
     assert!((mean - 0.577_215_66).abs() < 0.02, "mean {mean}");
     assert_eq!(gumbel(42, 7), gumbel(42, 7));
     assert_ne!(gumbel(42, 7), gumbel(42, 8));
