@@ -65,16 +65,6 @@
 #error "wavenet_chain takes r = 32 or 64, 256 classes, 512 threads and bfloat16 weights"
 #endif
 
-// k tiles of W_relu (block P) and W_out (block Q) each thread keeps in
-// registers for the launch: all of them (64 KB and 128 KB over 512 threads;
-// run v81: 8.57x against 8.09x for (20, 32, 128) with none, the products
-// bound by shared-memory bandwidth). PREG / QREG set fewer.
-#ifndef PREG
-#define PREG 16
-#endif
-#ifndef QREG
-#define QREG 16
-#endif
 #define NCB ((NL + LPB - 1) / LPB)   // chain blocks
 #define C (NCB + 2)
 #define RP NCB                       // rank of the relu block
@@ -151,17 +141,11 @@ __device__ __forceinline__ void mma16816_acc(float (&d)[4], const uint4& a, u32 
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
 }
-// Fragment register q of lane (g, c) holds row g + 8 (q & 1), columns
-// 2c + 8 (q >> 1) and + 1 (the first in the low half).
-__device__ __forceinline__ void frag_pair(int q, int lane, int& row, int& col) {
-    row = (lane >> 2) + 8 * (q & 1);
-    col = 2 * (lane & 3) + 8 * (q >> 1);
-}
 
 // The head: the relu layer (block P) and the output layer (block Q) run on
 // the tensor cores, mma.sync m16n8k16 with the weights as A (bfloat16
-// fragments, staged through shared memory into each thread's registers for
-// the launch) and the input vector as B. B's eight columns
+// fragments laid out by the host, in each thread's registers for the
+// launch) and the input vector as B. B's eight columns
 // carry one vector: even columns its bfloat16 hi terms, odd ones its lo terms
 // (v ≈ hi + lo), so a row's result is the sum of a lane's two accumulator
 // columns and the products keep float32 inputs to about 16 bits. Warp w (16
@@ -177,17 +161,6 @@ __device__ __forceinline__ void frag_pair(int q, int lane, int& row, int& col) {
 // 16 warps) and no softmax; the probabilities are formed only when asked
 // for, after x has been sent. The other kernels draw by the inverse CDF
 // (`warp_sample`): a seed gives the same distribution, not the same samples.
-// W [A][K] (row a at W + a·K) as A fragments: uint4 ((mt·K/16 + kt)·32 + lane).
-template <int K>
-__device__ __forceinline__ void head_frags(u32* dst, const wt* W) {
-    for (int e = threadIdx.x; e < A * K / 2; e += NT) {
-        const int q = e & 3, ln = (e >> 2) & 31, rest = e >> 7, kt = rest % (K / 16), mt = rest / (K / 16);
-        int row, col;
-        frag_pair(q, ln, row, col);
-        const wt* s = W + (size_t)(16 * mt + row) * K + 16 * kt + col;
-        dst[e] = (u32)s[0] | ((u32)s[1] << 16);
-    }
-}
 // Where element k (k even: and k + 1) of an input vector sits in
 // head_input's layout, in u16 (its hi term; the lo term 16 later).
 __device__ __forceinline__ int head_at(int k) {
@@ -212,27 +185,28 @@ __device__ __forceinline__ void split_pair(float v0, float v1, u32& h, u32& l) {
     const float r0 = v0 - __uint_as_float(h << 16), r1 = v1 - __uint_as_float(h & 0xffff0000u);
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(l) : "f"(r1), "f"(r0));
 }
-// This lane's fragments of W's first NR k tiles (head_frags in shared
-// memory), to keep in registers across the sample loop.
-template <int K, int NR>
-__device__ __forceinline__ void head_regs(uint4 (&wr)[NR], const uint4* wf) {
+// This lane's A fragments of W's row tile `warp` (W [A][K] as
+// src/model.rs `mma_fragments`: uint4 ((mt·K/16 + kt)·32 + lane)), kept in
+// registers for the launch: 64 KB (W_relu) or 128 KB (W_out) over 512
+// threads. From shared memory the products were bound by its bandwidth
+// (16 KB per k tile of the block): run v81, 8.57x against 8.09x.
+template <int K>
+__device__ __forceinline__ void head_regs(uint4 (&wr)[K / 16], const wt* W) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint4* wf = (const uint4*)W;
 #pragma unroll
-    for (int kt = 0; kt < NR; kt++) wr[kt] = wf[((size_t)warp * (K / 16) + kt) * 32 + lane];
+    for (int kt = 0; kt < K / 16; kt++) wr[kt] = wf[((size_t)warp * (K / 16) + kt) * 32 + lane];
 }
-// Rows 16·warp + g (r0) and + 8 (r1) of W · v, W as head_frags (its first NR
-// k tiles from wr), v as head_input. Reading W from shared memory bounds
-// these products (16 KB per k tile of the block), hence wr.
-template <int K, int NR>
-__device__ __forceinline__ void head_rows(const uint4 (&wr)[NR], const uint4* wf, const u16* zf, float& r0, float& r1) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const uint4* w = wf + (size_t)warp * (K / 16) * 32 + lane;
+// Rows 16·warp + g (r0) and + 8 (r1) of W · v, W as head_regs, v as head_input.
+template <int K>
+__device__ __forceinline__ void head_rows(const uint4 (&wr)[K / 16], const u16* zf, float& r0, float& r1) {
+    const int lane = threadIdx.x & 31;
     const uint2* z = (const uint2*)zf + ((lane >> 2) & 1) * 4 + (lane & 3);
     float d[4][4];
 #pragma unroll
     for (int kt = 0; kt < K / 16; kt++) {
         const uint2 b = z[kt * 8];
-        const uint4 a = kt < NR ? wr[kt < NR ? kt : 0] : w[kt * 32];
+        const uint4 a = wr[kt];
         if (kt < 4) mma16816(d[kt], a, b.x, b.y);
         else mma16816_acc(d[kt & 3], a, b.x, b.y);
     }
@@ -243,7 +217,8 @@ __device__ __forceinline__ void head_rows(const uint4 (&wr)[NR], const uint4* wf
 // Weights (SINGLE_KERNEL_PARAMS): g_wc [NL][R k][R j][2] as (W_cur[j][k],
 // W_cur[R + j][k]) pairs; g_wp [NL][2R][R] (FORMAT.md rows); g_wr [NL-1][R k]
 // [R o] (W_res transposed); g_wsk [NL][R/2][S][2] as (W_skip[s][iR + 2m],
-// W_skip[s][iR + 2m + 1]) pairs; g_wz [A][S]; g_wo [A][A]. hist
+// W_skip[s][iR + 2m + 1]) pairs; g_wz and g_wo (W_relu [A][S], W_out [A][A]) as
+// `mma_fragments` (src/model.rs). hist
 // [HIST_ROWS][R]; prof [32] cycles (src/cuda.rs CHAIN_CLOCK) or null.
 extern "C" __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(NT, 1)
 wavenet_chain(SINGLE_KERNEL_PARAMS)
@@ -271,14 +246,12 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
     float* olds = hsm + LPB * R;             // [LPB][R] x_i(t + 1 - d_i)
     float* rbs = olds + LPB * R;             // [LPB][R] residual biases
     // Block P.
-    u32* wz2 = (u32*)base;                   // W_relu as head_frags<S>
-    float* skb = (float*)(wz2 + S / 2 * A);  // [NCB][S] skip partials (sent)
+    float* skb = (float*)base;               // [NCB][S] skip partials (sent)
     float* zs = skb + NCB * S;               // [S] relu(skip) as B terms (u16 [2S], head_input)
     float* ppart = zs + S;                   // [2][A] (only [TPSP][S]: skip partials)
     float* hl = ppart + 2 * A;               // [LPB][R] the last chain block's h (sent)
     // Block Q.
-    u32* wo2 = (u32*)base;                   // W_out as head_frags<A>
-    float* embc = (float*)(wo2 + A / 2 * A); // [A][R]
+    float* embc = (float*)base;              // [A][R]
     float* za = embc + A * R;                // [A] relu-layer output as B terms (u16 [2A], sent)
     float* probs = za + A;                   // [A]
     float* qpart = probs + A;                // [2][A] (only [32]: each warp's best class)
@@ -299,7 +272,6 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
             mbar_init(bar_pre, NCW);
         }
     } else if (rank == RP) {
-        head_frags<S>(wz2, g_wz);
         if (tid == 0) {
             mbar_init(bar_in, 1);
             for (int il = 0; il < NLAST; il++) {
@@ -308,7 +280,6 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
             }
         }
     } else {
-        head_frags<A>(wo2, g_wo);
         for (int e = tid; e < A * R; e += NT) embc[e] = emb_c[e];
         if (tid == 0) mbar_init(bar_in, 1);
     }
@@ -536,9 +507,8 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
         const int a0 = 16 * warp + (lane >> 2);
         const float sb = tid < S ? skip_b[tid] : 0.0f, rb0 = relu_b[a0], rb1 = relu_b[a0 + 8];
         const u32 q0 = q_za - 4 * tid;  // Q's za, as bytes
-        constexpr int PR = PREG < S / 16 ? PREG : S / 16;
-        uint4 wreg[PR];
-        head_regs<S, PR>(wreg, (const uint4*)wz2);
+        uint4 wreg[S / 16];
+        head_regs<S>(wreg, g_wz);
         for (int t = 0; t < n_samples; t++) {
             const long long c0 = clock64();
             float acc = 0.0f;
@@ -568,7 +538,7 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
             __syncthreads();
             {
                 float r0, r1;
-                head_rows<S, PR>(wreg, (const uint4*)wz2, (const u16*)zs, r0, r1);
+                head_rows<S>(wreg, (const u16*)zs, r0, r1);
                 // Rows a0, a0 + 1 (and + 8) from the lanes of g and g + 1, as hi
                 // and lo pairs (u32 at head_at / 2 and 8 further) into Q's za.
                 const float z0 = fmaxf(r0 + rb0, 0.0f), z1 = fmaxf(r1 + rb1, 0.0f);
@@ -611,9 +581,8 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
         int* cand_i = (int*)(qpart + 16);      // [16] its class
         const int a0 = 16 * warp + (lane >> 2);  // this lane's rows: a0, a0 + 8
         const float ob0 = out_b[a0], ob1 = out_b[a0 + 8];
-        constexpr int QR = QREG < A / 16 ? QREG : A / 16;
-        uint4 wreg[QR];
-        head_regs<A, QR>(wreg, (const uint4*)wo2);
+        uint4 wreg[A / 16];
+        head_regs<A>(wreg, g_wo);
         for (int t = 0; t < n_samples; t++) {
             const long long c0 = clock64();
             // The step's random draw, before the wait (it does not depend on it).
@@ -627,7 +596,7 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
             const long long c1 = clock64();
             if (tid == 0) ARM(bar_in, A * 4);
             float l0, l1;
-            head_rows<A, QR>(wreg, (const uint4*)wo2, zf, l0, l1);
+            head_rows<A>(wreg, zf, l0, l1);
             l0 += ob0;
             l1 += ob1;
             if (probs_out && (lane & 3) == 0) {

@@ -294,6 +294,30 @@ pub struct SingleLayout {
     pub wo: Stored,
 }
 
+/// A row-major `[rows][k]` matrix (rows and k multiples of 16) as the A
+/// fragments of `mma.sync.m16n8k16` over its 16 × 16 tiles: tile (mt, kt)
+/// (`kt` fastest) holds, for each lane (g = lane / 4, c = lane % 4), four
+/// registers q of two values each: row 16·mt + g + 8·(q & 1), columns
+/// 16·kt + 2c + 8·(q >> 1) and the next (the first in the low half). So
+/// element `((tile · 32 + lane) · 4 + q) · 2 + h` of the result is
+/// `m[row][col + h]`, and a lane reads its fragment as one 16-byte word.
+pub fn mma_fragments(m: &[f32], rows: usize, k: usize) -> Vec<f32> {
+    let mut out = Vec::with_capacity(rows * k);
+    for mt in 0..rows / 16 {
+        for kt in 0..k / 16 {
+            for lane in 0..32 {
+                for q in 0..4 {
+                    let row = 16 * mt + lane / 4 + 8 * (q & 1);
+                    let col = 16 * kt + 2 * (lane % 4) + 8 * (q >> 1);
+                    out.push(m[row * k + col]);
+                    out.push(m[row * k + col + 1]);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The row of the gate matrix behind block c's slice row q.
 pub fn gate_row(r: usize, u: usize, c: usize, q: usize) -> usize {
     if q < u {
@@ -339,7 +363,8 @@ impl SingleLayout {
     /// The layout of `wavenet_chain`: as [`SingleLayout::chain_block`], with
     /// W_skip as `[ℓ][r/2][s][2]` pairs (W_skip[o, i·r + 2m], W_skip[o,
     /// i·r + 2m + 1]) so that the threads owning consecutive skip rows read
-    /// consecutive words of one layer's columns.
+    /// consecutive words of one layer's columns, and the relu and output
+    /// layers as `mma.sync` A fragments ([`mma_fragments`]).
     pub fn chain_split(w: &Weights) -> Self {
         let Sizes { layers: l, residual: r, skip: s, .. } = w.sizes;
         let mut wsk = Vec::with_capacity(s * l * r);
@@ -351,7 +376,12 @@ impl SingleLayout {
                 }
             }
         }
-        Self { wsk: Stored::new(wsk, true), ..Self::chain_block(w, true) }
+        Self {
+            wsk: Stored::new(wsk, true),
+            wz: Stored::new(mma_fragments(&w.relu_w, A, s), true),
+            wo: Stored::new(mma_fragments(&w.out_w, A, A), true),
+            ..Self::chain_block(w, true)
+        }
     }
 
     /// Slices `w` over a cluster of `cluster` blocks (which must divide r and A).

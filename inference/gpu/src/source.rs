@@ -159,8 +159,8 @@ impl SinglePlan {
         let chain = bars
             + lpb * r * r * (4 + 2)
             + 4 * (r + 2 * r * lpb + 2 * r * cq + r * cq + 2 * chain_warps * (r / cq) + 4 * r * lpb);
-        let relu = bars + 4 * (s / 2 * A) + 4 * (chain_blocks * s + s + 2 * A + lpb * r);
-        let output = bars + 4 * (A / 2 * A) + 4 * (A * r + 5 * A);
+        let relu = bars + 4 * (chain_blocks * s + s + 2 * A + lpb * r);
+        let output = bars + 4 * (A * r + 5 * A);
         let smem_bytes = chain.max(relu).max(output);
         if smem_bytes > smem_limit {
             return bad(format!(

@@ -287,10 +287,10 @@ fn chain_split_layout_and_plans() {
         assert_eq!(lay.wsk.get(at), bf(w.skip_w[o * l * r + i * r + 2 * m]));
         assert_eq!(lay.wsk.get(at + 1), bf(w.skip_w[o * l * r + i * r + 2 * m + 1]));
     }
-    // The rest is the chain-block layout in bfloat16.
+    // The chain's matrices are the chain-block layout in bfloat16 (the head: below).
     let cb = dv_gpu::model::SingleLayout::chain_block(&w, true);
     assert_eq!(lay.wc.get(777), cb.wc.get(777));
-    assert_eq!(lay.wo.get(4321), cb.wo.get(4321));
+    assert_eq!(lay.wr.get(4321), cb.wr.get(4321));
     // 8 layers per block: 5 chain blocks + 2; 4 or 8 chain warps; r = 32, zero
     // layers per block and too many blocks are refused.
     let smem = 227 * 1024;
@@ -535,4 +535,73 @@ fn the_fastest_plan_is_kernel_2e_for_r_64_on_hopper() {
     assert_eq!((p.entry(), p.streams_per_block, p.wgmma), ("wavenet_tiles", 64, true));
     let p = MultiPlan::fastest(&weights("20x64x128").sizes, (8, 0), 163 * 1024).unwrap();
     assert_eq!((p.entry(), p.streams_per_block, p.wgmma), ("wavenet_tiles", 32, false));
+}
+
+/// Where `wavenet_chain`'s `head_input` puts element k of a vector (its hi
+/// term; the lo term 16 u16 later): `head_at` in the kernel.
+fn head_at(k: usize) -> usize {
+    let rr = k & 15;
+    (k >> 4) * 32 + ((rr & 7) >> 1) * 4 + (rr >> 3) * 2 + (rr & 1)
+}
+
+/// Block P's and Q's products as the kernel computes them, from the host's
+/// fragment layout: each warp's `mma.sync.m16n8k16` over its row tile, the
+/// A fragment of lane (g, c) as `mma_fragments` stores it, the B operand
+/// read from `head_input`'s layout (hi terms in the even columns, lo terms
+/// in the odd ones), and a row as the sum of a lane's two accumulator
+/// columns. Every lane's two rows must be W·v (bfloat16 W).
+#[test]
+fn the_head_fragments_give_each_lane_its_rows_products() {
+    let bf = |v: f32| bf16_value(bf16_bits(v));
+    for preset in ["20x32x128", "40x64x256"] {
+        let w = weights(preset);
+        let lay = SingleLayout::chain_split(&w);
+        let s = w.sizes.skip;
+        let mut g = dv_synth::Rng::new(5);
+        for (name, m, k, frags) in [("W_relu", &w.relu_w, s, &lay.wz), ("W_out", &w.out_w, A, &lay.wo)] {
+            assert_eq!(frags.len(), A * k, "{name}");
+            let v: Vec<f32> = (0..k).map(|_| 4.0 * g.uniform() - 1.0).collect();
+            // head_input: u16 terms of each element, as values.
+            let mut zf = vec![0f32; 2 * k];
+            for (e, &x) in v.iter().enumerate() {
+                let hi = bf(x);
+                zf[head_at(e)] = hi;
+                zf[head_at(e) + 16] = bf(x - hi);
+            }
+            let mut worst = 0f64;
+            for warp in 0..A / 16 {
+                for lane in 0..32 {
+                    let (gq, c) = (lane / 4, lane % 4);
+                    let mut rows = [0f64; 2];
+                    for kt in 0..k / 16 {
+                        // The tile's A[row][col] from the 32 lanes' fragments.
+                        let tile = warp * (k / 16) + kt;
+                        let a = |row: usize, col: usize| {
+                            let (ln, q) = (4 * (row % 8) + (col % 8) / 2, row / 8 + 2 * (col / 8));
+                            frags.get(((tile * 32 + ln) * 4 + q) * 2 + col % 2) as f64
+                        };
+                        // B[kk][n]: lane (n, c') reads uint2 (kt·8 + (n & 1)·4 + c'): u16 [+0, +1] are
+                        // inputs 2c', 2c' + 1 and [+2, +3] inputs 2c' + 8, 2c' + 9.
+                        let b = |kk: usize, n: usize| {
+                            let cp = (kk % 8) / 2;
+                            let at = (kt * 8 + (n & 1) * 4 + cp) * 4 + (kk / 8) * 2 + kk % 2;
+                            zf[at] as f64
+                        };
+                        for (h, row) in [gq, gq + 8].into_iter().enumerate() {
+                            for col in [2 * c, 2 * c + 1] {
+                                rows[h] += (0..16).map(|kk| a(row, kk) * b(kk, col)).sum::<f64>();
+                            }
+                        }
+                    }
+                    for (h, row) in [16 * warp + gq, 16 * warp + gq + 8].into_iter().enumerate() {
+                        let want: f64 = (0..k).map(|e| bf(m[row * k + e]) as f64 * v[e] as f64).sum();
+                        let scale: f64 = (0..k).map(|e| (m[row * k + e] * v[e]).abs() as f64).sum::<f64>() + 1e-30;
+                        worst = worst.max((rows[h] - want).abs() / scale);
+                    }
+                }
+            }
+            // hi + lo keeps about 16 bits of each input.
+            assert!(worst < 2e-5, "{preset} {name}: relative error {worst:e}");
+        }
+    }
 }
