@@ -28,9 +28,10 @@
 //     follows the chain layer by layer (an mbarrier per layer) with
 //     W_skip from L2, while it waits anyway.
 //   block P (rank NCB): the last block's skip rows, the sum of all skip
-//        partials, relu, the relu layer.
-//   block Q (rank NCB + 1): the output layer, softmax and sampling, and the
-//        next sample's embedding (emb_c in shared memory), sent to block 0.
+//        partials, relu, the relu layer (on the tensor cores: "The head" below).
+//   block Q (rank NCB + 1): the output layer (tensor cores), the Gumbel-max
+//        draw, and the next sample's embedding (emb_c in shared memory),
+//        sent to block 0.
 //
 // Every buffer another block writes has one mbarrier that completes one
 // phase per sample (its owner arms it with the bytes it expects); so each
@@ -50,9 +51,9 @@
 // `expf`), as kernel 2b's gate does. ABL_GATE, ABL_GPROD and ABL_RES leave out a part of each layer
 // (they fail parity; `dv bench gpu-single --force-timing` times them).
 // SPIN_WAIT is a measured alternative, off by default (benchmarks/gpu.md,
-// runs v38 and v78). The chain blocks' layer loop is unrolled for r = 32
+// runs v38 and v80). The chain blocks' layer loop is unrolled for r = 32
 // (ROLL_LAYERS: not) and not for r = 64 (UNROLL_LAYERS: unrolled), the
-// faster of each (runs v39, v77).
+// faster of each (runs v39, v77, v80).
 //
 // Extra defines: NT (512), CQ (input parts: 2 or 4), LPB (layers per chain
 // block).
