@@ -48,9 +48,12 @@ pub struct EvaluateArgs {
     /// reversed wins. Repeat the flag for each.
     #[arg(long = "rescore-with", value_name = "CHECKPOINT")]
     rescore_with: Vec<PathBuf>,
-    /// G2P: the weight of the right-to-left score.
-    #[arg(long, default_value_t = 1.0)]
-    rescore_weight: f64,
+    /// G2P: the weight of the right-to-left score; several, comma-separated
+    /// (`0,0.25,0.5,1`), decode and score the n-best lists once and report
+    /// each weight (0 is the left-to-right ensemble alone; `--errors` lists
+    /// the first weight's errors).
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    rescore_weight: Vec<f64>,
     /// G2P: where to decode (`cpu`, `cuda`, `cuda:N`).
     #[arg(long, default_value = "cpu")]
     device: String,
@@ -102,34 +105,36 @@ fn run_g2p(a: &EvaluateArgs, name: &str, cfg: &RunConfig, ck: &dv_train::Checkpo
     let t0 = std::time::Instant::now();
     let refs: Vec<&dv_train::G2p> = models.iter().collect();
     let r2l_refs: Vec<&dv_train::G2p> = r2l.iter().collect();
-    let rescore = (!r2l_refs.is_empty()).then_some((&r2l_refs[..], a.rescore_weight));
+    let rescore = (!r2l_refs.is_empty()).then_some((&r2l_refs[..], &a.rescore_weight[..]));
     // Progress on stderr every 10 % (an ensemble of paper-size models takes minutes).
     let decoded = dv_train::pronunciation::decode_with_progress(&refs, set, width, a.limit, rescore, |done, n| {
         if n >= 1000 && done % (n / 10) == 0 && done < n {
             eprintln!("decoded {done} of {n} words ({:.0} s)", t0.elapsed().as_secs_f64());
         }
     })?;
-    let m = dv_train::pronunciation::score(&decoded, set, width);
     if let Some(path) = &a.errors {
-        let n = write_errors(path, set, &decoded)?;
+        let n = write_errors(path, set, &decoded[0])?;
         eprintln!("{n} words decoded wrongly → {}", path.display());
     }
-    let mut ensemble = if models.len() > 1 { format!(", ensemble of {}", models.len()) } else { String::new() };
-    if !r2l.is_empty() {
-        ensemble += &format!(", rescored by {} right-to-left (weight {})", r2l.len(), a.rescore_weight);
+    let seconds = t0.elapsed().as_secs_f64();
+    for (way, decoded) in decoded.iter().enumerate() {
+        let m = dv_train::pronunciation::score(decoded, set, width);
+        let mut ensemble = if models.len() > 1 { format!(", ensemble of {}", models.len()) } else { String::new() };
+        if !r2l.is_empty() {
+            ensemble += &format!(", rescored by {} right-to-left (weight {})", r2l.len(), a.rescore_weight[way]);
+        }
+        println!(
+            "{} {} words at step {}{ensemble}, beam {width}: PER {:.2}%, WER {:.2}% ({seconds:.1} s); stress ignored: PER {:.2}%, WER {:.2}%",
+            m.words,
+            what,
+            ck.state.step,
+            100.0 * m.per,
+            100.0 * m.wer,
+            100.0 * m.per_no_stress,
+            100.0 * m.wer_no_stress
+        );
+        println!("{}", serde_json::to_string(&m)?);
     }
-    println!(
-        "{} {} words at step {}{ensemble}, beam {width}: PER {:.2}%, WER {:.2}% ({:.1} s); stress ignored: PER {:.2}%, WER {:.2}%",
-        m.words,
-        what,
-        ck.state.step,
-        100.0 * m.per,
-        100.0 * m.wer,
-        t0.elapsed().as_secs_f64(),
-        100.0 * m.per_no_stress,
-        100.0 * m.wer_no_stress
-    );
-    println!("{}", serde_json::to_string(&m)?);
     Ok(())
 }
 

@@ -321,8 +321,9 @@ pub fn beam_ensemble_nbest(
         }
         let k = live.len() as i64;
         let prev: Vec<i64> = live.iter().map(|(t, _)| *t.last().unwrap_or(&BOS)).collect();
-        // Mean log-probabilities [k · 201] and each model's new states.
-        let mut lp = vec![0f64; live.len() * classes];
+        // Mean log-probabilities [k · 201] (summed where the models are, one
+        // copy to the host per step) and each model's new states.
+        let mut sum: Option<Tensor> = None;
         let mut new_states = Vec::with_capacity(models.len());
         for ((m, e), st) in models.iter().zip(&encoded).zip(&states) {
             let device = m.vs.device();
@@ -333,14 +334,15 @@ pub fn beam_ensemble_nbest(
                 valid: e.valid.f_expand([k, -1, -1], false)?,
             };
             let (logits, ns) = tch::no_grad(|| m.decode(&inp, st, &batch, false, 0, &[0]))?;
-            let v = Vec::<f32>::try_from(
-                logits.f_log_softmax(-1, Kind::Float)?.f_to_device(tch::Device::Cpu)?.f_view([-1])?,
-            )?;
-            for (a, b) in lp.iter_mut().zip(v) {
-                *a += b as f64 / models.len() as f64;
-            }
+            let lp = logits.f_log_softmax(-1, Kind::Float)?.f_to_kind(Kind::Double)?.f_view([-1])?;
+            sum = Some(match sum {
+                None => lp,
+                Some(s) => s.f_add(&lp.f_to_device(s.device())?)?,
+            });
             new_states.push(ns);
         }
+        let total = sum.expect("≥ 1 model").f_to_device(tch::Device::Cpu)?;
+        let lp: Vec<f64> = Vec::<f64>::try_from(total)?.into_iter().map(|x| x / models.len() as f64).collect();
         let mut cands: Vec<(usize, i64, f64)> = Vec::with_capacity(lp.len());
         for (h, (_, score)) in live.iter().enumerate() {
             for t in 0..classes {
@@ -450,18 +452,39 @@ pub fn rescore(
     letters: &[i64],
     weight: f64,
 ) -> Result<(Vec<i64>, f64), TrainError> {
-    let revs: Vec<Vec<i64>> = nbest.iter().map(|(t, _)| t.iter().rev().copied().collect()).collect();
-    let r2l = if nbest.is_empty() { vec![] } else { sequence_scores(right_to_left, letters, &revs)? };
-    let mut best: Option<(Vec<i64>, f64)> = None;
-    for ((tokens, score), r) in nbest.iter().zip(r2l) {
-        let s = score + weight * r;
-        if best.as_ref().is_none_or(|b| s > b.1) {
-            best = Some((tokens.clone(), s));
-        }
+    Ok(rescore_weights(nbest, right_to_left, letters, &[weight])?.swap_remove(0))
+}
+
+/// [`rescore`] for each of `weights`, from one right-to-left scoring of the
+/// list: the winner per weight, in the order of `weights`.
+pub fn rescore_weights(
+    nbest: &[(Vec<i64>, f64)],
+    right_to_left: &[&G2p],
+    letters: &[i64],
+    weights: &[f64],
+) -> Result<Vec<(Vec<i64>, f64)>, TrainError> {
+    if nbest.is_empty() || weights.is_empty() {
+        return Err(TrainError::Shape {
+            what: "g2p rescoring",
+            expected: "≥ 1 hypothesis and ≥ 1 weight".into(),
+            got: format!("{} hypotheses, {} weights", nbest.len(), weights.len()),
+        });
     }
-    best.ok_or_else(|| TrainError::Shape {
-        what: "g2p rescoring", expected: "≥ 1 hypothesis".into(), got: "0".into()
-    })
+    let revs: Vec<Vec<i64>> = nbest.iter().map(|(t, _)| t.iter().rev().copied().collect()).collect();
+    let r2l = sequence_scores(right_to_left, letters, &revs)?;
+    Ok(weights
+        .iter()
+        .map(|w| {
+            // The first on ties: the n-best list's own order.
+            let (i, s) = nbest
+                .iter()
+                .zip(&r2l)
+                .map(|((_, s), r)| s + w * r)
+                .enumerate()
+                .fold((0, f64::NEG_INFINITY), |best, (i, s)| if s > best.1 { (i, s) } else { best });
+            (nbest[i].0.clone(), s)
+        })
+        .collect())
 }
 
 /// Reverses each sequence within its length (padding stays in place).

@@ -181,15 +181,18 @@ pub type Decoded = (Vec<i64>, f64);
 /// Decodes up to `limit` words of `data` with beam `width`; more than one
 /// model decode as an ensemble ([`crate::g2p::beam_ensemble`]).
 pub fn decode(models: &[&G2p], data: &Pronunciations, width: usize, limit: usize) -> Result<Vec<Decoded>, TrainError> {
-    decode_with_progress(models, data, width, limit, None, |_, _| {})
+    Ok(decode_with_progress(models, data, width, limit, None, |_, _| {})?.swap_remove(0))
 }
 
 /// Right-to-left models ([`LexiconConfig::reverse`]) that rescore each
-/// word's n-best list, and the weight of their score.
-pub type Rescore<'a> = (&'a [&'a G2p], f64);
+/// word's n-best list, and the weights of their score to try.
+pub type Rescore<'a> = (&'a [&'a G2p], &'a [f64]);
 
-/// [`decode`], calling `progress(done, total)` after every word; with
-/// `rescore`, each word's n-best list is reordered by [`crate::g2p::rescore`].
+/// [`decode`], calling `progress(done, total)` after every word. Without
+/// `rescore` the result holds one decoding; with it, one per weight: each
+/// word's n-best list ([`crate::g2p::beam_ensemble_nbest`]) is decoded and
+/// scored by the right-to-left models once, then reordered for each weight
+/// ([`crate::g2p::rescore_weights`]).
 pub fn decode_with_progress(
     models: &[&G2p],
     data: &Pronunciations,
@@ -197,21 +200,24 @@ pub fn decode_with_progress(
     limit: usize,
     rescore: Option<Rescore>,
     mut progress: impl FnMut(usize, usize),
-) -> Result<Vec<Decoded>, TrainError> {
+) -> Result<Vec<Vec<Decoded>>, TrainError> {
     let n = data.len().min(limit);
-    (0..n)
-        .map(|i| {
-            let d = match rescore {
-                None => crate::g2p::beam_ensemble(models, &data.letters[i], width),
-                Some((r2l, weight)) => {
-                    let nbest = crate::g2p::beam_ensemble_nbest(models, &data.letters[i], width, width)?;
-                    crate::g2p::rescore(&nbest, r2l, &data.letters[i], weight)
-                }
-            };
-            progress(i + 1, n);
-            d
-        })
-        .collect()
+    let ways = rescore.map_or(1, |(_, w)| w.len());
+    let mut out = vec![Vec::with_capacity(n); ways];
+    for i in 0..n {
+        let d = match rescore {
+            None => vec![crate::g2p::beam_ensemble(models, &data.letters[i], width)?],
+            Some((r2l, weights)) => {
+                let nbest = crate::g2p::beam_ensemble_nbest(models, &data.letters[i], width, width)?;
+                crate::g2p::rescore_weights(&nbest, r2l, &data.letters[i], weights)?
+            }
+        };
+        for (o, d) in out.iter_mut().zip(d) {
+            o.push(d);
+        }
+        progress(i + 1, n);
+    }
+    Ok(out)
 }
 
 /// A token's phoneme, stress dropped (tokens are `1 + phoneme · 5 + stress`).

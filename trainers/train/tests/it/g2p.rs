@@ -237,7 +237,7 @@ fn label_smoothing_matches_the_formula_and_leaves_validation_alone() {
 /// keeps the first hypothesis, and with another model it picks the best sum.
 #[test]
 fn nbest_lists_sequence_scores_and_right_to_left_rescoring() {
-    use dv_train::g2p::{beam_ensemble, beam_ensemble_nbest, rescore, sequence_score};
+    use dv_train::g2p::{beam_ensemble, beam_ensemble_nbest, rescore, rescore_weights, sequence_score};
     let a = dv_train::with_rng(5, || G2p::new(&G2pConfig { dropout: 0.0, ..G2pConfig::tiny() }, Device::Cpu)).unwrap();
     let b = dv_train::with_rng(7, || G2p::new(&G2pConfig { dropout: 0.0, ..G2pConfig::tiny() }, Device::Cpu)).unwrap();
     let mut reordered = 0;
@@ -272,6 +272,13 @@ fn nbest_lists_sequence_scores_and_right_to_left_rescoring() {
             assert!((s - best).abs() < 1e-4, "{w}: {s} vs {best}");
             assert_eq!(pick, nbest[sums.iter().position(|&x| x == best).unwrap()].0, "{w}");
             reordered += usize::from(pick != nbest[0].0);
+        }
+        // Several weights from one scoring give what each weight gives alone.
+        let many = rescore_weights(&nbest, &[&b], &l, &[0.0, 1.0, -10.0]).unwrap();
+        for (weight, got) in [0.0, 1.0, -10.0].into_iter().zip(many) {
+            let one = rescore(&nbest, &[&b], &l, weight).unwrap();
+            assert_eq!(got.0, one.0, "{w}: weight {weight}");
+            assert!((got.1 - one.1).abs() < 1e-9, "{w}: weight {weight}");
         }
     }
     assert!(reordered > 0, "the second model never changed a choice: the test would not see it ignored");
