@@ -54,12 +54,6 @@ pub struct EvaluateArgs {
     /// the first weight's errors).
     #[arg(long, value_delimiter = ',', default_value = "1")]
     rescore_weight: Vec<f64>,
-    /// G2P: choose each word's pronunciation from its n-best list by minimum
-    /// Bayes risk under edit distance (the one closest, in expected phoneme
-    /// edits, to the list weighted by the hypotheses' posteriors) instead of
-    /// the best score; with `--rescore-with`, under the rescored scores.
-    #[arg(long)]
-    mbr: bool,
     /// G2P: where to decode (`cpu`, `cuda`, `cuda:N`).
     #[arg(long, default_value = "cpu")]
     device: String,
@@ -111,12 +105,7 @@ fn run_g2p(a: &EvaluateArgs, name: &str, cfg: &RunConfig, ck: &dv_train::Checkpo
     let t0 = std::time::Instant::now();
     let refs: Vec<&dv_train::G2p> = models.iter().collect();
     let r2l_refs: Vec<&dv_train::G2p> = r2l.iter().collect();
-    let no_rescoring = [0.0];
-    let rescore = (!r2l_refs.is_empty() || a.mbr).then_some(dv_train::pronunciation::Rescore {
-        right_to_left: &r2l_refs,
-        weights: if r2l_refs.is_empty() { &no_rescoring } else { &a.rescore_weight },
-        mbr: a.mbr,
-    });
+    let rescore = (!r2l_refs.is_empty()).then_some((&r2l_refs[..], &a.rescore_weight[..]));
     // Progress on stderr every 10 % (an ensemble of paper-size models takes minutes).
     let decoded = dv_train::pronunciation::decode_with_progress(&refs, set, width, a.limit, rescore, |done, n| {
         if n >= 1000 && done % (n / 10) == 0 && done < n {
@@ -131,9 +120,6 @@ fn run_g2p(a: &EvaluateArgs, name: &str, cfg: &RunConfig, ck: &dv_train::Checkpo
     for (way, decoded) in decoded.iter().enumerate() {
         let m = dv_train::pronunciation::score(decoded, set, width);
         let mut ensemble = if models.len() > 1 { format!(", ensemble of {}", models.len()) } else { String::new() };
-        if a.mbr {
-            ensemble += ", minimum Bayes risk";
-        }
         if !r2l.is_empty() {
             ensemble += &format!(", rescored by {} right-to-left (weight {})", r2l.len(), a.rescore_weight[way]);
         }
@@ -201,8 +187,8 @@ pub(crate) fn run(a: EvaluateArgs) -> anyhow::Result<()> {
     if matches!(cfg.data, DataConfig::Lexicon(_)) {
         return run_g2p(&a, &name, &cfg, &ck);
     }
-    if !a.with.is_empty() || a.errors.is_some() || !a.rescore_with.is_empty() || a.mbr {
-        anyhow::bail!("{name}: --with, --rescore-with, --mbr and --errors are for G2P checkpoints");
+    if !a.with.is_empty() || a.errors.is_some() || !a.rescore_with.is_empty() {
+        anyhow::bail!("{name}: --with, --rescore-with and --errors are for G2P checkpoints");
     }
     if a.dev {
         anyhow::bail!(

@@ -452,20 +452,16 @@ pub fn rescore(
     letters: &[i64],
     weight: f64,
 ) -> Result<(Vec<i64>, f64), TrainError> {
-    Ok(rescore_weights(nbest, right_to_left, letters, &[weight], false)?.swap_remove(0))
+    Ok(rescore_weights(nbest, right_to_left, letters, &[weight])?.swap_remove(0))
 }
 
 /// [`rescore`] for each of `weights`, from one right-to-left scoring of the
-/// list: the winner per weight, in the order of `weights`. No right-to-left
-/// models leave each hypothesis its own score. With `mbr`, the winner is
-/// instead [`mbr_choice`] under the combined scores (and its score is the
-/// combined one).
+/// list: the winner per weight, in the order of `weights`.
 pub fn rescore_weights(
     nbest: &[(Vec<i64>, f64)],
     right_to_left: &[&G2p],
     letters: &[i64],
     weights: &[f64],
-    mbr: bool,
 ) -> Result<Vec<(Vec<i64>, f64)>, TrainError> {
     if nbest.is_empty() || weights.is_empty() {
         return Err(TrainError::Shape {
@@ -474,40 +470,21 @@ pub fn rescore_weights(
             got: format!("{} hypotheses, {} weights", nbest.len(), weights.len()),
         });
     }
-    let r2l = if right_to_left.is_empty() {
-        vec![0.0; nbest.len()]
-    } else {
-        let revs: Vec<Vec<i64>> = nbest.iter().map(|(t, _)| t.iter().rev().copied().collect()).collect();
-        sequence_scores(right_to_left, letters, &revs)?
-    };
+    let revs: Vec<Vec<i64>> = nbest.iter().map(|(t, _)| t.iter().rev().copied().collect()).collect();
+    let r2l = sequence_scores(right_to_left, letters, &revs)?;
     Ok(weights
         .iter()
         .map(|w| {
-            let combined: Vec<f64> = nbest.iter().zip(&r2l).map(|((_, s), r)| s + w * r).collect();
             // The first on ties: the n-best list's own order.
-            let i = if mbr {
-                mbr_choice(nbest, &combined)
-            } else {
-                combined.iter().enumerate().fold(0, |best, (i, s)| if *s > combined[best] { i } else { best })
-            };
-            (nbest[i].0.clone(), combined[i])
+            let (i, s) = nbest
+                .iter()
+                .zip(&r2l)
+                .map(|((_, s), r)| s + w * r)
+                .enumerate()
+                .fold((0, f64::NEG_INFINITY), |best, (i, s)| if s > best.1 { (i, s) } else { best });
+            (nbest[i].0.clone(), s)
         })
         .collect())
-}
-
-/// Minimum Bayes risk under edit distance (the phoneme error rate's own
-/// loss): the index of the hypothesis of `nbest` with the least expected
-/// edit distance to the list, each hypothesis weighted by its posterior
-/// within the list (a softmax of `scores`, summed log-probabilities); the
-/// first on ties.
-pub fn mbr_choice(nbest: &[(Vec<i64>, f64)], scores: &[f64]) -> usize {
-    let top = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let p: Vec<f64> = scores.iter().map(|s| (s - top).exp()).collect();
-    let z: f64 = p.iter().sum();
-    let risk: Vec<f64> = (0..nbest.len())
-        .map(|j| nbest.iter().zip(&p).map(|((h, _), pi)| pi / z * dv_align::edit_distance(&nbest[j].0, h) as f64).sum())
-        .collect();
-    (0..nbest.len()).fold(0, |best, j| if risk[j] < risk[best] - 1e-12 { j } else { best })
 }
 
 /// Reverses each sequence within its length (padding stays in place).

@@ -184,16 +184,9 @@ pub fn decode(models: &[&G2p], data: &Pronunciations, width: usize, limit: usize
     Ok(decode_with_progress(models, data, width, limit, None, |_, _| {})?.swap_remove(0))
 }
 
-/// How each word's pronunciation is chosen from its n-best list instead of
-/// taking the beam's best: right-to-left models ([`LexiconConfig::reverse`],
-/// none for no rescoring) and the weights of their score to try, and whether
-/// to choose by minimum Bayes risk ([`crate::g2p::mbr_choice`]).
-#[derive(Clone, Copy)]
-pub struct Rescore<'a> {
-    pub right_to_left: &'a [&'a G2p],
-    pub weights: &'a [f64],
-    pub mbr: bool,
-}
+/// Right-to-left models ([`LexiconConfig::reverse`]) that rescore each
+/// word's n-best list, and the weights of their score to try.
+pub type Rescore<'a> = (&'a [&'a G2p], &'a [f64]);
 
 /// [`decode`], calling `progress(done, total)` after every word. Without
 /// `rescore` the result holds one decoding; with it, one per weight: each
@@ -209,14 +202,14 @@ pub fn decode_with_progress(
     mut progress: impl FnMut(usize, usize),
 ) -> Result<Vec<Vec<Decoded>>, TrainError> {
     let n = data.len().min(limit);
-    let ways = rescore.map_or(1, |r| r.weights.len());
+    let ways = rescore.map_or(1, |(_, w)| w.len());
     let mut out = vec![Vec::with_capacity(n); ways];
     for i in 0..n {
         let d = match rescore {
             None => vec![crate::g2p::beam_ensemble(models, &data.letters[i], width)?],
-            Some(r) => {
+            Some((r2l, weights)) => {
                 let nbest = crate::g2p::beam_ensemble_nbest(models, &data.letters[i], width, width)?;
-                crate::g2p::rescore_weights(&nbest, r.right_to_left, &data.letters[i], r.weights, r.mbr)?
+                crate::g2p::rescore_weights(&nbest, r2l, &data.letters[i], weights)?
             }
         };
         for (o, d) in out.iter_mut().zip(d) {
