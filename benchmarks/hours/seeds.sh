@@ -33,15 +33,8 @@ if [ "$budget" = auto ]; then
     stamp "uptime $up s: budget $budget s"
 fi
 if [ -n "${MPS:-}" ]; then
-    if command -v nvidia-cuda-mps-control > /dev/null && nvidia-cuda-mps-control -d; then
-        if timeout 90 python3 -c "import torch; print(torch.ones(4, device='cuda').sum().item())" > /dev/null; then
-            stamp "MPS on"
-        else
-            echo quit | nvidia-cuda-mps-control; sleep 2; stamp "MPS: a client failed, MPS off"
-        fi
-    else
-        stamp "MPS: cannot start, off"
-    fi
+    source "$here/benchmarks/device_env.sh"
+    mps_on "$out/phases.txt"
 fi
 seeds=(${SEEDS:-1 2 3 4})
 for s in "${seeds[@]}"; do

@@ -37,6 +37,10 @@ pub struct ExportArgs {
     /// element-wise with `--checkpoint`'s (checkpoint averaging, as ESPnet and fairseq do).
     #[arg(long, num_args = 1.., requires = "model_only")]
     average: Vec<PathBuf>,
+    /// With `--model-only`: store the weights in half precision (IEEE binary16), half the
+    /// bytes; `dv export`, `dv evaluate` and `dv train` read them back as float32.
+    #[arg(long, requires = "model_only")]
+    half: bool,
     /// Words decoded into the package's G2P golden outputs (from the run's test split).
     #[arg(long, default_value_t = 20)]
     golden_words: usize,
@@ -306,7 +310,11 @@ pub(crate) fn run(a: ExportArgs) -> anyhow::Result<()> {
         }
         let steps: Vec<String> = cks.iter().map(|(_, ck)| ck.state.step.to_string()).collect();
         let (state, tensors) = dv_train::checkpoint::average(&cks)?;
-        let bytes = dv_train::checkpoint::encode(&state, &tensors)?;
+        let bytes = if a.half {
+            dv_train::checkpoint::encode_half(&state, &tensors)?
+        } else {
+            dv_train::checkpoint::encode(&state, &tensors)?
+        };
         crate::write_atomic(out, &bytes)?;
         let what = if cks.len() == 1 {
             format!("{} (step {})", cks[0].0, state.step)
@@ -314,9 +322,10 @@ pub(crate) fn run(a: ExportArgs) -> anyhow::Result<()> {
             format!("the mean of {} checkpoints (steps {})", cks.len(), steps.join(", "))
         };
         println!(
-            "wrote {}: {} model tensors of {what}, {:.1} MB",
+            "wrote {}: {} model tensors of {what}{}, {:.1} MB",
             out.display(),
             tensors.len(),
+            if a.half { " in half precision" } else { "" },
             bytes.len() as f64 / 1e6
         );
         return Ok(());

@@ -2,7 +2,9 @@
 //! in one safetensors object written with one put.
 //!
 //! Tensors: `model.<name>` (parameters), `adam.m.<name>` and `adam.v.<name>`
-//! (Adam's moments), all float32 little-endian. Metadata: `dv.state` (JSON
+//! (Adam's moments), all float32 little-endian, except in a model-only
+//! checkpoint written in half precision ([`encode_half`], `dv export
+//! --model-only --half`: IEEE binary16, read back as float32). Metadata: `dv.state` (JSON
 //! [`CheckpointState`]: step, Adam's step count, best validation loss, the
 //! run config, the code version and the seed; the sampler and dropout masks
 //! are pure functions of seed and step, so these are the whole RNG and data
@@ -58,6 +60,17 @@ fn bad(name: &str, reason: impl std::fmt::Display) -> TrainError {
 
 /// Serializes named float32 tensors and the state.
 pub fn encode(state: &CheckpointState, tensors: &[(String, Tensor)]) -> Result<Vec<u8>, TrainError> {
+    encode_as(state, tensors, Dtype::F32)
+}
+
+/// [`encode`] with every tensor rounded to half precision (IEEE binary16,
+/// round to nearest even): half the bytes, for shipping a model's weights.
+/// [`decode`] reads it back as float32; the values are the rounded ones.
+pub fn encode_half(state: &CheckpointState, tensors: &[(String, Tensor)]) -> Result<Vec<u8>, TrainError> {
+    encode_as(state, tensors, Dtype::F16)
+}
+
+fn encode_as(state: &CheckpointState, tensors: &[(String, Tensor)], dtype: Dtype) -> Result<Vec<u8>, TrainError> {
     let mut sorted: Vec<&(String, Tensor)> = tensors.iter().collect();
     sorted.sort_by(|a, b| a.0.cmp(&b.0));
     let mut crc = crc32fast::Hasher::new();
@@ -65,13 +78,21 @@ pub fn encode(state: &CheckpointState, tensors: &[(String, Tensor)]) -> Result<V
     for (name, t) in sorted {
         let t = t.f_detach()?.f_to_device(tch::Device::Cpu)?.f_to_kind(Kind::Float)?.f_contiguous()?;
         let values = Vec::<f32>::try_from(&t.f_flatten(0, -1)?)?;
-        let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let data: Vec<u8> = match dtype {
+            Dtype::F16 => {
+                if let Some(v) = values.iter().find(|v| v.is_finite() && v.abs() > f32::from(half::f16::MAX)) {
+                    return Err(bad("(new)", format!("{name}: {v} does not fit half precision")));
+                }
+                values.iter().flat_map(|&v| half::f16::from_f32(v).to_le_bytes()).collect()
+            }
+            _ => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        };
         crc.update(&data);
         bytes.push((name.clone(), t.size().iter().map(|&d| d as usize).collect(), data));
     }
     let views: Vec<(String, TensorView<'_>)> = bytes
         .iter()
-        .map(|(n, shape, data)| TensorView::new(Dtype::F32, shape.clone(), data).map(|v| (n.clone(), v)))
+        .map(|(n, shape, data)| TensorView::new(dtype, shape.clone(), data).map(|v| (n.clone(), v)))
         .collect::<Result<_, _>>()
         .map_err(|e| bad("(new)", e))?;
     let meta = HashMap::from([
@@ -96,12 +117,15 @@ pub fn decode(name: &str, bytes: &[u8]) -> Result<CheckpointData, TrainError> {
     let mut tensors = HashMap::new();
     for n in names {
         let view = st.tensor(&n).map_err(|e| bad(name, e))?;
-        if view.dtype() != Dtype::F32 {
-            return Err(bad(name, format!("{n}: dtype {:?}, expected F32", view.dtype())));
-        }
         crc.update(view.data());
-        let values: Vec<f32> =
-            view.data().chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        let values: Vec<f32> = match view.dtype() {
+            Dtype::F32 => view.data().chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
+            // half precision only for weights: a checkpoint to resume keeps float32
+            Dtype::F16 if n.starts_with("model.") => {
+                view.data().chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect()
+            }
+            d => return Err(bad(name, format!("{n}: dtype {d:?}, expected F32 (or F16 for model.*)"))),
+        };
         let shape: Vec<i64> = view.shape().iter().map(|&d| d as i64).collect();
         tensors.insert(n, Tensor::from_slice(&values).f_view(shape.as_slice())?);
     }

@@ -1,4 +1,4 @@
-use dv_train::checkpoint::{average, decode, encode, step_name, steps_present};
+use dv_train::checkpoint::{average, decode, encode, encode_half, step_name, steps_present};
 use dv_train::CheckpointState;
 use tch::Tensor;
 
@@ -39,6 +39,45 @@ fn checkpoints_round_trip_and_detect_corruption() {
     let e = decode("ck2", &bytes[..bytes.len() / 2]).err().unwrap().to_string();
     assert!(e.contains("ck2"), "{e}");
     assert!(decode("ck3", b"").is_err());
+}
+
+/// A half-precision model-only checkpoint reads back as the binary16-rounded
+/// weights, in about half the bytes; optimizer state in half precision and
+/// values beyond binary16's range are refused.
+#[test]
+fn half_precision_weights_round_trip() {
+    let w: Vec<f32> = (0..4096).map(|i| ((i as f32) * 0.377).sin() * 3.0 + 1e-3).collect();
+    let model = vec![
+        ("model.w".to_string(), Tensor::from_slice(&w).view([64, 64])),
+        ("model.b".to_string(), Tensor::from_slice(&[0.1f32, -65504.0, 6e-8, 0.0])),
+    ];
+    let full = encode(&state(), &model).unwrap();
+    let half = encode_half(&state(), &model).unwrap();
+    assert!(half.len() * 10 < full.len() * 6, "{} vs {} bytes", half.len(), full.len());
+    let c = decode("half", &half).unwrap();
+    assert_eq!(c.state, state());
+    for (name, t) in &model {
+        let want: Vec<f32> =
+            Vec::<f32>::try_from(&t.view([-1])).unwrap().iter().map(|&v| half::f16::from_f32(v).to_f32()).collect();
+        let got = Vec::<f32>::try_from(&c.tensors[name].view([-1])).unwrap();
+        assert_eq!(got, want, "{name}");
+        assert_eq!(c.tensors[name].size(), t.size());
+    }
+    // Rounded, not truncated: within half a binary16 step (2^-11 relative).
+    let got = Vec::<f32>::try_from(&c.tensors["model.w"].view([-1])).unwrap();
+    let worst = w.iter().zip(&got).map(|(a, b)| ((a - b) / a).abs()).fold(0f32, f32::max);
+    assert!(worst > 0.0 && worst <= 1.0 / 2048.0, "{worst}");
+    // A flipped bit is still caught.
+    let mut bad = half.clone();
+    let last = bad.len() - 3;
+    bad[last] ^= 0x10;
+    assert!(decode("half", &bad).err().unwrap().to_string().contains("CRC-32"));
+    // Adam's moments stay float32: a half-precision one is refused by name.
+    let with_adam = vec![("adam.m.w".to_string(), Tensor::from_slice(&[0.5f32]))];
+    let e = decode("h2", &encode_half(&state(), &with_adam).unwrap()).err().unwrap().to_string();
+    assert!(e.contains("h2") && e.contains("adam.m.w"), "{e}");
+    let e = encode_half(&state(), &[("model.big".to_string(), Tensor::from_slice(&[7e4f32]))]).err().unwrap();
+    assert!(e.to_string().contains("model.big"), "{e}");
 }
 
 #[test]
