@@ -29,11 +29,11 @@ start)
     mps_on "$out/sweep.txt"
     printf '%s\n' "$VARIANTS" | awk 'NF == 5' > "$work/variants.txt"
     while read -r name hidden embed dropout seed; do
-        sed -e "s/^hidden = 160$/hidden = $hidden/" -e "s/^embed = 64$/embed = $embed/" \
-            -e "s/^dropout = 0.05$/dropout = $dropout/" -e 's/^device = "cpu"$/device = "cuda"/' \
-            -e "s/^threads_per_rank = 1$/threads_per_rank = ${THREADS:-2}/" \
+        sed -e "s/^hidden = .*/hidden = $hidden/" -e "s/^embed = .*/embed = $embed/" \
+            -e "s/^dropout = .*/dropout = $dropout/" -e 's/^device = .*/device = "cuda"/' \
+            -e "s/^threads_per_rank = .*/threads_per_rank = ${THREADS:-2}/" \
             -e "s#runs/g2p-compact-attention#$work/$name#g" -e "s/^run_name = .*/run_name = \"$name\"/" \
-            -e "/^\[train\]/,/^\[/ s/^seed = 0$/seed = $seed/" \
+            -e "/^\[train\]/,/^\[/ s/^seed = .*/seed = $seed/" \
             "$here/trainers/train/configs/g2p-compact-attention.toml" > "$work/$name.toml"
         (cd "$work" && setsid nohup "$dv" train --config "$name.toml" > "$name.log" 2>&1 &)
         stamp "$name: hidden $hidden, embed $embed, dropout $dropout, seed $seed: started"
@@ -69,7 +69,7 @@ finish)
     done
     # lowest dev WER, then dev PER
     chosen=$(for r in "${names[@]}"; do
-        sed -n "s/.*: PER \([0-9.]*\)%, WER \([0-9.]*\)%.*/\2 \1 $r/p" "$work/eval-$r-dev.txt"
+        sed -n "s/.*beam [0-9]*: PER \([0-9.]*\)%, WER \([0-9.]*\)%.*/\2 \1 $r/p" "$work/eval-$r-dev.txt"
     done | sort -n -k1,1 -k2,2 | head -1 | awk '{print $3}')
     stamp "chosen on the dev words: $chosen ($(stat -c %s "$work/$chosen-avg2.safetensors") bytes)"
     cp "$work/$chosen-avg2.safetensors" "$out/chosen.safetensors"
