@@ -35,3 +35,12 @@ mps_on() {
         echo "MPS: cannot start, off" | tee -a "$1"
     fi
 }
+# `work_env HERE OUT`: the G2P device scripts' common start: OUT and the work directory $work
+# ($WORK, default /root/dvwork) made, HERE/.carry/dv.xz unpacked there (device_env), DV_HOME and
+# DV_CMUDICT (HERE/.carry/cmudict.dict) set.
+work_env() {
+    work=${WORK:-/root/dvwork}
+    mkdir -p "$work" "$2"
+    device_env "$1/.carry/dv.xz" "$work"
+    export DV_HOME=$work DV_CMUDICT=$1/.carry/cmudict.dict
+}

@@ -16,11 +16,8 @@
 set -uo pipefail
 mode=$1 out=$2
 here=$(cd "$(dirname "$0")/../.." && pwd)
-work=${WORK:-/root/dvwork}
-mkdir -p "$out" "$work"
 source "$here/benchmarks/device_env.sh"
-device_env "$here/.carry/dv.xz" "$work"
-export DV_HOME=$work DV_CMUDICT=$here/.carry/cmudict.dict
+work_env "$here" "$out"   # $work, $dv, DV_HOME, DV_CMUDICT
 stamp() { echo "[$(date +%T)] $*" | tee -a "$out/sweep.txt"; }
 step_of() { tail -1 "$work/$1/metrics.jsonl" 2>/dev/null | sed -n 's/.*"step":\([0-9]*\).*/\1/p'; }
 case $mode in

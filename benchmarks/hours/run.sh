@@ -37,11 +37,8 @@
 set -uo pipefail
 phase=$1 out=$2
 here=$(cd "$(dirname "$0")/../.." && pwd)
-work=${WORK:-/root/dvwork}
-mkdir -p "$work" "$out"
 source "$here/benchmarks/device_env.sh"
-device_env "$here/.carry/dv.xz" "$work"   # $dv, LD_LIBRARY_PATH
-export DV_HOME=$work DV_CMUDICT=$here/.carry/cmudict.dict
+work_env "$here" "$out"   # $work, $dv (LD_LIBRARY_PATH), DV_HOME, DV_CMUDICT
 corpus=$work/corpora/cmu_us_slt_fortunes_5000
 features=$work/features/slt5000
 run=${G2P_RUN:-g2p-dropout}
