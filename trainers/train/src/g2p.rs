@@ -341,7 +341,13 @@ pub fn beam_ensemble_nbest(
             });
             new_states.push(ns);
         }
-        let total = sum.expect("≥ 1 model").f_to_device(tch::Device::Cpu)?;
+        let total = sum
+            .ok_or_else(|| TrainError::Shape {
+                what: "g2p beam search",
+                expected: "≥ 1 model".into(),
+                got: "0".into(),
+            })?
+            .f_to_device(tch::Device::Cpu)?;
         let lp: Vec<f64> = Vec::<f64>::try_from(total)?.into_iter().map(|x| x / models.len() as f64).collect();
         let mut cands: Vec<(usize, i64, f64)> = Vec::with_capacity(lp.len());
         for (h, (_, score)) in live.iter().enumerate() {
