@@ -22,7 +22,7 @@ bench_env() {
 }
 # `mps_on LOG`: starts the CUDA multi-process service, so that several processes' kernels share
 # the GPU at once instead of taking turns (eight G2P trainings: 2.1x the throughput of four
-# without it, benchmarks/hours/h100-2026-11-24-d); off again if a client cannot start under it.
+# without it, run h100-2026-11-24-d in benchmarks/hours.md); off again if a client cannot start under it.
 # It lasts until `echo quit | nvidia-cuda-mps-control` or the machine goes back.
 mps_on() {
     if command -v nvidia-cuda-mps-control > /dev/null && nvidia-cuda-mps-control -d; then
