@@ -151,7 +151,7 @@ fn write_errors(
             .iter()
             .map(|&k| {
                 let (p, s) = dv_train::g2p::untoken(k);
-                crate::speak::stressed(p, s).map_or_else(|| format!("?{k}"), |x| x.to_string())
+                dv_speak::stressed(p, s).map_or_else(|| format!("?{k}"), |x| x.to_string())
             })
             .collect::<Vec<_>>()
             .join(" ")

@@ -42,7 +42,7 @@ pub(crate) fn run(a: G2pArgs) -> anyhow::Result<()> {
             let (pairs, score) = g2p.beam(&w, width)?;
             let ph: Vec<String> = pairs
                 .iter()
-                .map(|&(p, s)| crate::speak::stressed(p, s).map_or_else(|| format!("?{p}/{s}"), |x| x.to_string()))
+                .map(|&(p, s)| dv_speak::stressed(p, s).map_or_else(|| format!("?{p}/{s}"), |x| x.to_string()))
                 .collect();
             println!("{w}\tg2p\t{}\t(log-probability {score:.3}, beam {width})", ph.join(" "));
         }

@@ -10,7 +10,6 @@ mod export;
 mod featurize;
 mod g2p;
 mod plot;
-mod speak;
 mod synth;
 mod text;
 mod train;

@@ -1,0 +1,141 @@
+//! How a [`crate::Speaker`] is built and how a sentence is rendered.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use dv_synth::{Kernel, Nonlinearity, Precision, Sampling};
+
+use crate::error::SpeakError;
+
+/// Where the WaveNet samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Device {
+    /// The CPU sampler of `dv-synth` (scalar or AVX2/FMA).
+    #[default]
+    Cpu,
+    /// GPU 0, kernel 1 of `dv-gpu`: one sentence per launch (compute
+    /// capability 9.0).
+    Cuda,
+}
+
+impl FromStr for Device {
+    type Err = SpeakError;
+
+    /// `cpu` or `cuda`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "cpu" => Ok(Device::Cpu),
+            "cuda" => Ok(Device::Cuda),
+            _ => Err(SpeakError::BadOption { what: "device", reason: format!("{s:?} is not cpu or cuda") }),
+        }
+    }
+}
+
+/// How a [`crate::Speaker`] loads: the sampler's device and options, and
+/// where the lexicon comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpeakerOptions {
+    pub device: Device,
+    /// (cpu) The CPU kernel.
+    pub kernel: Kernel,
+    /// (cpu) float32, or int16 weights (§5.1; needs AVX2/FMA).
+    pub precision: Precision,
+    /// (cpu) Exact or App. C nonlinearities.
+    pub nonlinearity: Nonlinearity,
+    /// (cpu) Sampler threads per sentence: 1, or 2 for §5.1's main +
+    /// auxiliary split (needs AVX2/FMA).
+    pub threads: usize,
+    /// The lexicon when the package has no `lexicon.dict` (default: CMUDict,
+    /// [`dv_text::locate_cmudict`]).
+    pub lexicon: Option<PathBuf>,
+    /// (cuda) bfloat16 weight matrices instead of float32.
+    pub bf16: bool,
+    /// (cuda) Thread blocks in the cluster (default: the largest of 16, 8,
+    /// 4, 2, 1 that divides r).
+    pub cluster: Option<usize>,
+    /// (cuda) The chain-block kernel with this many helper blocks.
+    pub helpers: Option<usize>,
+    /// (cuda) The layer-split chain kernel with this many layers per chain
+    /// block (with `bf16` and neither `cluster` nor `helpers`, r = 64 gets
+    /// it with 8 and r = 32 with 10).
+    pub layers_per_block: Option<usize>,
+}
+
+impl Default for SpeakerOptions {
+    /// The CPU, the fastest kernel this CPU has, the paper's exact float32
+    /// model on one thread, the lexicon by the package or CMUDict.
+    fn default() -> Self {
+        Self {
+            device: Device::Cpu,
+            kernel: Kernel::detect(),
+            precision: Precision::F32,
+            nonlinearity: Nonlinearity::Exact,
+            threads: 1,
+            lexicon: None,
+            bf16: false,
+            cluster: None,
+            helpers: None,
+            layers_per_block: None,
+        }
+    }
+}
+
+/// About 100 ms at 16384 Hz: the default [`RenderOptions::block`].
+pub const DEFAULT_BLOCK: usize = 1638;
+
+/// How one sentence is rendered.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RenderOptions {
+    /// App. A.4's sampling mode (the GPU runs direct, mode and temperature).
+    pub sampling: Sampling,
+    /// The text's seed: sentence k samples with
+    /// `seed ^ k · 0x9e3779b97f4a7c15`, so a sentence's audio does not
+    /// depend on how the text around it was split.
+    pub seed: u64,
+    /// Stop after this many samples of the sentence.
+    pub max_samples: Option<usize>,
+    /// The most samples handed to the sink at once (at least 1). On the CPU
+    /// the sampler stops every `block` samples to hand them over and check
+    /// for cancellation; the samples do not depend on it.
+    pub block: usize,
+}
+
+impl Default for RenderOptions {
+    /// Direct sampling, seed 0, the whole sentence, [`DEFAULT_BLOCK`].
+    fn default() -> Self {
+        Self { sampling: Sampling::Direct, seed: 0, max_samples: None, block: DEFAULT_BLOCK }
+    }
+}
+
+/// The seed of sentence `index` of a text sampled with `seed`.
+pub fn sentence_seed(seed: u64, index: usize) -> u64 {
+    seed ^ (index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// Parses a sampling mode as `dv synth --sampling` takes it: `direct`,
+/// `temperature:T`, `mean`, `mode` or `top-k:K` (App. A.4), validated
+/// (a positive temperature, k in 1..=256).
+pub fn parse_sampling(s: &str) -> Result<Sampling, SpeakError> {
+    let bad = |reason: String| SpeakError::BadOption { what: "sampling", reason };
+    let (name, arg) = s.split_once(':').map_or((s, None), |(a, b)| (a, Some(b)));
+    let num = |what: &str| -> Result<f64, SpeakError> {
+        arg.ok_or_else(|| bad(format!("{name} needs a value: {name}:{what}")))?
+            .parse::<f64>()
+            .map_err(|_| bad(format!("{s}: not a number")))
+    };
+    let m = match name {
+        "direct" => Sampling::Direct,
+        "mean" => Sampling::Mean,
+        "mode" => Sampling::Mode,
+        "temperature" => Sampling::Temperature(num("T")? as f32),
+        "top-k" => {
+            let k = num("K")?;
+            if !(k >= 0.0 && k.fract() == 0.0) {
+                return Err(bad(format!("{s}: k must be a whole number")));
+            }
+            Sampling::TopK(k as usize)
+        }
+        _ => return Err(bad(format!("{s}: one of direct, temperature:T, mean, mode, top-k:K"))),
+    };
+    Ok(m.validate()?)
+}

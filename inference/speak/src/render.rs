@@ -1,0 +1,150 @@
+//! [`Speaker::render`]: one sentence's conditioning frames → the
+//! conditioning network → the WaveNet sampler → 16-bit PCM, handed over in
+//! blocks, with cancellation between blocks.
+
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use dv_gpu::GpuSampling;
+use dv_synth::Rng;
+
+use crate::backend::Backend;
+use crate::error::SpeakError;
+use crate::options::{sentence_seed, RenderOptions};
+use crate::sentence::Sentence;
+use crate::speaker::Speaker;
+
+/// A flag a caller sets to stop a render (a client that went away). Clones
+/// share the flag.
+#[derive(Debug, Clone, Default)]
+pub struct CancelToken(Arc<AtomicBool>);
+
+impl CancelToken {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Asks every render watching this token to stop at its next block.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// What one [`Speaker::render`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct RenderStats {
+    /// Samples handed to the sink.
+    pub samples: usize,
+    /// Seconds in the conditioning network.
+    pub conditioning_s: f64,
+    /// Seconds in the sampler (for the GPU, the launch; excluding the sink).
+    pub sampling_s: f64,
+    /// The sink returned [`ControlFlow::Break`] before the end.
+    pub stopped: bool,
+}
+
+/// A mu-law code as a 16-bit PCM sample.
+fn pcm(code: u8) -> i16 {
+    (dv_audio::mulaw::decode(code) * 32767.0).round().clamp(-32768.0, 32767.0) as i16
+}
+
+impl Speaker {
+    /// One sentence → 16-bit PCM at [`Speaker::sample_rate`], handed to
+    /// `sink` in blocks of at most `render.block` samples, in order: all
+    /// [`Sentence::samples`] of it, or `render.max_samples` if fewer.
+    ///
+    /// `cancel` is checked before each block: once set, the render returns
+    /// [`SpeakError::Cancelled`]. A sink returning [`ControlFlow::Break`]
+    /// ends it early too, with `stopped` set in the stats. The CPU sampler
+    /// stops between blocks; the GPU kernel renders the sentence in one
+    /// launch (cancellation is seen before it and between the blocks it
+    /// hands over).
+    ///
+    /// The sentence samples with the seed [`crate::sentence_seed`]`(render.seed,
+    /// sentence.index())`: a seed reproduces the audio exactly for a given
+    /// device, kernel and options (the GPU's direct sampling draws by the
+    /// Gumbel-max rule: the CPU's distribution, not its samples).
+    pub fn render(
+        &self,
+        sentence: &Sentence,
+        render: &RenderOptions,
+        cancel: &CancelToken,
+        sink: &mut dyn FnMut(&[i16]) -> ControlFlow<()>,
+    ) -> Result<RenderStats, SpeakError> {
+        if render.block == 0 {
+            return Err(SpeakError::BadOption {
+                what: "block",
+                reason: "0 samples: a block holds at least one".into(),
+            });
+        }
+        let sampling = render.sampling.validate()?;
+        let mut stats = RenderStats::default();
+        if cancel.is_cancelled() {
+            return Err(SpeakError::Cancelled);
+        }
+        let t = Instant::now();
+        let cond = self.network.forward(&sentence.frames)?;
+        stats.conditioning_s = t.elapsed().as_secs_f64();
+        let n = (cond.frames() * self.hop()).min(render.max_samples.unwrap_or(usize::MAX));
+        if n == 0 {
+            return Ok(stats);
+        }
+        let seed = sentence_seed(render.seed, sentence.index);
+        let block = render.block.min(n);
+        let mut out = vec![0i16; block];
+        let mut deliver = |codes: &[u8], stats: &mut RenderStats| -> Result<bool, SpeakError> {
+            for chunk in codes.chunks(block) {
+                if cancel.is_cancelled() {
+                    return Err(SpeakError::Cancelled);
+                }
+                let pcm_block = &mut out[..chunk.len()];
+                for (o, &c) in pcm_block.iter_mut().zip(chunk) {
+                    *o = pcm(c);
+                }
+                stats.samples += chunk.len();
+                if sink(pcm_block).is_break() {
+                    stats.stopped = stats.samples < n;
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        };
+        match &self.backend {
+            Backend::Cpu(sampler) => {
+                let mut stream = sampler.stream(&cond, n, sampling, Rng::new(seed));
+                let mut codes = vec![0u8; block];
+                loop {
+                    if cancel.is_cancelled() {
+                        return Err(SpeakError::Cancelled);
+                    }
+                    let t = Instant::now();
+                    let got = stream.next_block(&mut codes)?;
+                    stats.sampling_s += t.elapsed().as_secs_f64();
+                    if got == 0 || !deliver(&codes[..got], &mut stats)? {
+                        break;
+                    }
+                }
+            }
+            Backend::Cuda(gpu, _) => {
+                let gs = GpuSampling::new(sampling)?;
+                let t = Instant::now();
+                let run = {
+                    // A poisoned lock only means another render panicked: the
+                    // stream keeps weights and compiled code, and every launch
+                    // allocates its own state.
+                    let gpu = gpu.lock().unwrap_or_else(|e| e.into_inner());
+                    gpu.run(&cond, n, gs, seed, None, false)?
+                };
+                stats.sampling_s = t.elapsed().as_secs_f64();
+                deliver(&run.samples, &mut stats)?;
+            }
+        }
+        Ok(stats)
+    }
+}
