@@ -10,6 +10,8 @@ use dv_voice::Voice;
 use crate::error::SpeakError;
 use crate::options::{Device, SpeakerOptions};
 
+// One per speaker: the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Backend {
     /// Immutable; each render makes its own scratch.
     Cpu(Sampler),

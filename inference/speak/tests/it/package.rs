@@ -11,6 +11,9 @@ use dv_voice::{Golden, Voice};
 
 use crate::{save_package, text_voice, WAVENET};
 
+/// A golden output, the model its check names, and how to tamper with it.
+type Tampering = (&'static str, &'static str, Box<dyn FnOnce(&mut Golden)>);
+
 /// Re-saves the package in `from` into `to` with its golden outputs edited.
 fn tamper(from: &Path, to: &Path, edit: impl FnOnce(&mut Golden)) {
     let v = Voice::read(from).unwrap();
@@ -37,7 +40,7 @@ fn a_package_with_tampered_golden_outputs_is_refused() {
     let d = tempfile::tempdir().unwrap();
     let good = d.path().join("good");
     save_package(&text_voice(None, 5), &good, true);
-    let cases: [(&str, &str, Box<dyn FnOnce(&mut Golden)>); 3] = [
+    let cases: [Tampering; 3] = [
         ("logits", "WaveNet", Box::new(|g: &mut Golden| g.logits.data_mut()[17] += 0.5)),
         ("conditioning", "conditioning network", Box::new(|g: &mut Golden| g.conditioning.data_mut()[3] -= 0.01)),
         (
