@@ -1,23 +1,20 @@
 //! `dv featurize` against a real S3-compatible server (moto_server from
 //! PyPI's `moto[server]`, which the test command installs), including a
-//! job killed mid-run and resumed.
+//! job killed mid-run and resumed. The server and the background job are
+//! process groups, ended when their guards drop, panics included.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-struct Moto {
-    child: Child,
-    port: u16,
-}
+use dv_process_group::ProcessGroup;
 
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+struct Moto {
+    /// Stops moto_server when the test ends, however it ends.
+    _group: ProcessGroup,
+    port: u16,
 }
 
 fn http(port: u16, method: &str, path: &str) -> Option<(u16, String)> {
@@ -67,13 +64,15 @@ fn upload(port: u16, dir: &Path, bucket: &str, prefix: &str) -> usize {
 
 fn start_moto() -> Moto {
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new("moto_server")
-        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("moto_server (pip install 'moto[server]'; the test command installs it)");
-    let moto = Moto { child, port };
+    let group = ProcessGroup::spawn(
+        Command::new("moto_server")
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    )
+    .expect("moto_server (pip install 'moto[server]'; the test command installs it)");
+    let moto = Moto { _group: group, port };
     let deadline = Instant::now() + Duration::from_secs(30);
     while http(port, "GET", "/").is_none() {
         assert!(Instant::now() < deadline, "moto_server did not start");
@@ -120,17 +119,15 @@ fn featurize_to_s3_survives_a_kill_and_resumes() {
     let d = tempfile::tempdir().unwrap();
     let corpus = corpus(d.path(), 48);
 
-    let mut first = featurize(&moto, &corpus, "s3://feats/run1", &["--shards", "48"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut first = ProcessGroup::spawn(
+        featurize(&moto, &corpus, "s3://feats/run1", &["--shards", "48"]).stdout(Stdio::null()).stderr(Stdio::null()),
+    )
+    .unwrap();
     let deadline = Instant::now() + Duration::from_secs(120);
     let killed_at = loop {
         let n = keys(moto.port, "feats", "run1/shards/").len();
         if n >= 3 {
-            first.kill().unwrap();
-            first.wait().unwrap();
+            first.kill().unwrap(); // SIGKILL to the job's group, then reaped
             break keys(moto.port, "feats", "run1/shards/").len();
         }
         assert!(first.try_wait().unwrap().is_none(), "the job finished before it could be killed");

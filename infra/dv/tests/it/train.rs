@@ -5,6 +5,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use dv_process_group::ProcessGroup;
+
 fn write_config(dir: &Path, steps: u64) -> std::path::PathBuf {
     let text = format!(
         r#"
@@ -73,15 +75,15 @@ fn train_killed_with_sigkill_resumes_with_identical_losses() {
 
     let d = tempfile::tempdir().unwrap();
     let config = write_config(d.path(), steps);
-    let mut child = train(&config).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    // A group, so that a failed assertion below still ends the run.
+    let mut child = ProcessGroup::spawn(train(&config).stdout(Stdio::null()).stderr(Stdio::null())).unwrap();
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let n = std::fs::read_dir(d.path().join("ck")).map(|r| r.count()).unwrap_or(0);
         if n >= 1 {
-            // Let it run a little past the checkpoint, then SIGKILL (Child::kill sends SIGKILL).
+            // Let it run a little past the checkpoint, then SIGKILL the group and reap it.
             std::thread::sleep(Duration::from_millis(30));
             child.kill().unwrap();
-            child.wait().unwrap();
             break;
         }
         assert!(child.try_wait().unwrap().is_none(), "the run finished before it could be killed");

@@ -1,38 +1,37 @@
 //! Tracking against a real MLflow server (PyPI `mlflow`, installed by the
-//! test command), started on localhost by the test and stopped after it.
+//! test command), started on localhost by the test and stopped after it
+//! with everything it starts (uvicorn, the job runner, its huey consumers):
+//! one process group, ended when the guard drops.
 
 use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use dv_process_group::ProcessGroup;
 use dv_train::{train_threads, RunConfig};
 use serde_json::Value;
 
 struct Server {
-    child: Child,
+    /// Stops the server and its children when the test ends, however it ends.
+    _group: ProcessGroup,
     url: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn start(dir: &std::path::Path) -> Server {
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new("mlflow")
-        .args(["server", "--host", "127.0.0.1", "--port", &port.to_string(), "--workers", "1"])
-        .arg("--backend-store-uri")
-        .arg(format!("sqlite:///{}", dir.join("mlflow.db").display()))
-        .arg("--artifacts-destination")
-        .arg(dir.join("artifacts"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("mlflow (pip install mlflow; the test command installs it)");
-    let server = Server { child, url: format!("http://127.0.0.1:{port}") };
+    let group = ProcessGroup::spawn(
+        Command::new("mlflow")
+            .args(["server", "--host", "127.0.0.1", "--port", &port.to_string(), "--workers", "1"])
+            .arg("--backend-store-uri")
+            .arg(format!("sqlite:///{}", dir.join("mlflow.db").display()))
+            .arg("--artifacts-destination")
+            .arg(dir.join("artifacts"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    )
+    .expect("mlflow (pip install mlflow; the test command installs it)");
+    let server = Server { _group: group, url: format!("http://127.0.0.1:{port}") };
     let http = reqwest::blocking::Client::new();
     let deadline = Instant::now() + Duration::from_secs(120);
     while !http.get(format!("{}/health", server.url)).send().is_ok_and(|r| r.status().is_success()) {
