@@ -42,13 +42,23 @@ pub enum VoiceError {
     #[error("tensor `{name}`: shape {shape:?} needs {expected} values, got {got}")]
     DataLength { name: String, shape: Vec<usize>, expected: usize, got: usize },
     /// A tensor of a dtype other than float32.
-    #[error("tensor `{name}`: dtype {dtype}, expected F32")]
+    #[error("tensor `{name}`: dtype {dtype}, expected F32 or F16")]
     Dtype { name: String, dtype: String },
     /// A tensor holding NaN or infinity.
     #[error("tensor `{name}`: non-finite value at flat index {index}")]
     NonFinite { name: String, index: usize },
     /// A golden tensor whose values break its contract (codes outside 0..=255,
     /// more samples than frames cover).
+    #[error("{name:?} is not a voice name (letters, digits, '-', '_' and '.', not starting with '.')")]
+    VoiceName { name: String },
+
+    #[error("no voice {name:?} in {} (known voices: {})", display_paths(searched), if known.is_empty() { "none".to_string() } else { known.join(", ") })]
+    VoiceNotFound { name: String, searched: Vec<PathBuf>, known: Vec<String> },
+
     #[error("golden tensor `{name}`: {reason}")]
     Golden { name: String, reason: String },
+}
+
+fn display_paths(p: &[PathBuf]) -> String {
+    p.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
 }

@@ -25,7 +25,9 @@
 //!   multiples of 8 (the SIMD lane width); every tensor of
 //!   [`expected_tensors`] is present ([`VoiceError::MissingTensor`]) with
 //!   exactly its shape ([`VoiceError::ShapeMismatch`], naming the tensor,
-//!   the expected and the actual shape), is float32 ([`VoiceError::Dtype`])
+//!   the expected and the actual shape), is float32 or float16 ([`VoiceError::Dtype`];
+//!   half precision is read back as float32, and written for a tensor only when
+//!   every value is a binary16 value, so storage never changes a weight)
 //!   and finite; and no other tensor is present
 //!   ([`VoiceError::UnexpectedTensor`]).
 //! * [`Voice::write`] runs the same checks before writing anything, so an
@@ -48,6 +50,7 @@
 //!   their kernels themselves.
 #![forbid(unsafe_code)]
 
+pub mod catalog;
 mod config;
 mod error;
 mod golden;

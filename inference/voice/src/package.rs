@@ -155,33 +155,35 @@ fn check_weights(config: &VoiceConfig, weights: &Weights) -> Result<(), VoiceErr
     Ok(())
 }
 
-/// Reads every tensor of a safetensors file; all must be F32.
+/// Reads every tensor of a safetensors file: F32, or F16 (read back as
+/// float32; written where lossless, see [`Tensor::is_half_exact`]).
 pub(crate) fn read_safetensors(path: &Path) -> Result<Weights, VoiceError> {
     let bytes = fs::read(path).map_err(|source| VoiceError::Io { path: path.to_path_buf(), source })?;
     let st = SafeTensors::deserialize(&bytes)
         .map_err(|e| VoiceError::Safetensors { path: path.to_path_buf(), reason: format!("{e:?}") })?;
     let mut out = Weights::new();
     for (name, view) in st.iter() {
-        if view.dtype() != Dtype::F32 {
-            return Err(VoiceError::Dtype { name: name.to_string(), dtype: format!("{:?}", view.dtype()) });
-        }
-        let data: Vec<f32> =
-            view.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+        let data: Vec<f32> = match view.dtype() {
+            Dtype::F32 => view.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
+            Dtype::F16 => view.data().chunks_exact(2).map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32()).collect(),
+            other => return Err(VoiceError::Dtype { name: name.to_string(), dtype: format!("{other:?}") }),
+        };
         out.insert(name.to_string(), Tensor::new(name, view.shape().to_vec(), data)?);
     }
     Ok(out)
 }
 
-/// Serializes named tensors as a safetensors file.
+/// Serializes named tensors as a safetensors file, each in half precision
+/// where that is lossless and in float32 otherwise.
 pub(crate) fn serialize_safetensors<'a>(
     path: &Path,
     tensors: impl Iterator<Item = (&'a str, &'a Tensor)>,
 ) -> Result<Vec<u8>, VoiceError> {
-    let bytes: Vec<(&str, Vec<usize>, Vec<u8>)> =
+    let bytes: Vec<(&str, Vec<usize>, (Dtype, Vec<u8>))> =
         tensors.map(|(name, t)| (name, t.shape().to_vec(), t.to_le_bytes())).collect();
     let mut views = Vec::with_capacity(bytes.len());
-    for (name, shape, data) in &bytes {
-        let view = TensorView::new(Dtype::F32, shape.clone(), data)
+    for (name, shape, (dtype, data)) in &bytes {
+        let view = TensorView::new(*dtype, shape.clone(), data)
             .map_err(|e| VoiceError::Safetensors { path: path.to_path_buf(), reason: format!("{name}: {e:?}") })?;
         views.push((*name, view));
     }

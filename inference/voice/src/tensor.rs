@@ -42,8 +42,28 @@ impl Tensor {
         self.data
     }
 
-    /// Little-endian bytes, as safetensors stores them.
-    pub(crate) fn to_le_bytes(&self) -> Vec<u8> {
-        self.data.iter().flat_map(|v| v.to_le_bytes()).collect()
+    /// Whether every value survives a round trip through IEEE binary16
+    /// exactly, so that storing the tensor in half precision loses nothing.
+    pub fn is_half_exact(&self) -> bool {
+        self.data.iter().all(|&v| half::f16::from_f32(v).to_f32().to_bits() == v.to_bits())
+    }
+
+    /// Rounds every value to the nearest IEEE binary16 value (kept as f32),
+    /// so that the tensor is [`Tensor::is_half_exact`]. Values beyond the
+    /// binary16 range become infinite, which [`crate::Voice`] refuses.
+    pub fn round_to_half(&mut self) {
+        for v in &mut self.data {
+            *v = half::f16::from_f32(*v).to_f32();
+        }
+    }
+
+    /// Little-endian bytes as safetensors stores them: binary16 when that is
+    /// lossless ([`Tensor::is_half_exact`]), float32 otherwise.
+    pub(crate) fn to_le_bytes(&self) -> (safetensors::Dtype, Vec<u8>) {
+        if self.is_half_exact() {
+            (safetensors::Dtype::F16, self.data.iter().flat_map(|&v| half::f16::from_f32(v).to_le_bytes()).collect())
+        } else {
+            (safetensors::Dtype::F32, self.data.iter().flat_map(|v| v.to_le_bytes()).collect())
+        }
     }
 }

@@ -37,9 +37,12 @@ pub struct ExportArgs {
     /// element-wise with `--checkpoint`'s (checkpoint averaging, as ESPnet and fairseq do).
     #[arg(long, num_args = 1.., requires = "model_only")]
     average: Vec<PathBuf>,
-    /// With `--model-only`: store the weights in half precision (IEEE binary16), half the
-    /// bytes; `dv export`, `dv evaluate` and `dv train` read them back as float32.
-    #[arg(long, requires = "model_only")]
+    /// Store the weights in half precision (IEEE binary16), half the bytes. With
+    /// `--model-only`: `dv export`, `dv evaluate` and `dv train` read them back as float32.
+    /// With `--checkpoint … --out VOICE`: every WaveNet and duration/F0 weight is rounded to
+    /// binary16 before the golden outputs are computed, so the package (FORMAT.md) stores
+    /// exactly the weights its goldens were made with.
+    #[arg(long)]
     half: bool,
     /// Words decoded into the package's G2P golden outputs (from the run's test split).
     #[arg(long, default_value_t = 20)]
@@ -56,6 +59,20 @@ pub struct ExportArgs {
     /// Conditioning frames in the golden example (64 samples each).
     #[arg(long, default_value_t = 8)]
     golden_frames: usize,
+}
+
+/// Rounds every parameter to the nearest binary16 value in place (`--half`).
+fn round_to_half(params: Vec<(String, tch::Tensor)>) -> anyhow::Result<()> {
+    tch::no_grad(|| -> anyhow::Result<()> {
+        for (name, mut t) in params {
+            let rounded = t.f_to_kind(tch::Kind::Half)?.f_to_kind(t.kind())?;
+            if !bool::try_from(rounded.f_isfinite()?.f_all()?)? {
+                bail!("{name}: a weight is beyond the half-precision range; export without --half");
+            }
+            t.f_copy_(&rounded)?;
+        }
+        Ok(())
+    })
 }
 
 fn to_voice_tensor(name: &str, t: &tch::Tensor) -> anyhow::Result<dv_voice::Tensor> {
@@ -335,6 +352,9 @@ pub(crate) fn run(a: ExportArgs) -> anyhow::Result<()> {
         if a.duration.is_none() && a.g2p.is_none() {
             bail!("--voice needs --duration and/or --g2p to add");
         }
+        if a.half {
+            bail!("--half rounds a checkpoint's weights before its goldens are made: give it with --checkpoint, not --voice");
+        }
         let mut from = v.clone();
         if let Some(d) = &a.duration {
             add_duration(&from, d, a.features.as_ref(), &out)?;
@@ -354,6 +374,9 @@ pub(crate) fn run(a: ExportArgs) -> anyhow::Result<()> {
     sizes.bf16 = false;
     let model = Wavenet::new(&sizes, tch::Device::Cpu)?;
     dv_train::checkpoint::load_model_weights(&name, &ck, &model)?;
+    if a.half {
+        round_to_half(model.named_parameters())?;
+    }
     let DataConfig::Chunks(mut data) = cfg.data.clone() else {
         bail!("{name}: the run did not train on [data] kind = \"chunks\"");
     };
@@ -387,6 +410,9 @@ pub(crate) fn run(a: ExportArgs) -> anyhow::Result<()> {
         Some(p) => Some(load_duration(p)?),
         None => None,
     };
+    if let (Some((d, _)), true) = (&dur, a.half) {
+        round_to_half(d.named_parameters())?;
+    }
     let example = match &dur {
         Some((d, _)) => {
             let u = chunks.utterance(index).context("no utterance for the duration golden example")?;

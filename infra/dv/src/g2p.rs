@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use anyhow::Context;
 use clap::Args;
 use dv_synth::G2p;
 use dv_voice::Voice;
@@ -13,9 +14,10 @@ pub struct G2pArgs {
     /// Words to pronounce.
     #[arg(required = true)]
     words: Vec<String>,
-    /// A voice package with a G2P model (`dv export --g2p`).
+    /// A voice package with a G2P model (`dv export --g2p`): a name (`dv voices`) or a
+    /// directory; default: the default voice (the shipped one).
     #[arg(long)]
-    voice: PathBuf,
+    voice: Option<String>,
     /// Print the model's pronunciation even for words in the lexicon.
     #[arg(long)]
     both: bool,
@@ -28,7 +30,8 @@ pub struct G2pArgs {
 }
 
 pub(crate) fn run(a: G2pArgs) -> anyhow::Result<()> {
-    let voice = Voice::read(&a.voice)?;
+    let dir = crate::voices::resolve(a.voice.as_deref())?;
+    let voice = Voice::read(&dir).with_context(|| format!("reading the voice package {}", dir.display()))?;
     let g2p = G2p::new(&voice)?;
     let (_, lex) = crate::text::load_lexicon(a.cmudict)?;
     let width = a.beam.unwrap_or(g2p.config().beam);

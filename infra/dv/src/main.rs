@@ -13,6 +13,7 @@ mod plot;
 mod synth;
 mod text;
 mod train;
+mod voices;
 
 use std::path::PathBuf;
 
@@ -55,6 +56,8 @@ enum Command {
     Bench(bench::BenchCommand),
     /// Draw training curves (loss, validation loss, any logged metric) from a JSONL file to PNG.
     Plot(plot::PlotArgs),
+    /// The voice packages found by name (DV_VOICES, $DV_HOME/voices, the shipped ones) and the default.
+    Voices,
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same directory
@@ -117,6 +120,7 @@ fn main() -> anyhow::Result<()> {
         Command::Corpus(c) => corpus::run(c),
         Command::Featurize(a) => featurize::run_cli(a),
         Command::Text(c) => text::run(c),
+        Command::Voices => voices::run(),
         Command::Train(a) => train::run(a),
         Command::Plot(a) => plot::run(a),
         Command::Align(a) => align::run(a),

@@ -41,7 +41,7 @@ pub fn weights(config: &VoiceConfig) -> Weights {
     w
 }
 
-fn write_ok(dir: &Path) -> (VoiceConfig, Weights) {
+pub fn write_ok(dir: &Path) -> (VoiceConfig, Weights) {
     let config = small_config();
     let w = weights(&config);
     Voice::write(dir, &config, &w).unwrap();
@@ -171,16 +171,61 @@ fn unexpected_tensor_is_named() {
 }
 
 #[test]
-fn non_f32_dtype_is_refused() {
+fn dtype_other_than_f32_or_f16_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     write_ok(dir.path());
     let data = [0u8; 8 * 2];
-    let view = safetensors::tensor::TensorView::new(safetensors::Dtype::F16, vec![8], &data).unwrap();
+    let view = safetensors::tensor::TensorView::new(safetensors::Dtype::BF16, vec![8], &data).unwrap();
     let bytes = safetensors::tensor::serialize([("wavenet.embed_bias", view)], &None).unwrap();
     fs::write(dir.path().join(MODEL_FILE), bytes).unwrap();
     match Voice::read(dir.path()) {
-        Err(VoiceError::Dtype { name, .. }) => assert_eq!(name, "wavenet.embed_bias"),
+        Err(VoiceError::Dtype { name, dtype }) => {
+            assert_eq!(name, "wavenet.embed_bias");
+            assert_eq!(dtype, "BF16");
+        }
         other => panic!("expected a dtype error, got {other:?}"),
+    }
+}
+
+/// Tensors whose values are all binary16 values are stored in half precision (half the
+/// bytes) and read back bit for bit; a tensor with one value that is not stays float32.
+#[test]
+fn half_exact_tensors_are_stored_in_half_precision_losslessly() {
+    let dir = tempfile::tempdir().unwrap();
+    write_ok(dir.path());
+    let v = Voice::read(dir.path()).unwrap();
+    let full = fs::metadata(dir.path().join(MODEL_FILE)).unwrap().len();
+    let mut w = v.weights().clone();
+    let mut k = 0u32;
+    for t in w.values_mut() {
+        for x in t.data_mut() {
+            // values with more than 11 significant bits, so that rounding changes them
+            k = k.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            *x = (k >> 8) as f32 / (1u32 << 24) as f32 - 0.5;
+        }
+    }
+    let odd = "wavenet.embed_bias";
+    assert!(!w[odd].is_half_exact());
+    for (name, t) in w.iter_mut() {
+        if name != odd {
+            t.round_to_half();
+            assert!(t.is_half_exact());
+        }
+    }
+    let half_dir = tempfile::tempdir().unwrap();
+    Voice::write(half_dir.path(), v.config(), &w).unwrap();
+    let bytes = fs::read(half_dir.path().join(MODEL_FILE)).unwrap();
+    let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    for (name, view) in st.iter() {
+        let want = if name == odd { safetensors::Dtype::F32 } else { safetensors::Dtype::F16 };
+        assert_eq!(view.dtype(), want, "{name}");
+    }
+    assert!((bytes.len() as u64) < full * 6 / 10, "{} bytes against {full} in float32", bytes.len());
+    let back = Voice::read(half_dir.path()).unwrap();
+    for (name, t) in &w {
+        let got = back.tensor(name).unwrap();
+        let same = t.data().iter().zip(got.data()).all(|(a, b)| a.to_bits() == b.to_bits());
+        assert!(same, "{name} changed in the round trip");
     }
 }
 

@@ -1,0 +1,62 @@
+//! `dv voices`: the voice packages `dv synth`, `dv g2p` and `dv-serve` can
+//! find by name (`dv_voice::catalog`: `DV_VOICES`, `$DV_HOME/voices`, the
+//! installed share folder, the repository's shipped voices), and which one
+//! is used when none is named.
+
+use std::path::{Path, PathBuf};
+
+use dv_voice::catalog;
+
+/// The shipped voices of the source tree this binary was built from.
+pub(crate) fn shipped_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../inference/voices");
+    dir.canonicalize().unwrap_or(dir)
+}
+
+/// The search path with the shipped voices last.
+pub(crate) fn search_path() -> Vec<PathBuf> {
+    catalog::search_path(Some(&shipped_dir()))
+}
+
+/// The package directory for `--voice` (a name or a path), or the default
+/// voice when none is given.
+pub(crate) fn resolve(voice: Option<&str>) -> anyhow::Result<PathBuf> {
+    let name = voice.map_or_else(catalog::default_voice, str::to_string);
+    Ok(catalog::resolve(&name, &search_path())?)
+}
+
+pub(crate) fn run() -> anyhow::Result<()> {
+    let path = search_path();
+    let default = catalog::default_voice();
+    let found = catalog::list(&path);
+    println!("{:<2}{:<16} {:<14} {:<6} {:<10} directory", "", "voice", "wavenet", "text", "step");
+    for e in &found {
+        let mark = if e.name == default { "*" } else { "" };
+        match &e.config {
+            Ok(c) => {
+                let w = &c.wavenet;
+                let text = match (c.duration.is_some(), c.g2p.is_some()) {
+                    (true, true) => "yes",
+                    (true, false) => "no g2p",
+                    _ => "no",
+                };
+                println!(
+                    "{mark:<2}{:<16} {:<14} {text:<6} {:<10} {}",
+                    e.name,
+                    format!("{}x{}x{}", w.layers, w.residual_channels, w.skip_channels),
+                    c.lineage.step,
+                    e.dir.display()
+                );
+            }
+            Err(err) => println!("{mark:<2}{:<16} unreadable: {err}", e.name),
+        }
+    }
+    if found.is_empty() {
+        println!("(no voices found)");
+    }
+    println!("\n* the default voice (DV_VOICE, else {}); searched, in order:", catalog::SHIPPED_VOICE);
+    for p in &path {
+        println!("  {}", p.display());
+    }
+    Ok(())
+}
