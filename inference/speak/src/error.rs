@@ -21,9 +21,9 @@ pub enum SpeakError {
         words.join(" ")
     )]
     OutOfVocabulary { words: Vec<String> },
-    /// The text has no word to speak (empty, or only punctuation and
-    /// symbols).
-    #[error("nothing to say: the text has no words (only spaces, punctuation or symbols)")]
+    /// The text has no word to speak (empty, or only punctuation, symbols
+    /// and emoji). Digits are words (`42` is `forty two`).
+    #[error("nothing to say: the text has no letters or digits to speak (only spaces, punctuation, symbols or emoji)")]
     NothingToSay,
     /// The caller's [`crate::CancelToken`] was set during rendering.
     #[error("cancelled")]

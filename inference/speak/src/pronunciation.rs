@@ -2,16 +2,25 @@
 //! normalization, the lexicon's first pronunciation, the package's G2P model
 //! for words the lexicon lacks.
 //!
-//! Each sentence (ended by `. ! ?`) is framed by silence, and a short pause
-//! (comma, colon, …) becomes one silence phoneme, as festival's labels of
-//! the embedded corpus have them. A word the lexicon lacks goes to the G2P
-//! model (§3.1, beam search at the package's width); without one, every
-//! such word is collected into one [`SpeakError::OutOfVocabulary`].
+//! Each sentence (ended by `. ! ?`, or cut at a short pause past
+//! [`MAX_SENTENCE_WORDS`] words by [`dv_text::Normalized::sentences`]) is
+//! framed by silence, and a short pause (comma, colon, …) becomes one
+//! silence phoneme, as festival's labels of the embedded corpus have them.
+//! A word the lexicon lacks goes to the G2P model (§3.1, beam search at the
+//! package's width); without one, every such word is collected into one
+//! [`SpeakError::OutOfVocabulary`].
+//!
+//! Acronyms: a [`Token::Acronym`] (capitals that could read as a word,
+//! `NASA`) is read as a word when the lexicon has it and spelled letter by
+//! letter otherwise, never guessed by the G2P model
+//! ([`dv_text::Lexicon::acronym`]); [`Token::Letters`] (`FBI`, `PhD`,
+//! `U.S.`) are spelled, each letter by its CMUDict name ([`dv_text::spell`])
+//! and counted as a word of its own.
 
 use std::ops::Range;
 
 use dv_synth::G2p;
-use dv_text::{normalize, Lexicon, Pause, Phoneme, Stress, StressedPhoneme, Token};
+use dv_text::{normalize, spell, Lexicon, Phoneme, Stress, StressedPhoneme, Token, MAX_SENTENCE_WORDS};
 
 use crate::error::SpeakError;
 
@@ -55,37 +64,44 @@ pub fn pronounce(text: &str, lexicon: &Lexicon, g2p: Option<&G2p>) -> Result<Vec
     let sil = StressedPhoneme::new(Phoneme::Sil, Stress::None);
     let mut out = Vec::new();
     let mut oov = Vec::new();
-    let fresh = || Pronounced { phonemes: vec![sil], words: Vec::new() };
-    let mut cur = fresh();
-    let finish = |cur: &mut Pronounced, out: &mut Vec<Pronounced>| {
+    let normalized = normalize(text);
+    for tokens in normalized.sentences(MAX_SENTENCE_WORDS) {
+        let mut cur = Pronounced { phonemes: vec![sil], words: Vec::new() };
+        let word = |cur: &mut Pronounced, w: &str, p: &[StressedPhoneme]| {
+            let start = cur.phonemes.len();
+            cur.phonemes.extend_from_slice(p);
+            cur.words.push((w.to_string(), start..cur.phonemes.len()));
+        };
+        for t in tokens {
+            match t {
+                Token::Word(w) => match (lexicon.get(w).and_then(|p| p.first()), g2p) {
+                    (Some(p), _) => word(&mut cur, w, p),
+                    (None, Some(g)) => word(&mut cur, w, &g2p_word(g, w)?),
+                    (None, None) => {
+                        oov.push(w.clone());
+                        word(&mut cur, w, &[]);
+                    }
+                },
+                Token::Acronym(a) => word(&mut cur, a, &lexicon.acronym(a)),
+                Token::Letters(l) => {
+                    for (c, p) in l.chars().zip(spell(l)) {
+                        word(&mut cur, c.encode_utf8(&mut [0; 4]), &p);
+                    }
+                }
+                Token::Pause(_) => {
+                    if cur.phonemes.last() != Some(&sil) {
+                        cur.phonemes.push(sil);
+                    }
+                }
+            }
+        }
         if !cur.words.is_empty() {
             if cur.phonemes.last() != Some(&sil) {
                 cur.phonemes.push(sil);
             }
-            out.push(std::mem::replace(cur, fresh()));
-        }
-    };
-    for t in normalize(text).tokens {
-        match t {
-            Token::Word(w) => {
-                let start = cur.phonemes.len();
-                match (lexicon.get(&w).and_then(|p| p.first()), g2p) {
-                    (Some(p), _) => cur.phonemes.extend(p.iter().copied()),
-                    (None, Some(g)) => cur.phonemes.extend(g2p_word(g, &w)?),
-                    (None, None) => oov.push(w.clone()),
-                }
-                let end = cur.phonemes.len();
-                cur.words.push((w, start..end));
-            }
-            Token::Pause(Pause::Short) => {
-                if cur.phonemes.last() != Some(&sil) {
-                    cur.phonemes.push(sil);
-                }
-            }
-            Token::Pause(Pause::Long) => finish(&mut cur, &mut out),
+            out.push(cur);
         }
     }
-    finish(&mut cur, &mut out);
     if !oov.is_empty() {
         return Err(SpeakError::OutOfVocabulary { words: oov });
     }

@@ -87,7 +87,7 @@ impl Sentence {
         index: usize,
         config: &VoiceConfig,
     ) -> Result<Sentence, SpeakError> {
-        if frames.is_empty() || frames.len() % CONDITIONING_DIM != 0 {
+        if frames.is_empty() || !frames.len().is_multiple_of(CONDITIONING_DIM) {
             return Err(SpeakError::BadOption {
                 what: "conditioning frames",
                 reason: format!("{} values are not a positive multiple of {CONDITIONING_DIM}", frames.len()),

@@ -75,3 +75,42 @@ fn real_cmudict_g2p_filter() {
     let hello: Vec<String> = lex.get("hello").unwrap()[0].iter().map(ToString::to_string).collect();
     assert_eq!(hello.join(" "), "HH AH0 L OW1");
 }
+
+#[test]
+fn letters_are_spelled_by_name_with_the_last_stressed() {
+    use dv_text::{letter_name, spell, StressedPhoneme};
+    let show = |p: &[StressedPhoneme]| p.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ");
+    assert_eq!(show(&letter_name('f').unwrap()), "EH1 F");
+    assert_eq!(show(&letter_name('A').unwrap()), "EY1", "the letter, not the article AH0");
+    assert_eq!(show(&letter_name('w').unwrap()), "D AH1 B AH0 L Y UW0");
+    assert_eq!(letter_name('3'), None);
+    assert!(('a'..='z').all(|c| letter_name(c).is_some_and(|p| !p.is_empty())));
+    // As CMUDict spells `fbi`: EH2 F B IY2 AY1.
+    assert_eq!(show(&spell("fbi").concat()), "EH2 F B IY2 AY1");
+    assert_eq!(spell("f"), vec![letter_name('f').unwrap()]);
+    assert!(spell("").is_empty());
+}
+
+#[test]
+fn acronyms_are_words_only_when_the_lexicon_has_them() {
+    let lex = Lexicon::parse("nasa N AE1 S AH0\nthe DH AH0\n", Path::new("acronyms.dict")).unwrap();
+    let show = |p: Vec<dv_text::StressedPhoneme>| p.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ");
+    assert_eq!(show(lex.acronym("nasa")), "N AE1 S AH0");
+    assert_eq!(show(lex.acronym("nato")), "EH2 N EY2 T IY2 OW1");
+    let lookup = lex.lookup(&normalize("The NASA and NATO, FBI."));
+    let words: Vec<(&str, Option<String>)> =
+        lookup.words.iter().map(|(w, p)| (w.as_str(), p.clone().map(show))).collect();
+    assert_eq!(
+        words,
+        [
+            ("the", Some("DH AH0".into())),
+            ("nasa", Some("N AE1 S AH0".into())),
+            ("and", None),
+            ("nato", Some("EH2 N EY2 T IY2 OW1".into())),
+            ("f", Some("EH2 F".into())),
+            ("b", Some("B IY2".into())),
+            ("i", Some("AY1".into())),
+        ]
+    );
+    assert_eq!(lookup.oov().collect::<Vec<_>>(), ["and"]);
+}

@@ -2,5 +2,6 @@
 
 mod conditioning;
 mod lexicon;
+mod natural;
 mod normalize;
 mod phoneme;

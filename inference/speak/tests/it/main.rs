@@ -7,6 +7,7 @@
 mod package;
 mod plan;
 mod render;
+mod text;
 
 use std::path::Path;
 

@@ -1,0 +1,301 @@
+//! Numbers and what they count: cardinals, decimals, ordinals, years and
+//! decades, fractions, ranges, phone numbers, percentages, units and
+//! currency.
+
+use super::scanner::Scanner;
+use super::token::Pause;
+use super::unit::unit_at;
+use crate::number::{cardinal, digits, ordinal, year};
+
+const SCALE_WORDS: &[&str] = &["thousand", "million", "billion", "trillion"];
+
+/// Scale suffixes after an amount: `$5M`, `€2.5bn`, `$10k`.
+const SCALE_SUFFIXES: &[(&str, &str)] =
+    &[("k", "thousand"), ("K", "thousand"), ("m", "million"), ("M", "million"), ("bn", "billion"), ("B", "billion")];
+
+/// Digit groups of phone numbers: `555-1234`, `555-123-4567`,
+/// `1-800-555-1234` (groups joined by `-` or `.`).
+const PHONE_GROUPS: &[&[usize]] = &[&[3, 4], &[3, 3, 4], &[1, 3, 3, 4]];
+
+fn plural(spoken: &str) -> String {
+    match spoken.strip_suffix('y') {
+        Some(stem) => format!("{stem}ies"),
+        None if spoken.ends_with('x') || spoken.ends_with("ch") => format!("{spoken}es"),
+        None => format!("{spoken}s"),
+    }
+}
+
+/// `n/d` in words: `1/2` → `one half`, `3/4` → `three quarters`, `2/3` →
+/// `two thirds`.
+fn fraction(n: u64, d: u64) -> String {
+    let unit = match d {
+        2 => "half".to_string(),
+        4 => "quarter".to_string(),
+        _ => ordinal(d),
+    };
+    let unit = match (n, d) {
+        (1, _) => unit,
+        (_, 2) => "halves".to_string(),
+        _ => format!("{unit}s"),
+    };
+    format!("{} {unit}", cardinal(n))
+}
+
+impl Scanner {
+    /// Reads `1,234.56` from `pos`: the integer digits (commas removed) and the
+    /// fraction digits, if any.
+    fn read_number(&mut self) -> (String, Option<String>, bool) {
+        let mut int = String::new();
+        let mut grouped = false;
+        while let Some(c) = self.peek(0) {
+            if c.is_ascii_digit() {
+                int.push(c);
+                self.pos += 1;
+            } else if c == ','
+                && !int.is_empty()
+                && (1..=3).all(|k| self.peek(k).is_some_and(|d| d.is_ascii_digit()))
+                && !self.peek(4).is_some_and(|d| d.is_ascii_digit())
+            {
+                self.pos += 1;
+                grouped = true;
+            } else {
+                break;
+            }
+        }
+        let mut frac = None;
+        if self.peek(0) == Some('.') && self.peek(1).is_some_and(|c| c.is_ascii_digit()) {
+            self.pos += 1;
+            let mut f = String::new();
+            while let Some(c) = self.peek(0).filter(|c| c.is_ascii_digit()) {
+                f.push(c);
+                self.pos += 1;
+            }
+            frac = Some(f);
+        }
+        (int, frac, grouped)
+    }
+
+    /// A phone number at `pos` (`PHONE_GROUPS`, or `(555) 123-4567`): read
+    /// digit by digit, a short pause between groups.
+    pub(super) fn scan_phone(&mut self) -> bool {
+        let mut i = self.pos;
+        let mut groups: Vec<(usize, usize)> = Vec::new();
+        if self.at(i) == Some('(') {
+            match self.digits_at(i + 1, 3) {
+                Some((_, 3)) if self.at(i + 4) == Some(')') && self.at(i + 5) == Some(' ') => {
+                    groups.push((i + 1, 3));
+                    i += 6;
+                }
+                _ => return false,
+            }
+        } else if self.prev().is_some_and(|c| c.is_ascii_digit() || c == '-' || c == '.') {
+            return false;
+        }
+        let first = groups.len();
+        let mut sep = None;
+        while let Some((_, n)) = self.digits_at(i, 4) {
+            groups.push((i, n));
+            i += n;
+            match self.at(i) {
+                Some(c @ ('-' | '.'))
+                    if self.at(i + 1).is_some_and(|d| d.is_ascii_digit()) && sep.unwrap_or(c) == c =>
+                {
+                    sep = Some(c);
+                    i += 1;
+                }
+                _ => break,
+            }
+        }
+        let shape: Vec<usize> = groups.iter().map(|(_, n)| *n).collect();
+        // `555.1234` is a decimal; dots join only the long forms.
+        let dotted_short = sep == Some('.') && shape.len() < 3;
+        let fits =
+            !dotted_short && if first == 1 { shape[1..] == [3, 4] } else { PHONE_GROUPS.contains(&shape.as_slice()) };
+        if !fits || self.at(i).is_some_and(|c| c.is_ascii_alphanumeric()) {
+            return false;
+        }
+        for (k, (start, n)) in groups.into_iter().enumerate() {
+            if k > 0 {
+                self.pause(Pause::Short);
+            }
+            let d: String = self.chars[start..start + n].iter().collect();
+            self.words(&digits(&d));
+        }
+        self.pos = i;
+        true
+    }
+
+    pub(super) fn scan_number(&mut self) {
+        if self.scan_numeric_date() || self.scan_phone() {
+            return;
+        }
+        let (int, frac, grouped) = self.read_number();
+        let value: Option<u64> = int.parse().ok();
+        let Some(n) = value.filter(|_| int.len() <= 18) else {
+            self.words(&digits(&int));
+            if let Some(f) = frac {
+                self.words("point");
+                self.words(&digits(&f));
+            }
+            return;
+        };
+        let whole = frac.is_none() && !grouped;
+        if let Some(f) = &frac {
+            self.words(&cardinal(n));
+            self.words("point");
+            self.words(&digits(f));
+        } else if whole && self.scan_time(n) {
+            return;
+        } else if whole && int.len() > 1 && int.starts_with('0') {
+            // `007`, `0800`: a code, read digit by digit.
+            self.words(&digits(&int));
+        } else if let Some(suffix) = self.ordinal_suffix() {
+            self.pos += suffix;
+            if !(whole && self.scan_day_month(n)) {
+                self.words(&ordinal(n));
+            }
+            return;
+        } else if whole && self.scan_day_month(n) {
+            return;
+        } else if let Some(d) = self.denominator().filter(|_| whole) {
+            self.pos += 1 + d.to_string().len();
+            if n < d && d <= 100 {
+                self.words(&fraction(n, d));
+            } else {
+                self.words(&cardinal(n));
+                self.words(&cardinal(d));
+            }
+        } else if whole && (1..=12).contains(&n) && self.scan_meridiem_after(&cardinal(n)) {
+            return;
+        } else if whole && int.len() == 4 && !int.starts_with('0') && (1000..=2999).contains(&n) {
+            let spoken = year(n);
+            if self.peek(0) == Some('s') && !self.peek(1).is_some_and(|c| c.is_ascii_alphabetic()) {
+                self.pos += 1;
+                self.words(&plural(&spoken));
+            } else {
+                self.words(&spoken);
+            }
+        } else if whole
+            && int.len() == 2
+            && n % 10 == 0
+            && self.peek(0) == Some('s')
+            && !self.peek(1).is_some_and(|c| c.is_ascii_alphabetic())
+        {
+            // `the 80s`
+            self.pos += 1;
+            self.words(&plural(&cardinal(n)));
+        } else {
+            self.words(&cardinal(n));
+        }
+        self.after_number(n == 1 && frac.is_none());
+    }
+
+    /// What may follow a number: `%`, a unit, a range (`10-20`), a mixed
+    /// fraction (`2 1/2`).
+    fn after_number(&mut self, one: bool) {
+        if self.peek(0) == Some('%') {
+            self.pos += 1;
+            self.words("percent");
+        }
+        let i = if self.peek(0) == Some(' ') { self.pos + 1 } else { self.pos };
+        if let Some((n, reading)) = unit_at(&self.chars[i.min(self.chars.len())..], one) {
+            self.pos = i + n;
+            self.words(reading);
+        }
+        if self.peek(0) == Some('-') && self.peek(1).is_some_and(|c| c.is_ascii_digit()) {
+            self.symbol_word("to");
+        } else if self.peek(0) == Some(' ') && self.mixed_fraction_at(self.pos + 1) {
+            self.words("and");
+        }
+    }
+
+    fn mixed_fraction_at(&self, i: usize) -> bool {
+        let Some((n, a)) = self.digits_at(i, 2) else { return false };
+        let Some((d, b)) = self.digits_at(i + a + 1, 2) else { return false };
+        self.at(i + a) == Some('/')
+            && n < d
+            && !self.at(i + a + 1 + b).is_some_and(|c| c.is_ascii_alphanumeric() || c == '/')
+    }
+
+    /// `/d` at `pos` (1–3 digits, not another `/` after): `d`.
+    fn denominator(&self) -> Option<u64> {
+        if self.peek(0) != Some('/') {
+            return None;
+        }
+        let (d, n) = self.digits_at(self.pos + 1, 3)?;
+        let end = self.pos + 1 + n;
+        (d > 0 && !self.at(end).is_some_and(|c| c.is_ascii_alphanumeric() || c == '/')).then_some(d)
+    }
+
+    fn ordinal_suffix(&self) -> Option<usize> {
+        let a = self.peek(0)?.to_ascii_lowercase();
+        let b = self.peek(1)?.to_ascii_lowercase();
+        let is_suffix = matches!((a, b), ('s', 't') | ('n', 'd') | ('r', 'd') | ('t', 'h'));
+        (is_suffix && !self.peek(2).is_some_and(|c| c.is_ascii_alphabetic())).then_some(2)
+    }
+
+    pub(super) fn scan_currency(&mut self, symbol: char) {
+        self.pos += 1;
+        let (one, many, sub_one, sub_many) = match symbol {
+            '$' => ("dollar", "dollars", "cent", "cents"),
+            '£' => ("pound", "pounds", "penny", "pence"),
+            '€' => ("euro", "euros", "cent", "cents"),
+            _ => ("yen", "yen", "sen", "sen"),
+        };
+        if !self.peek(0).is_some_and(|c| c.is_ascii_digit()) {
+            self.words(many);
+            return;
+        }
+        let (int, frac, _) = self.read_number();
+        let n: u64 = int.parse().unwrap_or(0);
+        // "$1.5 million" and "$1.5M" read the scale before the unit.
+        let rest: String = self.chars[self.pos..].iter().take(12).collect();
+        let scale = SCALE_WORDS
+            .iter()
+            .find(|s| rest.trim_start().to_ascii_lowercase().starts_with(*s) && rest.starts_with(' '))
+            .map(|s| (rest.len() - rest.trim_start().len() + s.len(), *s))
+            .or_else(|| {
+                SCALE_SUFFIXES.iter().find_map(|(suffix, word)| {
+                    let after = rest.strip_prefix(suffix)?;
+                    (!after.starts_with(|c: char| c.is_ascii_alphanumeric())).then_some((suffix.len(), *word))
+                })
+            });
+        if let Some((skip, scale)) = scale {
+            self.pos += skip;
+            self.words(&cardinal(n));
+            if let Some(f) = frac {
+                self.words("point");
+                self.words(&digits(&f));
+            }
+            self.words(scale);
+            self.words(many);
+            return;
+        }
+        match frac {
+            Some(f) if f.len() == 2 => {
+                let cents: u64 = f.parse().unwrap_or(0);
+                if n > 0 || cents == 0 {
+                    self.words(&cardinal(n));
+                    self.words(if n == 1 { one } else { many });
+                }
+                if cents > 0 {
+                    self.words(&cardinal(cents));
+                    self.words(if cents == 1 { sub_one } else { sub_many });
+                }
+            }
+            Some(f) => {
+                self.words(&cardinal(n));
+                self.words("point");
+                self.words(&digits(&f));
+                self.words(many);
+            }
+            None => {
+                self.words(&cardinal(n));
+                self.words(if n == 1 { one } else { many });
+            }
+        }
+        if self.peek(0) == Some('-') && self.peek(1).is_some_and(|c| c.is_ascii_digit()) {
+            self.symbol_word("to");
+        }
+    }
+}
