@@ -38,14 +38,17 @@
 //!   18 digits digit by digit; `#1` → `number one`.
 //! * Units after a number (a table of common symbols, case-sensitive): `5
 //!   km` → `five kilometers`, `1 kg` → `one kilogram`, `3 ft`, `100 mph`,
-//!   `20°C` → `twenty degrees celsius`, `16 GB`.
+//!   `20°C` → `twenty degrees celsius`, `16 GB`, `5 EUR`; a unit after `/`
+//!   is `per` (`$2/lb` → `two dollars per pound`, `m/s`).
 //! * Abbreviations with a period (`Mr.`, `Dr.`, `St.`, `e.g.`, `etc.` …) are
 //!   expanded and their period is not a sentence end (except `etc.`, `Inc.`
 //!   and the like when the text ends or a capital follows). Letters with
 //!   periods (`U.S.`, `Ph.D.`) are spelled ([`Token::Letters`]).
 //! * Capital words: acronyms of 2–6 letters become [`Token::Acronym`] (may
 //!   be read as a word: `NASA`) or [`Token::Letters`] (`FBI`, `TV`, `PhD`);
-//!   the rule is in the `acronym` module's docs.
+//!   the rule is in the `acronym` module's docs. Roman numerals after a
+//!   capitalised word are numbers: `World War II` → `world war two`,
+//!   `Henry VIII` → `henry the eighth`.
 //! * Punctuation becomes pauses: `, ; : ( ) --` and a spaced `-` a short
 //!   pause, `. ! ?` a long one. Runs of pauses merge into the strongest;
 //!   pauses before the first word are dropped.
@@ -55,10 +58,12 @@
 //! [`Normalized::sentences`] splits the result into sentences of at most
 //! [`MAX_SENTENCE_WORDS`] words, at a short pause where there is one.
 
+mod abbreviation;
 mod acronym;
 mod calendar;
 mod link;
 mod numeral;
+mod phone;
 mod scanner;
 mod token;
 mod transliterate;

@@ -2,51 +2,11 @@
 //! character at hand; words, abbreviations and punctuation are read here,
 //! numbers, dates and links in their own modules.
 
-use super::acronym::capital_word;
+use super::abbreviation::{ABBREVIATIONS, DOTTED};
+use super::acronym::{capital_word, roman_after};
 use super::calendar::weekday_or_month;
 use super::token::{Normalized, Pause, Token};
 use super::transliterate::transliterate;
-
-/// Abbreviations written with a final period, and what they are read as.
-/// `true` marks those that may also end a sentence.
-const ABBREVIATIONS: &[(&str, &str, bool)] = &[
-    ("mr", "mister", false),
-    ("mrs", "missus", false),
-    ("ms", "miz", false),
-    ("dr", "doctor", false),
-    ("st", "saint", false), // or "street" (Scanner::scan_word)
-    ("mt", "mount", false),
-    ("prof", "professor", false),
-    ("rev", "reverend", false),
-    ("gen", "general", false),
-    ("col", "colonel", false),
-    ("maj", "major", false),
-    ("capt", "captain", false),
-    ("lt", "lieutenant", false),
-    ("sgt", "sergeant", false),
-    ("hon", "honorable", false),
-    ("vs", "versus", false),
-    ("approx", "approximately", false),
-    ("dept", "department", false),
-    ("no", "number", false),
-    ("ave", "avenue", true),
-    ("blvd", "boulevard", true),
-    ("rd", "road", true),
-    ("jr", "junior", true),
-    ("sr", "senior", true),
-    ("esq", "esquire", true),
-    ("co", "company", true),
-    ("corp", "corporation", true),
-    ("inc", "incorporated", true),
-    ("ltd", "limited", true),
-    ("ft", "feet", true),
-    ("etc", "et cetera", true),
-];
-
-/// Dotted abbreviations matched as written (case-insensitive): their words,
-/// or `None` to spell their letters ([`Token::Letters`]).
-const DOTTED: &[(&str, Option<&str>)] =
-    &[("e.g.", Some("for example")), ("i.e.", Some("that is")), ("ph.d.", None), ("a.m.", None), ("p.m.", None)];
 
 pub(super) struct Scanner {
     pub(super) chars: Vec<char>,
@@ -112,6 +72,17 @@ impl Scanner {
         let capitalised = next.starts_with(|c: char| c.is_ascii_uppercase())
             && (next.len() == 1 || next.chars().skip(1).any(|c| c.is_ascii_lowercase()));
         i > self.pos && capitalised && weekday_or_month(&next.to_ascii_lowercase()).is_none()
+    }
+
+    /// The word of letters that ends right before `i` and one space, as
+    /// written (empty if none).
+    fn word_before(&self, i: usize) -> String {
+        if i < 2 || self.at(i - 1) != Some(' ') {
+            return String::new();
+        }
+        let end = i - 1;
+        let start = (0..end).rev().take_while(|&k| self.chars[k].is_ascii_alphabetic()).last().unwrap_or(end);
+        self.chars[start..end].iter().collect()
     }
 
     /// Whether only spaces follow `pos`.
@@ -203,6 +174,10 @@ impl Scanner {
             if initial && self.peek(1) == Some(' ') && self.peek(2).is_some_and(|c| c.is_ascii_uppercase()) {
                 self.pos += 1;
             }
+        }
+        if let Some(words) = self.mixed_case.then(|| roman_after(&raw, &self.word_before(start))).flatten() {
+            self.words(&words);
+            return;
         }
         match capital_word(&raw, self.mixed_case) {
             Some(t) => self.tokens.push(t),

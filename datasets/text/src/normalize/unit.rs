@@ -43,6 +43,9 @@ const UNITS: &[(&str, &str, &str)] = &[
     ("kW", "kilowatt", "kilowatts"),
     ("kWh", "kilowatt hour", "kilowatt hours"),
     ("V", "volt", "volts"),
+    ("USD", "dollar", "dollars"),
+    ("EUR", "euro", "euros"),
+    ("GBP", "pound", "pounds"),
     ("°C", "degree celsius", "degrees celsius"),
     ("°F", "degree fahrenheit", "degrees fahrenheit"),
     ("°", "degree", "degrees"),
@@ -58,4 +61,15 @@ pub(super) fn unit_at(rest: &[char], one: bool) -> Option<(usize, &'static str)>
         let ends = !rest.get(n).is_some_and(|c| c.is_ascii_alphanumeric());
         (here.iter().copied().eq(symbol.chars()) && ends).then_some((n, if one { *singular } else { *plural }))
     })
+}
+
+/// A unit after `/` (`$2/lb`, `27 m/s`): its length and the words
+/// `per <singular>`.
+pub(super) fn per_unit_at(rest: &[char]) -> Option<(usize, String)> {
+    if rest.first() != Some(&'/') {
+        return None;
+    }
+    let second = rest.get(1) == Some(&'s') && !rest.get(2).is_some_and(|c| c.is_ascii_alphanumeric());
+    let (n, singular) = if second { (1, "second") } else { unit_at(&rest[1..], true)? };
+    Some((n + 1, format!("per {singular}")))
 }

@@ -80,6 +80,10 @@ const RULES: &[(&str, &str)] = &[
     ("500 ml", "five hundred milliliters"),
     ("5 kilometers", "five kilometers"),
     ("5 mins", "five mins"),
+    ("$1.99/lb", "one dollar ninety nine cents per pound"),
+    ("27.8 m/s", "twenty seven point eight meters per second"),
+    ("100 km/h", "one hundred kilometers per hour"),
+    ("5 EUR", "five euros"),
     // links and e-mail
     ("https://example.com/path", "example dot com slash path"),
     ("Visit https://example.com or mail bob@example.org", "visit example dot com or mail bob at example dot org"),
@@ -104,6 +108,11 @@ const RULES: &[(&str, &str)] = &[
     ("HELLO WORLD", "hello world"),
     ("WATCH TV NOW", "watch t v now"),
     ("iOS apps", "i o s apps"),
+    ("World War II", "world war two"),
+    ("Henry VIII and Louis XIV", "henry the eighth and louis the fourteenth"),
+    ("Chapter XL", "chapter forty"),
+    ("the IIII and VX", "the i i i i and v x"),
+    ("I went", "i went"),
 ];
 
 fn check(cases: &[(&str, &str)]) {
