@@ -1,0 +1,370 @@
+//! The handlers: speech (streamed, SSE or whole), the timed native
+//! endpoint, voices, models, health, metrics and the page.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use axum::Json;
+use futures::stream::{self, Stream};
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use crate::error::ApiError;
+use crate::format::{base64, flac, pcm_bytes, sse, wav};
+use crate::job::{Event, Job, Planned, Summary};
+use crate::metrics::Metrics;
+use crate::request::{ResponseFormat, SpeechRequest, StreamFormat, MODELS};
+use crate::server::{App, MAX_BODY};
+
+const PAGE: &str = include_str!("page.html");
+
+pub(crate) async fn page() -> Html<&'static str> {
+    Html(PAGE)
+}
+
+pub(crate) async fn healthz() -> Json<serde_json::Value> {
+    Json(json!({ "status": "ok" }))
+}
+
+pub(crate) async fn readyz(State(app): State<App>) -> Response {
+    let voice = app.voices.default_voice();
+    if app.voices.is_loaded(voice) {
+        return Json(json!({ "status": "ready", "voice": voice, "uptime_s": app.started.elapsed().as_secs_f64() }))
+            .into_response();
+    }
+    let why = app.preload_error.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let body = json!({ "status": "loading", "voice": voice, "error": why });
+    (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
+}
+
+pub(crate) async fn metrics(State(app): State<App>) -> Response {
+    let mut r = app.metrics.render().into_response();
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
+    r
+}
+
+pub(crate) async fn models() -> Json<serde_json::Value> {
+    let data: Vec<_> = MODELS
+        .iter()
+        .map(|m| json!({ "id": m, "object": "model", "created": 0, "owned_by": "deepvoice-rs" }))
+        .collect();
+    Json(json!({ "object": "list", "data": data }))
+}
+
+pub(crate) async fn voices(State(app): State<App>) -> Json<serde_json::Value> {
+    let list: Vec<_> = app.voices.names().into_iter().map(|n| json!({ "id": n, "name": n })).collect();
+    Json(json!({ "voices": list, "default": app.voices.default_voice() }))
+}
+
+/// The body, at most [`MAX_BODY`] bytes, within the body timeout.
+async fn read_body(app: &App, req: Request) -> Result<Bytes, ApiError> {
+    let declared =
+        req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY as u64) {
+        return Err(ApiError::too_large(MAX_BODY));
+    }
+    let read = axum::body::to_bytes(req.into_body(), MAX_BODY);
+    match tokio::time::timeout(app.config.body_timeout, read).await {
+        Err(_) => Err(ApiError::body_timeout()),
+        Ok(Ok(b)) => Ok(b),
+        Ok(Err(e)) => {
+            let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+            while let Some(s) = source {
+                if s.is::<http_body_util::LengthLimitError>() {
+                    return Err(ApiError::too_large(MAX_BODY));
+                }
+                source = s.source();
+            }
+            Err(ApiError::bad_body(format!("the body could not be read: {e}")))
+        }
+    }
+}
+
+/// A seed for a request that gave none: the clock and a counter, mixed.
+fn fresh_seed() -> u64 {
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let t = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    let mut x = t ^ COUNT.fetch_add(1, Ordering::Relaxed).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    // splitmix64's finaliser.
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// A started request: its plan and the channel its audio arrives on.
+struct Started {
+    request: SpeechRequest,
+    voice: String,
+    planned: Planned,
+    rx: mpsc::Receiver<Event>,
+    arrived: Instant,
+}
+
+/// Body → checked request → voice → a place in the pool → a worker → plan.
+async fn start(app: &App, req: Request) -> Result<Started, ApiError> {
+    let arrived = Instant::now();
+    let body = read_body(app, req).await?;
+    let request = SpeechRequest::parse(&body)?;
+    let speaker = app.voices.get(request.voice.as_deref()).await?;
+    let ticket = app.pool.admit()?;
+    let job = Job {
+        speaker,
+        input: request.input.clone(),
+        speed: request.speed,
+        seed: request.seed.unwrap_or_else(fresh_seed),
+        block: app.config.block,
+        stall: app.config.stall_timeout,
+        metrics: app.metrics.clone(),
+    };
+    let (planned, rx) = job.start(ticket).await?;
+    let voice = request.voice.clone().unwrap_or_else(|| app.voices.default_voice().to_string());
+    Ok(Started { request, voice, planned, rx, arrived })
+}
+
+/// Counts a response body as an active stream until it is dropped.
+struct Active(Arc<Metrics>);
+
+impl Active {
+    fn new(m: &Arc<Metrics>) -> Self {
+        m.streams.fetch_add(1, Ordering::Relaxed);
+        Self(m.clone())
+    }
+}
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        self.0.streams.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// What the body stream turns events into.
+#[derive(Clone, Copy, PartialEq)]
+enum Wire {
+    /// Raw bytes (PCM, with a streaming WAV header first for WAV).
+    Audio(ResponseFormat),
+    /// OpenAI's SSE: audio deltas of the same bytes, then done.
+    Sse(ResponseFormat),
+    /// The page's SSE: sentence timings, PCM deltas, done.
+    TimedSse,
+}
+
+struct BodyState {
+    rx: mpsc::Receiver<Event>,
+    wire: Wire,
+    planned: Planned,
+    input_chars: usize,
+    header: Option<Vec<u8>>,
+    first: Option<Instant>,
+    arrived: Instant,
+    _active: Active,
+    metrics: Arc<Metrics>,
+    ended: bool,
+}
+
+fn done_event(s: &BodyState, summary: Summary) -> serde_json::Value {
+    let rate = s.planned.rate as f64;
+    let audio_s = summary.samples as f64 / rate;
+    json!({
+        "type": "speech.audio.done",
+        // Characters in, samples out: Deep Voice has no tokens.
+        "usage": {
+            "input_tokens": s.input_chars,
+            "output_tokens": summary.samples,
+            "total_tokens": s.input_chars + summary.samples,
+        },
+        "timing": {
+            "sample_rate": s.planned.rate,
+            "samples": summary.samples,
+            "audio_s": audio_s,
+            "render_s": summary.render_s,
+            "real_time_factor": if audio_s > 0.0 { summary.render_s / audio_s } else { 0.0 },
+            "first_audio_s": s.first.map(|f| f.duration_since(s.arrived).as_secs_f64()),
+        },
+        "seed": s.planned.seed,
+    })
+}
+
+/// The response body: events until Done; a render failure ends it with an
+/// error (an `error` event in SSE), and so does a render cancelled by a
+/// shutdown (the channel closes without Done).
+fn body_stream(s: BodyState) -> impl Stream<Item = Result<Bytes, std::io::Error>> + Send {
+    stream::unfold(s, |mut s| async move {
+        loop {
+            if s.ended {
+                return None;
+            }
+            let sse_wire = !matches!(s.wire, Wire::Audio(_));
+            let out = match s.rx.recv().await {
+                None => {
+                    s.ended = true;
+                    let msg = "the render was cancelled";
+                    if sse_wire {
+                        Some(Ok(sse(&json!({ "type": "error", "error": { "message": msg, "type": "server_error" } }))))
+                    } else {
+                        Some(Err(std::io::Error::other(msg)))
+                    }
+                }
+                Some(Event::Sentence(k)) => match (s.wire, s.planned.sentences.get(k)) {
+                    (Wire::TimedSse, Some(t)) => Some(Ok(sse(&json!({ "type": "speech.sentence", "sentence": t })))),
+                    _ => None,
+                },
+                Some(Event::Audio(pcm)) => {
+                    if s.first.is_none() {
+                        let now = Instant::now();
+                        s.first = Some(now);
+                        s.metrics.first_audio(now.duration_since(s.arrived).as_secs_f64());
+                    }
+                    let mut bytes = s.header.take().unwrap_or_default();
+                    bytes.extend_from_slice(&pcm_bytes(&pcm));
+                    if sse_wire {
+                        Some(Ok(sse(&json!({ "type": "speech.audio.delta", "audio": base64(&bytes) }))))
+                    } else {
+                        Some(Ok(Bytes::from(bytes)))
+                    }
+                }
+                Some(Event::Done(summary)) => {
+                    s.ended = true;
+                    if sse_wire {
+                        Some(Ok(sse(&done_event(&s, summary))))
+                    } else {
+                        s.header.take().map(|h| Ok(Bytes::from(h)))
+                    }
+                }
+                Some(Event::Failed(msg)) => {
+                    s.ended = true;
+                    if sse_wire {
+                        Some(Ok(sse(&json!({ "type": "error", "error": { "message": msg, "type": "server_error" } }))))
+                    } else {
+                        Some(Err(std::io::Error::other(msg)))
+                    }
+                }
+            };
+            if let Some(o) = out {
+                return Some((o, s));
+            }
+        }
+    })
+}
+
+/// Waits for the whole audio.
+async fn collect(st: &mut Started, metrics: &Arc<Metrics>) -> Result<(Vec<i16>, Summary), ApiError> {
+    let _active = Active::new(metrics);
+    let mut pcm = Vec::new();
+    loop {
+        match st.rx.recv().await {
+            Some(Event::Sentence(_)) => {}
+            Some(Event::Audio(b)) => pcm.extend_from_slice(&b),
+            Some(Event::Done(summary)) => {
+                metrics.first_audio(st.arrived.elapsed().as_secs_f64());
+                return Ok((pcm, summary));
+            }
+            Some(Event::Failed(msg)) => return Err(ApiError::internal(msg)),
+            None => return Err(ApiError::unavailable("the render was cancelled".into())),
+        }
+    }
+}
+
+/// `Content-Type`, `X-Sample-Rate`, `X-Seed`, `X-Voice`, and for raw PCM
+/// `X-Audio-Format`.
+fn audio_headers(r: &mut Response, st: &Started, content_type: &'static str) {
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert("x-sample-rate", HeaderValue::from(st.planned.rate));
+    h.insert("x-seed", HeaderValue::from(st.planned.seed));
+    if let Ok(v) = HeaderValue::from_str(&st.voice) {
+        h.insert("x-voice", v);
+    }
+    if content_type == "audio/pcm" {
+        h.insert("x-audio-format", HeaderValue::from_static("s16le; channels=1"));
+    }
+}
+
+fn streamed(app: &App, mut st: Started, wire: Wire) -> Response {
+    let header = match wire {
+        Wire::Audio(ResponseFormat::Wav) | Wire::Sse(ResponseFormat::Wav) => {
+            Some(dv_speak::wav_header(st.planned.rate, None).to_vec())
+        }
+        _ => None,
+    };
+    let content_type = match wire {
+        Wire::Audio(f) => f.content_type(),
+        Wire::Sse(_) | Wire::TimedSse => "text/event-stream",
+    };
+    let (_, closed) = mpsc::channel(1);
+    let state = BodyState {
+        rx: std::mem::replace(&mut st.rx, closed),
+        wire,
+        planned: st.planned.clone(),
+        input_chars: st.request.input.chars().count(),
+        header,
+        first: None,
+        arrived: st.arrived,
+        _active: Active::new(&app.metrics),
+        metrics: app.metrics.clone(),
+        ended: false,
+    };
+    let mut r = Body::from_stream(body_stream(state)).into_response();
+    audio_headers(&mut r, &st, content_type);
+    r
+}
+
+async fn speak(app: &App, req: Request, timed: bool) -> Result<Response, ApiError> {
+    let mut st = start(app, req).await?;
+    let (format, stream_format, stream) = (st.request.format, st.request.stream_format, st.request.stream);
+    Ok(match (timed, stream_format) {
+        (false, StreamFormat::Sse) => streamed(app, st, Wire::Sse(format)),
+        (true, StreamFormat::Sse) => streamed(app, st, Wire::TimedSse),
+        (false, StreamFormat::Audio) if stream && format != ResponseFormat::Flac => {
+            streamed(app, st, Wire::Audio(format))
+        }
+        (false, StreamFormat::Audio) => {
+            let (pcm, _) = collect(&mut st, &app.metrics).await?;
+            let rate = st.planned.rate;
+            let bytes = match format {
+                ResponseFormat::Wav => wav(&pcm, rate),
+                ResponseFormat::Pcm => pcm_bytes(&pcm),
+                ResponseFormat::Flac => tokio::task::spawn_blocking(move || flac(&pcm, rate))
+                    .await
+                    .map_err(|e| ApiError::internal(format!("FLAC encoding: {e}")))??,
+            };
+            let mut r = bytes.into_response();
+            audio_headers(&mut r, &st, format.content_type());
+            r
+        }
+        (true, StreamFormat::Audio) => {
+            let (pcm, summary) = collect(&mut st, &app.metrics).await?;
+            let rate = st.planned.rate;
+            let audio_s = pcm.len() as f64 / rate as f64;
+            let body = json!({
+                "model": st.request.model,
+                "voice": st.voice,
+                "sample_rate": rate,
+                "seed": st.planned.seed,
+                "samples": pcm.len(),
+                "duration_s": audio_s,
+                "render_s": summary.render_s,
+                "audio": base64(&wav(&pcm, rate)),
+                "sentences": st.planned.sentences,
+            });
+            let mut r = Json(body).into_response();
+            audio_headers(&mut r, &st, "application/json");
+            r
+        }
+    })
+}
+
+/// `POST /v1/audio/speech`.
+pub(crate) async fn speech(State(app): State<App>, req: Request) -> Response {
+    speak(&app, req, false).await.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// `POST /v1/audio/speech/timed`.
+pub(crate) async fn timed(State(app): State<App>, req: Request) -> Response {
+    speak(&app, req, true).await.unwrap_or_else(IntoResponse::into_response)
+}

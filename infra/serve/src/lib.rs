@@ -1,0 +1,72 @@
+//! `dv-serve`: Deep Voice voices over HTTP, OpenAI-compatible and streaming,
+//! without libtorch (the binary links `dv-speak` and nothing heavier).
+//!
+//! # Endpoints
+//!
+//! * `POST /v1/audio/speech`: OpenAI's speech request (`model`, `input` of
+//!   1..=4096 characters, `voice`, `response_format` `wav` | `pcm` | `flac`,
+//!   `speed` 0.25..=4, `stream_format` `audio` | `sse`), plus two
+//!   extensions: `seed` (an integer: the same seed gives the same samples)
+//!   and `stream` (`false` buffers the whole answer: a WAV with real sizes
+//!   and a `Content-Length`). Audio is 16-bit mono PCM at the voice's rate
+//!   (16384 Hz for the paper's voices), said in `X-Sample-Rate`; `pcm` is
+//!   raw little-endian samples. Streamed WAV has 0xFFFFFFFF in both size
+//!   fields. FLAC is encoded once the whole text is rendered (never
+//!   streamed). With `stream_format: "sse"` the same bytes arrive base64'd
+//!   in `speech.audio.delta` events, then a `speech.audio.done` event with
+//!   usage and timing.
+//! * `POST /v1/audio/speech/timed`: the same request; JSON with the audio as
+//!   base64 WAV and each sentence's phoneme and word timings in seconds from
+//!   the start of the audio. With `stream_format: "sse"`, a
+//!   `speech.sentence` event (its timings) before each sentence's audio
+//!   deltas (base64 PCM): what the web page plays.
+//! * `GET /v1/audio/voices` (`{"voices":[{"id","name"}]}`), `GET /v1/models`,
+//!   `GET /healthz` (alive), `GET /readyz` (the default voice is loaded),
+//!   `GET /metrics` (Prometheus text), `GET /` (the web page).
+//!
+//! # Streaming and work
+//!
+//! A request is admitted while fewer than `workers + queue` are in flight
+//! (else 429 with `Retry-After`), waits for one of `workers` render slots,
+//! then plans its text and renders sentence by sentence on a blocking
+//! thread, handing blocks of [`dv_speak::DEFAULT_BLOCK`] samples (about
+//! 100 ms) through a bounded channel to the response body: the first bytes
+//! leave after the first block, long before the first sentence ends. A
+//! client that goes away drops the body; the next send fails and the render
+//! is cancelled ([`dv_speak::CancelToken`]) at its next block. A client
+//! that stops reading holds its render for at most `stall_timeout`.
+//!
+//! Errors before the first byte are OpenAI-shaped JSON
+//! (`{"error":{"message","type","param","code"}}`) with a 4xx/5xx status;
+//! an error after it ends the stream (an `error` event in SSE).
+//!
+//! # Safety
+//!
+//! A request's `voice` is a plain name ([`dv_voice::catalog::resolve_name`]),
+//! never a path. Bearer auth on `/v1/*` when an API key is set; bodies over
+//! [`MAX_BODY`] are 413; headers must arrive within `header_timeout` and the
+//! body within `body_timeout`. Shutdown stops accepting, lets in-flight
+//! requests finish for `shutdown_grace`, then cancels what is left.
+//!
+//! # Not done
+//!
+//! On `--device cuda` each voice renders one sentence per launch, one launch
+//! at a time; requests do not yet share the multi-stream kernel's slots.
+#![forbid(unsafe_code)]
+
+mod api;
+mod auth;
+mod error;
+mod format;
+mod job;
+mod metrics;
+mod pool;
+mod request;
+mod server;
+mod voices;
+
+pub use error::ApiError;
+pub use metrics::Metrics;
+pub use request::{ResponseFormat, SpeechRequest, StreamFormat, MAX_INPUT, MODELS};
+pub use server::{serve, ServeConfig, MAX_BODY};
+pub use voices::VoiceCache;

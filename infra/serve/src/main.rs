@@ -1,0 +1,142 @@
+//! `dv-serve` (also reached as `dv serve`): the speech server. See the
+//! library's docs for the endpoints; `dv-serve --help` for the options.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use clap::Parser;
+use dv_serve::{serve, ServeConfig};
+use dv_speak::{Device, SpeakerOptions};
+use dv_voice::catalog;
+
+/// Deep Voice voices over HTTP: OpenAI's /v1/audio/speech (streamed WAV,
+/// PCM, SSE; FLAC), a timed endpoint with phoneme and word timings, voices,
+/// models, health, Prometheus metrics and a web page at /.
+#[derive(Parser)]
+#[command(name = "dv-serve", version, about)]
+struct Args {
+    /// The address to bind. Anything but a loopback address needs --public.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: IpAddr,
+    /// The port (0: any free one; the address is printed).
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+    /// Allow binding beyond loopback (use with --api-key).
+    #[arg(long)]
+    public: bool,
+    /// Renders at once (default: the cores).
+    #[arg(long)]
+    workers: Option<usize>,
+    /// Requests that may wait for a worker (default: 2 × workers); beyond them 429.
+    #[arg(long)]
+    queue: Option<usize>,
+    /// Require `Authorization: Bearer KEY` on /v1/* (also from DV_API_KEY).
+    #[arg(long, env = "DV_API_KEY", hide_env_values = true)]
+    api_key: Option<String>,
+    /// The voice of requests that name none (default: DV_VOICE, else the shipped voice).
+    #[arg(long)]
+    voice: Option<String>,
+    /// Folders to find voices in, before DV_VOICES, $DV_HOME/voices, the installed and the shipped ones.
+    #[arg(long = "voices")]
+    voices: Vec<PathBuf>,
+    /// Do not load the default voice at start (/readyz then waits for the first request).
+    #[arg(long)]
+    no_preload: bool,
+    /// Voices kept loaded at once.
+    #[arg(long, default_value_t = 8)]
+    max_voices: usize,
+    /// cpu, or cuda (one launch at a time per voice).
+    #[arg(long, default_value = "cpu")]
+    device: String,
+    /// (cuda) bfloat16 weights.
+    #[arg(long)]
+    bf16: bool,
+    /// Seconds for a request's headers to arrive.
+    #[arg(long, default_value_t = 10.0)]
+    header_timeout: f64,
+    /// Seconds for a request's body to arrive.
+    #[arg(long, default_value_t = 10.0)]
+    body_timeout: f64,
+    /// Seconds a client may read nothing before its render is cancelled.
+    #[arg(long, default_value_t = 30.0)]
+    stall_timeout: f64,
+    /// Seconds in-flight requests get to finish after SIGTERM or SIGINT.
+    #[arg(long, default_value_t = 10.0)]
+    shutdown_grace: f64,
+}
+
+/// The shipped voices of the source tree this binary was built from.
+fn shipped_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../inference/voices");
+    dir.canonicalize().unwrap_or(dir)
+}
+
+fn seconds(what: &str, s: f64) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(s).with_context(|| format!("--{what} {s}: not a number of seconds"))
+}
+
+/// SIGTERM or SIGINT.
+async fn signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+    eprintln!("dv-serve: signal received");
+}
+
+fn main() -> anyhow::Result<()> {
+    let a = Args::parse();
+    if !a.host.is_loopback() && !a.public {
+        bail!("--host {} is not a loopback address: add --public to serve beyond this machine", a.host);
+    }
+    let mut path = a.voices.clone();
+    path.extend(catalog::search_path(Some(&shipped_dir())));
+    let mut config = ServeConfig::new(path, a.voice.clone().unwrap_or_else(catalog::default_voice));
+    if let Some(w) = a.workers {
+        config.workers = w.max(1);
+        config.queue = 2 * config.workers;
+    }
+    if let Some(q) = a.queue {
+        config.queue = q;
+    }
+    config.api_key = a.api_key.filter(|k| !k.is_empty());
+    config.preload = !a.no_preload;
+    config.max_voices = a.max_voices;
+    config.speaker = SpeakerOptions { device: a.device.parse::<Device>()?, bf16: a.bf16, ..SpeakerOptions::default() };
+    config.header_timeout = seconds("header-timeout", a.header_timeout)?;
+    config.body_timeout = seconds("body-timeout", a.body_timeout)?;
+    config.stall_timeout = seconds("stall-timeout", a.stall_timeout)?;
+    config.shutdown_grace = seconds("shutdown-grace", a.shutdown_grace)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(config.workers + 8)
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let addr = SocketAddr::new(a.host, a.port);
+        let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
+        let bound = listener.local_addr()?;
+        println!("dv-serve: listening on http://{bound}");
+        eprintln!(
+            "dv-serve: {} worker(s), queue {}, voice {:?}, auth {}, device {}",
+            config.workers,
+            config.queue,
+            config.default_voice,
+            if config.api_key.is_some() { "on" } else { "off" },
+            a.device
+        );
+        serve(listener, config, signal()).await?;
+        eprintln!("dv-serve: stopped");
+        anyhow::Ok(())
+    })
+}

@@ -1,0 +1,174 @@
+//! The speech request: OpenAI's fields and ours, each checked with an error
+//! that names it.
+
+use serde_json::{Map, Value};
+
+use crate::error::ApiError;
+
+/// The most characters `input` may hold (OpenAI's limit).
+pub const MAX_INPUT: usize = 4096;
+
+/// The model ids `/v1/models` lists and requests may name; every one is the
+/// requested voice's Deep Voice model (the OpenAI ids are aliases so that
+/// their clients work unchanged).
+pub const MODELS: [&str; 4] = ["deepvoice", "tts-1", "tts-1-hd", "gpt-4o-mini-tts"];
+
+/// How the audio is encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResponseFormat {
+    /// 16-bit mono PCM WAV (streamed with 0xFFFFFFFF sizes).
+    Wav,
+    /// Raw 16-bit little-endian mono samples at the voice's rate.
+    Pcm,
+    /// FLAC (16 bits, mono), encoded after the whole text is rendered.
+    Flac,
+}
+
+impl ResponseFormat {
+    pub fn content_type(self) -> &'static str {
+        match self {
+            ResponseFormat::Wav => "audio/wav",
+            ResponseFormat::Pcm => "audio/pcm",
+            ResponseFormat::Flac => "audio/flac",
+        }
+    }
+}
+
+/// How the response arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamFormat {
+    /// The audio bytes themselves.
+    Audio,
+    /// Server-sent events with base64 audio.
+    Sse,
+}
+
+/// A checked speech request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpeechRequest {
+    pub model: String,
+    pub input: String,
+    /// `None`: the server's default voice.
+    pub voice: Option<String>,
+    pub format: ResponseFormat,
+    pub speed: f32,
+    pub stream_format: StreamFormat,
+    /// `None`: a fresh seed, reported in `X-Seed`.
+    pub seed: Option<u64>,
+    /// `false`: the whole answer at once (with sizes and a length).
+    pub stream: bool,
+}
+
+fn string(obj: &Map<String, Value>, key: &'static str) -> Result<Option<String>, ApiError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(ApiError::invalid(key, "invalid_type", format!("{key} must be a string, not {other}"))),
+    }
+}
+
+impl SpeechRequest {
+    /// Parses and checks a JSON body. Unknown fields are ignored (OpenAI's
+    /// `instructions` among them).
+    pub fn parse(body: &[u8]) -> Result<SpeechRequest, ApiError> {
+        let value: Value =
+            serde_json::from_slice(body).map_err(|e| ApiError::bad_body(format!("the body is not JSON: {e}")))?;
+        let Value::Object(obj) = value else {
+            return Err(ApiError::bad_body("the body must be a JSON object".into()));
+        };
+        let model = string(&obj, "model")?
+            .ok_or_else(|| ApiError::invalid("model", "missing_required_parameter", "model is required".into()))?;
+        if !MODELS.contains(&model.as_str()) {
+            return Err(ApiError::model_not_found(&model));
+        }
+        let input = string(&obj, "input")?
+            .ok_or_else(|| ApiError::invalid("input", "missing_required_parameter", "input is required".into()))?;
+        let chars = input.chars().count();
+        if chars == 0 || input.trim().is_empty() {
+            return Err(ApiError::invalid("input", "empty_input", "input is empty".into()));
+        }
+        if chars > MAX_INPUT {
+            return Err(ApiError::invalid(
+                "input",
+                "string_above_max_length",
+                format!("input has {chars} characters; at most {MAX_INPUT}"),
+            ));
+        }
+        let voice = string(&obj, "voice")?;
+        let format = match string(&obj, "response_format")?.as_deref() {
+            None | Some("wav") => ResponseFormat::Wav,
+            Some("pcm") => ResponseFormat::Pcm,
+            Some("flac") => ResponseFormat::Flac,
+            Some(other) => {
+                return Err(ApiError::invalid(
+                    "response_format",
+                    "unsupported_response_format",
+                    format!("response_format {other:?} is not supported; supported: wav, pcm, flac"),
+                ))
+            }
+        };
+        let speed = match obj.get("speed") {
+            None | Some(Value::Null) => 1.0,
+            Some(Value::Number(n)) => {
+                let s = n.as_f64().unwrap_or(f64::NAN);
+                if !(0.25..=4.0).contains(&s) {
+                    return Err(ApiError::invalid(
+                        "speed",
+                        "invalid_speed",
+                        format!("speed {n} is outside 0.25..=4.0"),
+                    ));
+                }
+                s as f32
+            }
+            Some(other) => {
+                return Err(ApiError::invalid("speed", "invalid_type", format!("speed must be a number, not {other}")))
+            }
+        };
+        let stream_format = match string(&obj, "stream_format")?.as_deref() {
+            None | Some("audio") => StreamFormat::Audio,
+            Some("sse") => StreamFormat::Sse,
+            Some(other) => {
+                return Err(ApiError::invalid(
+                    "stream_format",
+                    "invalid_stream_format",
+                    format!("stream_format {other:?} is not one of audio, sse"),
+                ))
+            }
+        };
+        if stream_format == StreamFormat::Sse && format == ResponseFormat::Flac {
+            return Err(ApiError::invalid(
+                "stream_format",
+                "invalid_stream_format",
+                "flac is not streamed: use stream_format audio, or response_format wav or pcm with sse".into(),
+            ));
+        }
+        let seed = match obj.get("seed") {
+            None | Some(Value::Null) => None,
+            Some(Value::Number(n)) => Some(n.as_u64().ok_or_else(|| {
+                ApiError::invalid("seed", "invalid_seed", format!("seed {n} is not an integer in 0..2^64"))
+            })?),
+            Some(other) => {
+                return Err(ApiError::invalid("seed", "invalid_type", format!("seed must be an integer, not {other}")))
+            }
+        };
+        let stream = match obj.get("stream") {
+            None | Some(Value::Null) => true,
+            Some(Value::Bool(b)) => *b,
+            Some(other) => {
+                return Err(ApiError::invalid(
+                    "stream",
+                    "invalid_type",
+                    format!("stream must be true or false, not {other}"),
+                ))
+            }
+        };
+        if !stream && stream_format == StreamFormat::Sse {
+            return Err(ApiError::invalid(
+                "stream",
+                "invalid_stream_format",
+                "stream false and stream_format sse contradict each other".into(),
+            ));
+        }
+        Ok(SpeechRequest { model, input, voice, format, speed, stream_format, seed, stream })
+    }
+}

@@ -1,0 +1,221 @@
+//! The server: its settings, the routes, and the accept loop with header
+//! timeouts and graceful shutdown (hyper directly, so that both can be set).
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::{Request, State};
+use axum::middleware::{from_fn_with_state, Next};
+use axum::response::Response;
+use axum::routing::{get, post};
+use axum::Router;
+use dv_speak::SpeakerOptions;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+
+use crate::api;
+use crate::auth::require_key;
+use crate::error::ApiError;
+use crate::metrics::Metrics;
+use crate::pool::Pool;
+use crate::voices::VoiceCache;
+
+/// The largest request body (a 4096-character input, escaped, fits many
+/// times over).
+pub const MAX_BODY: usize = 64 * 1024;
+
+/// How a server runs. [`ServeConfig::new`] gives the defaults the binary
+/// uses for what it is not told.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// Renders at once (default: the cores).
+    pub workers: usize,
+    /// Requests that may wait for a worker beyond those rendering (default
+    /// 2 × workers); more are 429.
+    pub queue: usize,
+    /// Bearer token required on `/v1/*`.
+    pub api_key: Option<String>,
+    /// Where voices are found by name, first match wins.
+    pub voices: Vec<PathBuf>,
+    /// The voice of requests that name none, loaded at start with `preload`.
+    pub default_voice: String,
+    /// Voices kept loaded at once.
+    pub max_voices: usize,
+    /// How voices are loaded (device, CPU kernel, precision).
+    pub speaker: SpeakerOptions,
+    /// Load the default voice at start (so `/readyz` means it).
+    pub preload: bool,
+    /// The request line and headers must arrive within this.
+    pub header_timeout: Duration,
+    /// The body must arrive within this.
+    pub body_timeout: Duration,
+    /// A client that reads nothing for this long loses its render.
+    pub stall_timeout: Duration,
+    /// After a shutdown signal, in-flight requests get this long to finish;
+    /// then their renders are cancelled.
+    pub shutdown_grace: Duration,
+    /// Samples per streamed block (1638: about 100 ms at 16384 Hz).
+    pub block: usize,
+}
+
+impl ServeConfig {
+    pub fn new(voices: Vec<PathBuf>, default_voice: String) -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Self {
+            workers: cores,
+            queue: 2 * cores,
+            api_key: None,
+            voices,
+            default_voice,
+            max_voices: 8,
+            speaker: SpeakerOptions::default(),
+            preload: true,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(10),
+            stall_timeout: Duration::from_secs(30),
+            shutdown_grace: Duration::from_secs(10),
+            block: dv_speak::DEFAULT_BLOCK,
+        }
+    }
+}
+
+pub(crate) struct AppState {
+    pub(crate) config: ServeConfig,
+    pub(crate) voices: VoiceCache,
+    pub(crate) pool: Arc<Pool>,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) started: Instant,
+    /// Why the preload failed, if it did.
+    pub(crate) preload_error: std::sync::Mutex<Option<String>>,
+}
+
+pub(crate) type App = Arc<AppState>;
+
+fn endpoint(path: &str) -> &'static str {
+    match path {
+        "/v1/audio/speech" => "speech",
+        "/v1/audio/speech/timed" => "timed",
+        "/v1/audio/voices" => "voices",
+        "/v1/models" => "models",
+        "/healthz" => "healthz",
+        "/readyz" => "readyz",
+        "/metrics" => "metrics",
+        "/" => "page",
+        _ => "other",
+    }
+}
+
+async fn count(State(app): State<App>, req: Request, next: Next) -> Response {
+    let name = endpoint(req.uri().path());
+    let r = next.run(req).await;
+    app.metrics.request(name, r.status().as_u16());
+    r
+}
+
+fn router(app: App) -> Router {
+    Router::new()
+        .route("/", get(api::page))
+        .route("/healthz", get(api::healthz))
+        .route("/readyz", get(api::readyz))
+        .route("/metrics", get(api::metrics))
+        .route("/v1/models", get(api::models))
+        .route("/v1/audio/voices", get(api::voices))
+        .route("/v1/audio/speech", post(api::speech))
+        .route("/v1/audio/speech/timed", post(api::timed))
+        .fallback(|req: Request| async move { ApiError::not_found(req.uri().path()) })
+        .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
+        .layer(from_fn_with_state(app.clone(), require_key))
+        .layer(from_fn_with_state(app.clone(), count))
+        .with_state(app)
+}
+
+/// Serves on `listener` until `shutdown` resolves, then stops accepting,
+/// lets in-flight requests finish for `config.shutdown_grace`, cancels
+/// their renders, and returns (within two seconds more).
+pub async fn serve(
+    listener: TcpListener,
+    config: ServeConfig,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let metrics = Arc::new(Metrics::default());
+    let app: App = Arc::new(AppState {
+        voices: VoiceCache::new(
+            config.voices.clone(),
+            config.speaker.clone(),
+            config.default_voice.clone(),
+            config.max_voices,
+            metrics.clone(),
+        ),
+        pool: Pool::new(config.workers, config.queue, metrics.clone()),
+        metrics,
+        started: Instant::now(),
+        preload_error: Default::default(),
+        config,
+    });
+    if app.config.preload {
+        let app = app.clone();
+        tokio::spawn(async move {
+            let t = Instant::now();
+            match app.voices.get(None).await {
+                Ok(_) => eprintln!(
+                    "dv-serve: voice {:?} loaded in {:.2} s",
+                    app.voices.default_voice(),
+                    t.elapsed().as_secs_f64()
+                ),
+                Err(e) => {
+                    eprintln!("dv-serve: the default voice did not load: {}", e.message);
+                    *app.preload_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.message);
+                }
+            }
+        });
+    }
+    let router = router(app.clone());
+    let graceful = GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new()).header_read_timeout(app.config.header_timeout);
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let stream = match accepted {
+                    Ok((s, _)) => s,
+                    Err(e) => {
+                        // Out of descriptors and the like: wait, do not spin.
+                        eprintln!("dv-serve: accept: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let conn = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(router.clone()));
+                let conn = graceful.watch(conn);
+                tokio::spawn(async move {
+                    let _ = conn.await;
+                });
+            }
+            _ = &mut shutdown => break,
+        }
+    }
+    drop(listener);
+    app.pool.close();
+    eprintln!(
+        "dv-serve: shutting down: {} request(s) in flight, {} s to finish",
+        app.pool.in_flight(),
+        app.config.shutdown_grace.as_secs_f64()
+    );
+    let drained = graceful.shutdown();
+    let mut drained = std::pin::pin!(drained);
+    tokio::select! {
+        _ = &mut drained => {}
+        _ = tokio::time::sleep(app.config.shutdown_grace) => {
+            eprintln!("dv-serve: grace over: cancelling {} request(s)", app.pool.in_flight());
+            app.pool.cancel_all();
+            let _ = tokio::time::timeout(Duration::from_secs(2), &mut drained).await;
+        }
+    }
+    Ok(())
+}
