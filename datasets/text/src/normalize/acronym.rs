@@ -40,7 +40,7 @@ const CODAS: &[&str] = &[
 
 /// Acronyms that could be read as words but are spelled.
 pub(super) const SPELLED: &[&str] =
-    &["api", "ceo", "cia", "cio", "coo", "epa", "eta", "ico", "ipo", "iou", "mit", "nih", "nyc", "usa", "ufo"];
+    &["api", "ceo", "cia", "cio", "coo", "epa", "eta", "ico", "ipo", "iou", "mit", "nih", "nyc", "sec", "usa", "ufo"];
 
 fn is_vowel(w: &[u8], i: usize) -> bool {
     matches!(w[i], b'a' | b'e' | b'i' | b'o' | b'u') || (w[i] == b'y' && i > 0)

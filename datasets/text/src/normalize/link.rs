@@ -85,7 +85,9 @@ impl Scanner {
             if c.is_ascii_digit() {
                 let number = run(char::is_ascii_digit);
                 i += number.len();
-                let as_number = number.len() <= 4 && !(number.len() > 1 && number.starts_with('0'));
+                // A port (`:8080`), a long or zero-led number: digit by digit.
+                let port = i > number.len() && chars[i - number.len() - 1] == ':';
+                let as_number = !port && number.len() <= 4 && !(number.len() > 1 && number.starts_with('0'));
                 self.words(&if as_number { cardinal(number.parse().unwrap_or(0)) } else { digits(&number) });
                 continue;
             }

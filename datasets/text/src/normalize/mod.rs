@@ -32,13 +32,14 @@
 //!   four`; `21st` → `twenty first`; `1990s` → `nineteen nineties`, `80s` →
 //!   `eighties`; `50%` → `fifty percent`; `-4` → `minus four`; `1/2` →
 //!   `one half`, `3/4` → `three quarters`, `2 1/2` → `two and one half`;
-//!   `10-20` → `ten to twenty`; `007` (a leading zero) digit by digit;
+//!   `10-20` → `ten to twenty`; `16:9` → `sixteen to nine`; `3/15` (a day
+//!   after a month 1–12) → `march fifteenth`; `007` (a leading zero) digit by digit;
 //!   phone numbers (`555-1234`, `555-123-4567`, `1-800-555-1234`, `(555)
-//!   123-4567`) digit by digit with short pauses between groups; more than
+//!   123-4567`, `123-45-6789`) digit by digit with short pauses between groups; more than
 //!   18 digits digit by digit; `#1` → `number one`.
 //! * Units after a number (a table of common symbols, case-sensitive): `5
 //!   km` → `five kilometers`, `1 kg` → `one kilogram`, `3 ft`, `100 mph`,
-//!   `20°C` → `twenty degrees celsius`, `16 GB`, `5 EUR`; a unit after `/`
+//!   `20°C` → `twenty degrees celsius`, `6 ft 2 in` → `six feet two inches`, `16 GB`, `5 EUR`; a unit after `/`
 //!   is `per` (`$2/lb` → `two dollars per pound`, `m/s`).
 //! * Abbreviations with a period (`Mr.`, `Dr.`, `St.`, `e.g.`, `etc.` …) are
 //!   expanded and their period is not a sentence end (except `etc.`, `Inc.`

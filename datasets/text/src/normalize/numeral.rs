@@ -2,7 +2,9 @@
 //! decades, fractions, ranges, percentages, units and
 //! currency.
 
+use super::calendar::month_name;
 use super::scanner::Scanner;
+use super::token::Token;
 use super::unit::{per_unit_at, unit_at};
 use crate::number::{cardinal, digits, ordinal, year};
 
@@ -74,6 +76,7 @@ impl Scanner {
         if self.scan_numeric_date() || self.scan_phone() {
             return;
         }
+        let first_word = self.tokens.len();
         let (int, frac, grouped) = self.read_number();
         let value: Option<u64> = int.parse().ok();
         let Some(n) = value.filter(|_| int.len() <= 18) else {
@@ -104,7 +107,10 @@ impl Scanner {
             return;
         } else if let Some(d) = self.denominator().filter(|_| whole) {
             self.pos += 1 + d.to_string().len();
-            if n < d && d <= 100 {
+            if (1..=12).contains(&n) && (13..=31).contains(&d) && d != 16 {
+                // `3/15`: a day no fraction is written with.
+                self.words(&format!("{} {}", month_name(n as u32).unwrap_or(""), ordinal(d)));
+            } else if n < d && d <= 100 {
                 self.words(&fraction(n, d));
             } else {
                 self.words(&cardinal(n));
@@ -132,23 +138,32 @@ impl Scanner {
         } else {
             self.words(&cardinal(n));
         }
-        self.after_number(n == 1 && frac.is_none());
+        self.after_number(n == 1 && frac.is_none(), first_word);
     }
 
-    /// What may follow a number: `%`, a unit, a range (`10-20`), a mixed
-    /// fraction (`2 1/2`).
-    fn after_number(&mut self, one: bool) {
+    /// What may follow a number whose words start at token `first_word`:
+    /// `%`, a unit, `in` after feet (`6 ft 2 in`), a range (`10-20`), a
+    /// ratio (`16:9`), a mixed fraction (`2 1/2`).
+    fn after_number(&mut self, one: bool, first_word: usize) {
         if self.peek(0) == Some('%') {
             self.pos += 1;
             self.words("percent");
         }
         let i = if self.peek(0) == Some(' ') { self.pos + 1 } else { self.pos };
-        if let Some((n, reading)) = unit_at(&self.chars[i.min(self.chars.len())..], one) {
+        let rest = &self.chars[i.min(self.chars.len())..];
+        let after_feet = matches!(self.tokens[..first_word].last(), Some(Token::Word(w)) if w == "feet" || w == "foot");
+        if let Some((n, reading)) = unit_at(rest, one) {
             self.pos = i + n;
             self.words(reading);
+        } else if after_feet && rest.starts_with(&['i', 'n']) && !rest.get(2).is_some_and(|c| c.is_ascii_alphanumeric())
+        {
+            self.pos = i + 2;
+            self.words(if one { "inch" } else { "inches" });
         }
         self.per_unit();
         if self.peek(0) == Some('-') && self.peek(1).is_some_and(|c| c.is_ascii_digit()) {
+            self.symbol_word("to");
+        } else if self.peek(0) == Some(':') && self.peek(1).is_some_and(|c| c.is_ascii_digit()) {
             self.symbol_word("to");
         } else if self.peek(0) == Some(' ') && self.mixed_fraction_at(self.pos + 1) {
             self.words("and");

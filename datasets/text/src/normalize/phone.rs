@@ -1,13 +1,14 @@
 //! Phone numbers, read digit by digit: `555-1234`, `555-123-4567`,
-//! `1-800-555-1234`, `(555) 123-4567`, `555.123.4567`.
+//! `1-800-555-1234`, `(555) 123-4567`, `555.123.4567`, and the like
+//! (`123-45-6789`).
 
 use super::scanner::Scanner;
 use super::token::Pause;
 use crate::number::digits;
 
 /// Digit groups of phone numbers: `555-1234`, `555-123-4567`,
-/// `1-800-555-1234` (groups joined by `-` or `.`).
-const PHONE_GROUPS: &[&[usize]] = &[&[3, 4], &[3, 3, 4], &[1, 3, 3, 4]];
+/// `1-800-555-1234`, and `123-45-6789` (groups joined by `-` or `.`).
+const PHONE_GROUPS: &[&[usize]] = &[&[3, 4], &[3, 3, 4], &[1, 3, 3, 4], &[3, 2, 4]];
 
 impl Scanner {
     /// A phone number at `pos` (`PHONE_GROUPS`, or `(555) 123-4567`): read

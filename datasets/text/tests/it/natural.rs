@@ -64,6 +64,12 @@ const RULES: &[(&str, &str)] = &[
     ("555.123.4567", "five five five, one two three, four five six seven"),
     ("123.4567", "one hundred twenty three point four five six seven"),
     ("version 1.2.3", "version one point two point three"),
+    ("123-45-6789", "one two three, four five, six seven eight nine"),
+    ("on 3/15", "on march fifteenth"),
+    ("1/16 inch", "one sixteenth inch"),
+    ("a 16:9 screen", "a sixteen to nine screen"),
+    ("6 ft 2 in tall", "six feet two inches tall"),
+    ("2 in the box", "two in the box"),
     ("COVID-19", "covid nineteen"),
     // units
     ("5 km", "five kilometers"),
@@ -94,6 +100,7 @@ const RULES: &[(&str, &str)] = &[
     ("Node.js is fast.", "node dot js is fast."),
     ("It ended.Next one.", "it ended. next one."),
     ("me@home", "me at home"),
+    ("http://localhost:8080/api/v1", "localhost colon eight zero eight zero slash api slash v one"),
     // acronyms
     ("The NASA and FBI.", "the nasa and f b i."),
     ("NATO and UNICEF", "nato and unicef"),
