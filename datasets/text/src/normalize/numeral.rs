@@ -161,9 +161,7 @@ impl Scanner {
             self.words(if one { "inch" } else { "inches" });
         }
         self.per_unit();
-        if self.peek(0) == Some('-') && self.peek(1).is_some_and(|c| c.is_ascii_digit()) {
-            self.symbol_word("to");
-        } else if self.peek(0) == Some(':') && self.peek(1).is_some_and(|c| c.is_ascii_digit()) {
+        if matches!(self.peek(0), Some('-' | ':')) && self.peek(1).is_some_and(|c| c.is_ascii_digit()) {
             self.symbol_word("to");
         } else if self.peek(0) == Some(' ') && self.mixed_fraction_at(self.pos + 1) {
             self.words("and");
