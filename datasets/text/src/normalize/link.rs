@@ -18,6 +18,8 @@ use crate::number::{cardinal, digits};
 const TOP_LEVEL_DOMAINS: &[&str] = &[
     "com", "org", "net", "edu", "gov", "mil", "int", "io", "ai", "co", "info", "biz", "app", "dev", "uk", "us", "ca",
     "de", "fr", "es", "it", "nl", "eu", "au", "in", "jp", "cn", "ru", "br", "ch", "se", "no", "ie", "nz", "tv", "me",
+    "rs", "ly", "gg", "sh", "fm", "pl", "at", "be", "dk", "fi", "pt", "kr", "mx", "za", "xyz", "tech", "online",
+    "site",
 ];
 
 fn url_char(c: char) -> bool {

@@ -36,11 +36,14 @@
 //!   after a month 1–12) → `march fifteenth`; `007` (a leading zero) digit by digit;
 //!   phone numbers (`555-1234`, `555-123-4567`, `1-800-555-1234`, `(555)
 //!   123-4567`, `123-45-6789`) digit by digit with short pauses between groups; more than
-//!   18 digits digit by digit; `#1` → `number one`.
+//!   18 digits digit by digit; `#1` → `number one`; `1.5M` → `one point
+//!   five million`, `5M` → `five million`, `2.5B` → `two point five
+//!   billion` (a `B` after an integer is a letter: `221B`).
 //! * Units after a number (a table of common symbols, case-sensitive): `5
 //!   km` → `five kilometers`, `1 kg` → `one kilogram`, `3 ft`, `100 mph`,
 //!   `20°C` → `twenty degrees celsius`, `6 ft 2 in` → `six feet two inches`, `16 GB`, `5 EUR`; a unit after `/`
-//!   is `per` (`$2/lb` → `two dollars per pound`, `m/s`).
+//!   is `per` (`$2/lb` → `two dollars per pound`, `m/s`); after a hyphen
+//!   it is singular (`a 5-km race` → `a five kilometer race`).
 //! * Abbreviations with a period (`Mr.`, `Dr.`, `St.`, `e.g.`, `etc.` …) are
 //!   expanded and their period is not a sentence end (except `etc.`, `Inc.`
 //!   and the like when the text ends or a capital follows). Letters with

@@ -14,6 +14,23 @@ const SCALE_WORDS: &[&str] = &["thousand", "million", "billion", "trillion"];
 const SCALE_SUFFIXES: &[(&str, &str)] =
     &[("k", "thousand"), ("K", "thousand"), ("m", "million"), ("M", "million"), ("bn", "billion"), ("B", "billion")];
 
+/// `M` and `bn` right after a number (`5M users`), and `B` after a
+/// decimal (`1.5B`, not `221B Baker Street`): its length and the scale
+/// word.
+fn scale_suffix(rest: &[char], decimal: bool) -> Option<(usize, &'static str)> {
+    let suffixes: &[(&str, &'static str)] = if decimal {
+        &[("M", "million"), ("bn", "billion"), ("B", "billion")]
+    } else {
+        &[("M", "million"), ("bn", "billion")]
+    };
+    suffixes.iter().find_map(|&(s, word)| {
+        let n = s.len();
+        let here = rest.get(..n)?;
+        let free = !rest.get(n).is_some_and(|c| c.is_ascii_alphanumeric());
+        (here.iter().copied().eq(s.chars()) && free).then_some((n, word))
+    })
+}
+
 fn plural(spoken: &str) -> String {
     match spoken.strip_suffix('y') {
         Some(stem) => format!("{stem}ies"),
@@ -138,13 +155,13 @@ impl Scanner {
         } else {
             self.words(&cardinal(n));
         }
-        self.after_number(n == 1 && frac.is_none(), first_word);
+        self.after_number(n == 1 && frac.is_none(), frac.is_some(), first_word);
     }
 
     /// What may follow a number whose words start at token `first_word`:
     /// `%`, a unit, `in` after feet (`6 ft 2 in`), a range (`10-20`), a
     /// ratio (`16:9`), a mixed fraction (`2 1/2`).
-    fn after_number(&mut self, one: bool, first_word: usize) {
+    fn after_number(&mut self, one: bool, decimal: bool, first_word: usize) {
         if self.peek(0) == Some('%') {
             self.pos += 1;
             self.words("percent");
@@ -152,9 +169,17 @@ impl Scanner {
         let i = if self.peek(0) == Some(' ') { self.pos + 1 } else { self.pos };
         let rest = &self.chars[i.min(self.chars.len())..];
         let after_feet = matches!(self.tokens[..first_word].last(), Some(Token::Word(w)) if w == "feet" || w == "foot");
+        let hyphen = self.peek(0) == Some('-');
         if let Some((n, reading)) = unit_at(rest, one) {
             self.pos = i + n;
             self.words(reading);
+        } else if let Some((n, reading)) = unit_at(&rest[hyphen as usize..], true).filter(|_| hyphen) {
+            // `a 5-km race`: an adjective, singular.
+            self.pos = i + 1 + n;
+            self.words(reading);
+        } else if let Some((n, word)) = scale_suffix(rest, decimal).filter(|_| i == self.pos) {
+            self.pos += n;
+            self.words(word);
         } else if after_feet && rest.starts_with(&['i', 'n']) && !rest.get(2).is_some_and(|c| c.is_ascii_alphanumeric())
         {
             self.pos = i + 2;
