@@ -10,10 +10,14 @@
 //! [`SpeakError::GoldenMismatch`]), loads the lexicon and prepares the
 //! sampler. Then, per request:
 //!
-//! 1. [`Speaker::plan`]: text → [`normalize`](dv_text::normalize)d words
-//!    and pauses → sentences (split at `. ! ?`) of stressed phonemes: the
-//!    lexicon's first pronunciation, the package's G2P model (§3.1, beam
-//!    search) for words the lexicon lacks, silence at each sentence's ends
+//! 1. [`Speaker::plan`]: text → [`normalize`](dv_text::normalize)d words,
+//!    acronyms, letters and pauses → sentences (split at `. ! ?`, and cut
+//!    at a short pause past [`dv_text::MAX_SENTENCE_WORDS`] words, so no
+//!    sentence is giant and a long text streams sentence by sentence) of
+//!    stressed phonemes: the lexicon's first pronunciation, the package's
+//!    G2P model (§3.1, beam search) for words the lexicon lacks, an acronym
+//!    as a word when the lexicon has it and spelled otherwise, letters by
+//!    their CMUDict names, silence at each sentence's ends
 //!    and at each short pause → durations and F0 from the duration/F0
 //!    model (§3.3), every duration divided by `speed` → per sentence, the
 //!    phoneme and word timings ([`Sentence`]) and the 227-dim conditioning
