@@ -10,6 +10,7 @@ mod export;
 mod featurize;
 mod g2p;
 mod plot;
+mod serve;
 mod synth;
 mod text;
 mod train;
@@ -58,6 +59,8 @@ enum Command {
     Plot(plot::PlotArgs),
     /// The voice packages found by name (DV_VOICES, $DV_HOME/voices, the shipped ones) and the default.
     Voices,
+    /// The speech server (OpenAI-compatible HTTP, streaming): runs the dv-serve binary next to dv with these arguments.
+    Serve(serve::ServeArgs),
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same directory
@@ -129,5 +132,6 @@ fn main() -> anyhow::Result<()> {
         Command::G2p(a) => g2p::run(a),
         Command::Synth(a) => synth::run(a),
         Command::Bench(c) => bench::run(c),
+        Command::Serve(a) => serve::run(a),
     }
 }

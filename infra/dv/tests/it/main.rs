@@ -2,6 +2,7 @@
 
 mod align;
 mod s3;
+mod serve;
 mod synth;
 mod train;
 
