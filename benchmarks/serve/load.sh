@@ -64,8 +64,17 @@ python3 "$here/benchmarks/serve/streams.py" "http://127.0.0.1:$port" 3 40 "$text
 oha --no-tui -z 30s -c 6 -m POST -H "content-type: application/json" -d "$body" "http://127.0.0.1:$port/v1/audio/speech"
 rss
 stop
-echo "== int16 weights: 2 and 3 streams"
+echo "== workers 3, queue 0: oha paced at 1.5 requests/s from 6 clients (2x the ~0.75/s it serves)"
+start --workers 3 --queue 0
+oha --no-tui -z 40s -c 6 -q 1.5 -m POST -H "content-type: application/json" -d "$body" "http://127.0.0.1:$port/v1/audio/speech"
+rss
+stop
+echo "== int16 weights: 2 and 3 streams (workers 3), 4 and 5 streams (workers 5)"
 start --int16 --workers 3
 python3 "$here/benchmarks/serve/streams.py" "http://127.0.0.1:$port" 2 30 "$text"
 python3 "$here/benchmarks/serve/streams.py" "http://127.0.0.1:$port" 3 30 "$text"
+stop
+start --int16 --workers 5 --queue 0
+python3 "$here/benchmarks/serve/streams.py" "http://127.0.0.1:$port" 4 30 "$text"
+python3 "$here/benchmarks/serve/streams.py" "http://127.0.0.1:$port" 5 30 "$text"
 stop
