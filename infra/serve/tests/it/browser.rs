@@ -40,7 +40,7 @@ fn run_page(url: &str) -> Value {
             .stdout(std::fs::File::create(&out_path).unwrap())
             .stderr(Stdio::inherit()),
     )
-    .unwrap();
+    .expect("python3 runs browser.py (the DevTools client): install python3");
     let t = Instant::now();
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {

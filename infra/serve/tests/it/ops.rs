@@ -100,11 +100,12 @@ async fn a_client_that_stops_reading_loses_its_render() {
     )
     .unwrap();
     assert!(
-        eventually(Duration::from_secs(20), || async { s.metric("dv_serve_renders_cancelled_total").await == 1.0 })
-            .await,
+        eventually(Duration::from_secs(20), || async {
+            s.metric("dv_serve_renders_cancelled_total").await == 1.0 && s.metric("dv_serve_rendering").await == 0.0
+        })
+        .await,
         "a stalled client kept its render"
     );
-    assert_eq!(s.metric("dv_serve_rendering").await, 0.0);
     drop(tcp);
 }
 
@@ -298,4 +299,31 @@ fn the_binary_stops_on_sigterm_and_binds_loopback_only() {
     let out = std::process::Command::new(exe).args(["--host", "0.0.0.0", "--port", "0"]).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--public"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn voices_load_on_first_use_and_the_least_recent_is_dropped() {
+    let s = Server::start(voices(true), |c| c.max_voices = 1).await;
+    assert_eq!(s.metric("dv_serve_voices_loaded").await, 1.0, "the preloaded default");
+    let c = reqwest::Client::new();
+    for voice in ["slow", "test", "slow"] {
+        let r = c
+            .post(s.url("/v1/audio/speech"))
+            .json(&body(json!({ "voice": voice, "input": "Bye now." })))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.headers()["x-voice"], voice);
+        assert!(!r.bytes().await.unwrap().is_empty());
+        assert_eq!(s.metric("dv_serve_voices_loaded").await, 1.0, "{voice}: more than one voice kept");
+    }
+    // The default voice was dropped for "slow": not ready until used again.
+    assert_eq!(reqwest::get(s.url("/readyz")).await.unwrap().status(), 503);
+    let s = Server::start(voices(true), |c| c.max_voices = 2).await;
+    for voice in ["slow", "test"] {
+        let r = c.post(s.url("/v1/audio/speech")).json(&body(json!({ "voice": voice, "input": "Bye now." }))).send();
+        r.await.unwrap().bytes().await.unwrap();
+    }
+    assert_eq!(s.metric("dv_serve_voices_loaded").await, 2.0);
 }
