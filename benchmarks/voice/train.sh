@@ -62,7 +62,7 @@ config() {
         ;;
     duration)
         sed -e "s#features/cmu_us_slt_fortunes_300#$features#" -e 's/^device = "cpu"/device = "cuda"\nthreads_per_rank = 2/' \
-            -e 's/^batch = 16/batch = 128/' -e 's/^steps = 4000/steps = 1000000/' -e 's/^keep_last = 2/keep_last = 1/' \
+            -e 's/^batch = 16/batch = 128/' -e "s/^steps = 4000/steps = ${DUR_STEPS:-20000}/" -e 's/^keep_last = 2/keep_last = 1/' \
             -e "s#runs/duration-embedded/checkpoints#$d/ck#" -e "s#runs/duration-embedded/metrics.jsonl#$d/metrics.jsonl#" \
             -e 's/^every = 500/every = 1000/' -e 's/^validate_every = 500/validate_every = 1000/' \
             "$here/trainers/train/configs/duration-embedded.toml" > "$work/$r.toml"
@@ -139,7 +139,8 @@ finish)
     for r in "${runs[@]}"; do pkill -f "config $r.toml"; done
     sleep 5
     snapshot
-    dur=$(ls "$work/duration/ck"/step-*.safetensors 2>/dev/null | tail -1)
+    # the duration/F0 model with the best held-out loss (it overfits past ~20,000 steps of batch 128)
+    dur=$(ls "$work/duration/ck"/best.safetensors "$work/duration/ck"/step-*.safetensors 2>/dev/null | head -1)
     for r in "${runs[@]}"; do
         case $r in wn-*) ;; *) continue ;; esac
         ck=$(ls "$work/$r/ck"/step-*.safetensors 2>/dev/null | tail -1)
@@ -156,5 +157,6 @@ finish)
     ;;
 esac
 # the logs and curves in one archive (the return keeps at most 8 files)
+# (the return keeps at most 8 files: the logs, curves and small files go in one archive)
 tar czf "/tmp/logs-$$.tgz" -C "$out" --exclude=ck --exclude='*.tgz' --exclude='duration-*' . && mv "/tmp/logs-$$.tgz" "$out/logs.tgz" \
-    && (cd "$out" && find . -mindepth 1 -maxdepth 1 -type d -not -name ck -exec rm -rf {} +)
+    && (cd "$out" && find . -mindepth 1 -maxdepth 1 -not -name ck -not -name '*.tgz' -not -name 'duration-*' -not -name phases.txt -exec rm -rf {} +)

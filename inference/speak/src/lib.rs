@@ -29,6 +29,8 @@
 //!    block, with a [`CancelToken`] checked between blocks.
 //!
 //! [`WavWriter`] and [`wav_header`] put the PCM into WAV files and streams.
+//! [`calibrate`] chooses the CPU sampler's precision and threads for a voice
+//! on the machine at hand (measured once, cached).
 //!
 //! # Units and invariants
 //!
@@ -65,6 +67,7 @@
 #![forbid(unsafe_code)]
 
 mod backend;
+pub mod calibrate;
 mod error;
 mod options;
 mod parity;

@@ -57,7 +57,13 @@ impl Speaker {
     /// `options.lexicon`, else CMUDict; it is loaded only for a package with
     /// a duration/F0 model (one that can speak text).
     pub fn load(dir: &Path, options: &SpeakerOptions) -> Result<Speaker, SpeakError> {
-        let voice = Voice::read(dir)?;
+        Self::from_package(Voice::read(dir)?, dir, options)
+    }
+
+    /// [`Speaker::load`] for a package already read from `dir` (for
+    /// example to calibrate the sampler on it first,
+    /// [`crate::calibrate`]): the same checks and the same lexicon rule.
+    pub fn from_package(voice: Voice, dir: &Path, options: &SpeakerOptions) -> Result<Speaker, SpeakError> {
         let own = dir.join(LEXICON_FILE);
         let lexicon = if own.is_file() { Some(own) } else { options.lexicon.clone() };
         Self::build(voice, dir, lexicon, options)

@@ -94,12 +94,10 @@ pub fn resolve_name(name: &str, path: &[PathBuf]) -> Result<PathBuf, VoiceError>
     if !valid_name(name) {
         return Err(VoiceError::VoiceName { name: name.to_string() });
     }
-    path.iter().map(|d| d.join(name)).find(|d| d.join(CONFIG_FILE).is_file()).ok_or_else(|| {
-        VoiceError::VoiceNotFound {
-            name: name.to_string(),
-            searched: path.to_vec(),
-            known: list(path).into_iter().map(|e| e.name).collect(),
-        }
+    path.iter().map(|d| d.join(name)).find(|d| d.join(CONFIG_FILE).is_file()).ok_or_else(|| VoiceError::VoiceNotFound {
+        name: name.to_string(),
+        searched: path.to_vec(),
+        known: list(path).into_iter().map(|e| e.name).collect(),
     })
 }
 

@@ -165,7 +165,9 @@ pub(crate) fn read_safetensors(path: &Path) -> Result<Weights, VoiceError> {
     for (name, view) in st.iter() {
         let data: Vec<f32> = match view.dtype() {
             Dtype::F32 => view.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
-            Dtype::F16 => view.data().chunks_exact(2).map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32()).collect(),
+            Dtype::F16 => {
+                view.data().chunks_exact(2).map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32()).collect()
+            }
             other => return Err(VoiceError::Dtype { name: name.to_string(), dtype: format!("{other:?}") }),
         };
         out.insert(name.to_string(), Tensor::new(name, view.shape().to_vec(), data)?);

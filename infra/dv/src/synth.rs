@@ -23,9 +23,10 @@ use dv_train::{Chunks, ChunksConfig};
 
 #[derive(Args, Debug)]
 pub struct SynthArgs {
-    /// The voice package directory (`dv export`).
+    /// The voice: a name (`dv voices`) or a package directory (`dv export`);
+    /// default: $DV_VOICE, else the shipped voice.
     #[arg(long)]
-    voice: PathBuf,
+    voice: Option<String>,
     /// Text to speak (needs the text-side models in the package).
     text: Vec<String>,
     /// A featurize output to take an utterance's phonemes, durations and F0 from.
@@ -42,12 +43,21 @@ pub struct SynthArgs {
     sampling: String,
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Sampler threads (1, or 2 for the main + auxiliary split of §5.1).
-    #[arg(long, default_value_t = 1)]
-    threads: usize,
-    /// int16 weights (§5.1).
+    /// Sampler threads (1, or 2 for the main + auxiliary split of §5.1); default: measured
+    /// per voice and machine (`dv_speak::calibrate`, cached under $DV_HOME/calibration).
     #[arg(long)]
+    threads: Option<usize>,
+    /// int16 weights (§5.1); default: measured, int16 only when float32 is slower than 1.5x
+    /// real time.
+    #[arg(long, conflicts_with = "f32")]
     int16: bool,
+    /// float32 weights, whatever the calibration says.
+    #[arg(long)]
+    f32: bool,
+    /// Measure the sampler's speed again instead of using the cached calibration (after a
+    /// change of machine load, say).
+    #[arg(long)]
+    recalibrate: bool,
     /// The approximate nonlinearities of App. C.
     #[arg(long)]
     approx: bool,
@@ -96,7 +106,7 @@ impl SynthArgs {
             kernel,
             precision: if self.int16 { Precision::Int16 } else { Precision::F32 },
             nonlinearity: if self.approx { Nonlinearity::Approximate } else { Nonlinearity::Exact },
-            threads: self.threads,
+            threads: self.threads.unwrap_or(1),
             lexicon: self.cmudict.clone(),
             bf16: self.bf16,
             cluster: self.cluster,
@@ -146,10 +156,34 @@ fn utterance(speaker: &Speaker, features: &str, id: &str) -> anyhow::Result<dv_s
 }
 
 pub(crate) fn run(a: SynthArgs) -> anyhow::Result<()> {
-    let options = a.speaker_options()?;
+    let mut options = a.speaker_options()?;
     let sampling = dv_speak::parse_sampling(&a.sampling).context("--sampling")?;
-    let speaker = Speaker::load(&a.voice, &options)
-        .with_context(|| format!("reading the voice package {}", a.voice.display()))?;
+    let dir = crate::voices::resolve(a.voice.as_deref())?;
+    let voice = dv_voice::Voice::read(&dir).with_context(|| format!("reading the voice package {}", dir.display()))?;
+    eprintln!("voice {}", dir.display());
+    if options.device == Device::Cpu && (a.threads.is_none() || !(a.int16 || a.f32)) {
+        let cache = dv_speak::calibrate::cache_dir();
+        let (cal, cached) = dv_speak::calibrate::calibrate(&voice, &options, cache.as_deref(), a.recalibrate)?;
+        let (precision, threads) = cal.choice();
+        if !(a.int16 || a.f32) {
+            options.precision = precision;
+        }
+        options.threads = a.threads.unwrap_or(threads);
+        let figures: Vec<String> = cal
+            .trials
+            .iter()
+            .map(|t| format!("{} x{} {:.2}x", if t.int16 { "int16" } else { "f32" }, t.threads, t.real_time))
+            .collect();
+        eprintln!(
+            "calibration ({}): {}; using {:?}, {} thread(s)",
+            if cached { "cached" } else { "measured now" },
+            figures.join(", "),
+            options.precision,
+            options.threads
+        );
+    }
+    let speaker = Speaker::from_package(voice, &dir, &options)
+        .with_context(|| format!("reading the voice package {}", dir.display()))?;
     print_parity(speaker.parity());
     // One conditioning signal per sentence (or the one corpus utterance).
     let sentences = match (&a.features, &a.utterance) {

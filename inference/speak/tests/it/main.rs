@@ -4,9 +4,11 @@
 //! golden outputs computed by `dv_synth::random::random_golden`, saved as a
 //! package directory with a small `lexicon.dict`.
 
+mod calibrate;
 mod package;
 mod plan;
 mod render;
+mod shipped;
 mod text;
 
 use std::path::Path;
