@@ -315,6 +315,37 @@ impl Sampler {
         Ok(())
     }
 
+    /// Feeds known samples instead of drawing them: continuing from
+    /// `scratch` (as [`Sampler::generate`] does), steps the network on
+    /// `codes` as if they had been sampled, so the samples that follow are
+    /// conditioned on them (teacher forcing, as [`Sampler::logits`] does
+    /// from t = 0). One thread whatever the options; allocates nothing.
+    ///
+    /// # Shapes
+    /// * `cond`: `[F, ℓ·2r]`, with `F · hop ≥ position + codes.len()`
+    /// * `codes`: `[N]` mu-law codes, samples `position .. position + N`
+    pub fn force(&self, scratch: &mut Scratch, cond: &Conditioning, codes: &[u8]) -> Result<(), SynthError> {
+        self.check(scratch, cond, codes.len())?;
+        let Scratch { state, t, y1, y2, logits, .. } = scratch;
+        for &c in codes {
+            let frame = *t / self.hop;
+            match (&self.imp, &mut *state) {
+                (Imp::Scalar(r), State::Scalar(st)) => r.step(st, *y1, *y2, cond.frame(frame), logits),
+                (Imp::Avx2(e), State::Avx2(st)) => {
+                    if st.frame != Some(frame) {
+                        e.load_frame(st, cond.frame(frame));
+                        st.frame = Some(frame);
+                    }
+                    e.step(st, *y1, *y2, logits);
+                }
+                _ => return Err(SynthError::Mismatch { what: "scratch", reason: "made for another kernel".into() }),
+            }
+            (*y2, *y1) = (*y1, c);
+            *t += 1;
+        }
+        Ok(())
+    }
+
     /// Streams `n_samples` samples of `cond` block by block (see [`Stream`]).
     pub fn stream<'a>(&'a self, cond: &'a Conditioning, n_samples: usize, sampling: Sampling, rng: Rng) -> Stream<'a> {
         Stream { sampler: self, cond, scratch: self.make_scratch(), sampling, rng, remaining: n_samples }
@@ -348,6 +379,15 @@ impl Stream<'_> {
     pub fn next_block(&mut self, out: &mut [u8]) -> Result<usize, SynthError> {
         let n = out.len().min(self.remaining);
         self.sampler.generate(&mut self.scratch, self.cond, self.sampling, &mut self.rng, &mut out[..n])?;
+        self.remaining -= n;
+        Ok(n)
+    }
+
+    /// Feeds `codes` as the next samples instead of drawing them
+    /// ([`Sampler::force`]); at most [`Stream::remaining`] of them.
+    pub fn force(&mut self, codes: &[u8]) -> Result<usize, SynthError> {
+        let n = codes.len().min(self.remaining);
+        self.sampler.force(&mut self.scratch, self.cond, &codes[..n])?;
         self.remaining -= n;
         Ok(n)
     }

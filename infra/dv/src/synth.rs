@@ -152,7 +152,22 @@ fn utterance(speaker: &Speaker, features: &str, id: &str) -> anyhow::Result<dv_s
         .find(|u| u.id == id)
         .with_context(|| format!("{features}: no usable utterance {id:?} (see its ids with dv corpus inspect)"))?;
     let norm = F0Normalization { min_hz: cfg.f0.min_hz as f32, max_hz: cfg.f0.max_hz as f32 };
-    Ok(speaker.sentence_from_frames(id, u.conditioning(&norm, cfg.sample_rate)?.0, 0)?)
+    let mut sentence = speaker.sentence_from_frames(id, u.conditioning(&norm, cfg.sample_rate)?.0, 0)?;
+    // the reference phone timings, so that the render treats the leading pause as text does
+    sentence.phonemes = u
+        .phones
+        .iter()
+        .map(|p| dv_speak::PhonemeTiming {
+            phoneme: if p.phoneme.phoneme == dv_text::Phoneme::Sil {
+                dv_speak::PAUSE.to_string()
+            } else {
+                p.phoneme.to_string()
+            },
+            start_s: p.start,
+            end_s: p.end,
+        })
+        .collect();
+    Ok(sentence)
 }
 
 pub(crate) fn run(a: SynthArgs) -> anyhow::Result<()> {

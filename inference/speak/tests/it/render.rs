@@ -2,8 +2,11 @@
 
 use std::ops::ControlFlow;
 
-use dv_speak::{sentence_seed, wav_header, CancelToken, RenderOptions, SpeakError, Speaker, WavWriter, STREAMING_SIZE};
-use dv_synth::{ConditioningNetwork, Sampler, Sampling};
+use dv_speak::{
+    sentence_seed, wav_header, CancelToken, RenderOptions, SpeakError, Speaker, WavWriter, LEAD_SAMPLED_S, PAUSE,
+    SILENCE, STREAMING_SIZE,
+};
+use dv_synth::{ConditioningNetwork, Rng, Sampler, Sampling};
 
 use crate::{speaker, TEXT};
 
@@ -58,15 +61,30 @@ fn render_is_the_sampler_with_the_sentence_seed() {
         assert_eq!(sentence_seed(11, k), 11 ^ (k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         let (got, _) = collect(&s, sentence, &o);
         let cond = network.forward(sentence.conditioning_frames()).unwrap();
-        let codes = sampler.synthesize(&cond, o.sampling, sentence_seed(11, k)).unwrap();
-        let want: Vec<i16> = codes
-            .iter()
-            .map(|&c| (dv_audio::mulaw::decode(c) * 32767.0).round().clamp(-32768.0, 32767.0) as i16)
-            .collect();
-        assert_eq!(got, want, "sentence {k}");
-        // The same frames as a sentence of given frames, with the same index.
+        let to_pcm = |codes: &[u8]| -> Vec<i16> {
+            codes
+                .iter()
+                .map(|&c| (dv_audio::mulaw::decode(c) * 32767.0).round().clamp(-32768.0, 32767.0) as i16)
+                .collect()
+        };
+        // The leading pause, all but its last LEAD_SAMPLED_S, is fed as silence; the rest is sampled.
+        let first = &sentence.phonemes[0];
+        assert_eq!(first.phoneme, PAUSE);
+        let n = sentence.samples();
+        let lead = (((first.end_s - LEAD_SAMPLED_S).max(0.0) * s.sample_rate() as f64) as usize).min(n);
+        assert!(lead > 0, "the test voice's leading pause is longer than {LEAD_SAMPLED_S} s");
+        let mut stream = sampler.stream(&cond, n, o.sampling, Rng::new(sentence_seed(11, k)));
+        let mut codes = vec![SILENCE; lead];
+        stream.force(&codes).unwrap();
+        let mut rest = vec![0u8; n - lead];
+        stream.next_block(&mut rest).unwrap();
+        codes.extend_from_slice(&rest);
+        assert_eq!(got, to_pcm(&codes), "sentence {k}");
+        // The same frames as a sentence of given frames (no phoneme timings, so nothing is
+        // forced), with the same index: the sampler alone.
         let again = s.sentence_from_frames(&sentence.text, sentence.conditioning_frames().to_vec(), k).unwrap();
-        assert_eq!(collect(&s, &again, &o).0, want, "sentence {k} from its frames");
+        let plain = sampler.synthesize(&cond, o.sampling, sentence_seed(11, k)).unwrap();
+        assert_eq!(collect(&s, &again, &o).0, to_pcm(&plain), "sentence {k} from its frames");
     }
 }
 

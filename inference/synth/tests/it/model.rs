@@ -112,6 +112,39 @@ fn streaming_in_blocks_equals_one_call_and_seeds_reproduce() {
     }
 }
 
+/// Forced samples condition what follows exactly as teacher forcing does:
+/// a stream that is fed codes and then samples in mode gives what the
+/// sampler gives after `logits` was run on the same codes.
+#[test]
+fn forced_samples_condition_the_rest_as_teacher_forcing() {
+    let cfg = WavenetConfig { layers: 8, residual_channels: 16, skip_channels: 32, dilation_cycle: 4 };
+    let voice = random_voice(cfg, 11).unwrap();
+    let cond = random_conditioning(voice.config(), 4, 12);
+    let forced: Vec<u8> = (0..100).map(|i| (128 + (i % 7) * 3) as u8).collect();
+    let rest = 4 * 64 - forced.len();
+    for (kernel, threads) in kernels() {
+        let s = Sampler::new(&voice, kernel, opts(Precision::F32, Nonlinearity::Exact, threads)).unwrap();
+        let mut scratch = s.make_scratch();
+        let mut logits = vec![0.0f32; forced.len() * 256];
+        s.logits(&mut scratch, &cond, &forced, &mut logits).unwrap();
+        let mut want = vec![0u8; rest];
+        s.generate(&mut scratch, &cond, Sampling::Mode, &mut Rng::new(1), &mut want).unwrap();
+        let mut stream = s.stream(&cond, 4 * 64, Sampling::Mode, Rng::new(1));
+        assert_eq!(stream.force(&forced[..60]).unwrap(), 60);
+        assert_eq!(stream.force(&forced[60..]).unwrap(), 40);
+        assert_eq!(stream.remaining(), rest);
+        let mut got = vec![0u8; rest];
+        assert_eq!(stream.next_block(&mut got).unwrap(), rest);
+        assert_eq!(got, want, "{kernel:?}/{threads}");
+        // forcing other codes changes what follows
+        let mut other = s.stream(&cond, 4 * 64, Sampling::Mode, Rng::new(1));
+        other.force(&vec![200u8; forced.len()]).unwrap();
+        let mut got2 = vec![0u8; rest];
+        other.next_block(&mut got2).unwrap();
+        assert_ne!(got2, want);
+    }
+}
+
 #[test]
 fn bad_inputs_are_errors() {
     let cfg = WavenetConfig { layers: 2, residual_channels: 8, skip_channels: 8, dilation_cycle: 2 };
