@@ -95,7 +95,7 @@ pub use model::{dropout, dropout_keeps, with_rng, Batch, Model};
 pub use optim::{clip_grad_norm, Adam, AdamConfig, FlatParams, StepAnnealing};
 pub use pronunciation::{G2pMetrics, LexiconConfig, Pronunciations};
 pub use prosody::{Prosody, ProsodyConfig, ProsodyExample, ProsodyMetrics};
-pub use rendezvous::{share_id, RankEnv};
+pub use rendezvous::{first_host, share_id, RankEnv, SLURM_PORT_BASE, SLURM_PORT_SPAN};
 pub use sampler::{splitmix64, Buckets, Sampler};
 pub use segmentation::{Segmentation, SegmentationConfig};
 pub use tracking::{curves, loss_chart, Tracker};

@@ -1,8 +1,9 @@
 //! How ranks in separate processes find each other: the usual environment
 //! (`RANK`, `WORLD_SIZE`, `LOCAL_RANK`, `MASTER_ADDR`, `MASTER_PORT`, as
 //! torchrun sets them, or Slurm's `SLURM_PROCID`, `SLURM_NTASKS`,
-//! `SLURM_LOCALID` with `MASTER_ADDR`/`MASTER_PORT` exported by the job
-//! script), and a TCP rendezvous on rank 0 that hands every rank the same
+//! `SLURM_LOCALID`, with `MASTER_ADDR`/`MASTER_PORT` exported by the job or,
+//! when they are not, the first host of `SLURM_JOB_NODELIST` ([`first_host`])
+//! and a port from `SLURM_JOB_ID` ([`SLURM_PORT_BASE`])), and a TCP rendezvous on rank 0 that hands every rank the same
 //! opaque bytes (NCCL's unique id), with a deadline.
 //!
 //! Protocol: rank 0 listens on `MASTER_PORT`; every other rank connects
@@ -53,11 +54,60 @@ impl RankEnv {
         if world == 0 || rank >= world {
             return Err(setup(format!("rank {rank} outside a world of {world}")));
         }
-        let master_addr = var("MASTER_ADDR").ok_or_else(|| setup("MASTER_ADDR is not set".into()))?;
-        let port = var("MASTER_PORT").ok_or_else(|| setup("MASTER_PORT is not set".into()))?;
+        // Under Slurm, without MASTER_ADDR/MASTER_PORT: the job's first host, and a port
+        // derived from the job id (so that two jobs sharing a node do not collide).
+        let slurm_host = || var("SLURM_JOB_NODELIST").or_else(|| var("SLURM_NODELIST")).and_then(|l| first_host(&l));
+        let master_addr = var("MASTER_ADDR")
+            .or_else(slurm_host)
+            .ok_or_else(|| setup("MASTER_ADDR is not set (nor SLURM_JOB_NODELIST, under Slurm)".into()))?;
+        let port = match (var("MASTER_PORT"), num("SLURM_JOB_ID")?) {
+            (Some(p), _) => p,
+            (None, Some(job)) => (SLURM_PORT_BASE + job % SLURM_PORT_SPAN).to_string(),
+            (None, None) => return Err(setup("MASTER_PORT is not set (nor SLURM_JOB_ID, under Slurm)".into())),
+        };
         let master_port = port.trim().parse().map_err(|_| setup(format!("MASTER_PORT={port:?} is not a port")))?;
         Ok(Some(RankEnv { rank, world, local_rank: local, master_addr, master_port }))
     }
+}
+
+/// Under Slurm without `MASTER_PORT`, the rendezvous port is
+/// `SLURM_PORT_BASE + SLURM_JOB_ID % SLURM_PORT_SPAN`.
+pub const SLURM_PORT_BASE: usize = 29_500;
+/// See [`SLURM_PORT_BASE`].
+pub const SLURM_PORT_SPAN: usize = 10_000;
+
+/// The first host of a Slurm node list (`SLURM_JOB_NODELIST`): `node07`,
+/// `gpu[03-08,11],cpu1` → `gpu03` (zero padding kept), `a-b[1,4]` → `a-b1`;
+/// `None` for an empty or malformed list.
+pub fn first_host(list: &str) -> Option<String> {
+    let list = list.trim();
+    let mut depth = 0usize;
+    let end = list
+        .char_indices()
+        .find(|&(_, c)| {
+            match c {
+                '[' => depth += 1,
+                ']' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            c == ',' && depth == 0
+        })
+        .map_or(list.len(), |(i, _)| i);
+    let first = &list[..end];
+    let host = match first.split_once('[') {
+        None => first.to_string(),
+        Some((prefix, rest)) => {
+            let (inside, suffix) = rest.split_once(']')?;
+            let range = inside.split(',').next()?;
+            let start = range.split('-').next()?.trim();
+            if start.is_empty() || !start.chars().all(|c| c.is_ascii_digit()) {
+                return None;
+            }
+            format!("{prefix}{start}{suffix}")
+        }
+    };
+    let ok = !host.is_empty() && host.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'));
+    ok.then_some(host)
 }
 
 /// Rank 0 passes `Some(id)`; every rank gets rank 0's id back, or an error

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use dv_train::{share_id, RankEnv};
+use dv_train::{first_host, share_id, RankEnv, SLURM_PORT_BASE, SLURM_PORT_SPAN};
 
 fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
     let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
@@ -28,6 +28,48 @@ fn torchrun_and_slurm_variables_name_the_rank() {
     assert_eq!((e.rank, e.world, e.local_rank), (5, 16, 5));
     // Nothing set: not a multi-process run.
     assert_eq!(RankEnv::from_vars(vars(&[])).unwrap(), None);
+}
+
+#[test]
+fn under_slurm_the_first_host_and_the_job_id_give_the_rendezvous() {
+    let slurm = [
+        ("SLURM_PROCID", "2"),
+        ("SLURM_NTASKS", "8"),
+        ("SLURM_LOCALID", "2"),
+        ("SLURM_JOB_NODELIST", "gpu[03-04,11],cpu1"),
+        ("SLURM_JOB_ID", "123456"),
+    ];
+    let e = RankEnv::from_vars(vars(&slurm)).unwrap().unwrap();
+    assert_eq!(e.master_addr, "gpu03");
+    assert_eq!(e.master_port as usize, SLURM_PORT_BASE + 123_456 % SLURM_PORT_SPAN);
+    assert!(e.master_port as usize >= SLURM_PORT_BASE && (e.master_port as usize) < SLURM_PORT_BASE + SLURM_PORT_SPAN);
+    // exported variables win
+    let mut exported = slurm.to_vec();
+    exported.extend([("MASTER_ADDR", "head"), ("MASTER_PORT", "7000")]);
+    let e = RankEnv::from_vars(vars(&exported)).unwrap().unwrap();
+    assert_eq!((e.master_addr.as_str(), e.master_port), ("head", 7000));
+    // no node list and no MASTER_ADDR: an error naming both
+    let e = RankEnv::from_vars(vars(&slurm[..3])).unwrap_err().to_string();
+    assert!(e.contains("MASTER_ADDR") && e.contains("SLURM_JOB_NODELIST"), "{e}");
+}
+
+#[test]
+fn slurm_node_lists_give_their_first_host() {
+    for (list, want) in [
+        ("node07", Some("node07")),
+        ("node[01-04]", Some("node01")),
+        ("gpu[03-08,11],cpu1", Some("gpu03")),
+        ("a-b[1,4]", Some("a-b1")),
+        ("n[007-009]x", Some("n007x")),
+        ("host1,host2", Some("host1")),
+        (" h.example.org ", Some("h.example.org")),
+        ("", None),
+        ("node[", None),
+        ("node[a-b]", None),
+        ("bad host", None),
+    ] {
+        assert_eq!(first_host(list).as_deref(), want, "{list:?}");
+    }
 }
 
 #[test]
