@@ -296,22 +296,37 @@ impl Sampler {
         self.reset(scratch);
         self.check(scratch, cond, samples.len())?;
         let Scratch { state, t, y1, y2, .. } = scratch;
-        for (n, row) in out.chunks_exact_mut(self.a).enumerate() {
-            let frame = n / self.hop;
-            match (&self.imp, &mut *state) {
-                (Imp::Scalar(r), State::Scalar(st)) => r.step(st, *y1, *y2, cond.frame(frame), row),
-                (Imp::Avx2(e), State::Avx2(st)) => {
-                    if st.frame != Some(frame) {
-                        e.load_frame(st, cond.frame(frame));
-                        st.frame = Some(frame);
-                    }
-                    e.step(st, *y1, *y2, row);
-                }
-                _ => return Err(SynthError::Mismatch { what: "scratch", reason: "made for another kernel".into() }),
-            }
-            (*y2, *y1) = (*y1, samples[n]);
-            *t += 1;
+        for (row, &y) in out.chunks_exact_mut(self.a).zip(samples) {
+            self.forced_step(state, t, (y1, y2), cond, y, row)?;
         }
+        Ok(())
+    }
+
+    /// One teacher-forced step on one thread: the logits of y(t) into
+    /// `row`, then `y` becomes y(t) and t advances.
+    fn forced_step(
+        &self,
+        state: &mut State,
+        t: &mut usize,
+        (y1, y2): (&mut u8, &mut u8),
+        cond: &Conditioning,
+        y: u8,
+        row: &mut [f32],
+    ) -> Result<(), SynthError> {
+        let frame = *t / self.hop;
+        match (&self.imp, state) {
+            (Imp::Scalar(r), State::Scalar(st)) => r.step(st, *y1, *y2, cond.frame(frame), row),
+            (Imp::Avx2(e), State::Avx2(st)) => {
+                if st.frame != Some(frame) {
+                    e.load_frame(st, cond.frame(frame));
+                    st.frame = Some(frame);
+                }
+                e.step(st, *y1, *y2, row);
+            }
+            _ => return Err(SynthError::Mismatch { what: "scratch", reason: "made for another kernel".into() }),
+        }
+        (*y2, *y1) = (*y1, y);
+        *t += 1;
         Ok(())
     }
 
@@ -328,20 +343,7 @@ impl Sampler {
         self.check(scratch, cond, codes.len())?;
         let Scratch { state, t, y1, y2, logits, .. } = scratch;
         for &c in codes {
-            let frame = *t / self.hop;
-            match (&self.imp, &mut *state) {
-                (Imp::Scalar(r), State::Scalar(st)) => r.step(st, *y1, *y2, cond.frame(frame), logits),
-                (Imp::Avx2(e), State::Avx2(st)) => {
-                    if st.frame != Some(frame) {
-                        e.load_frame(st, cond.frame(frame));
-                        st.frame = Some(frame);
-                    }
-                    e.step(st, *y1, *y2, logits);
-                }
-                _ => return Err(SynthError::Mismatch { what: "scratch", reason: "made for another kernel".into() }),
-            }
-            (*y2, *y1) = (*y1, c);
-            *t += 1;
+            self.forced_step(state, t, (y1, y2), cond, c, logits)?;
         }
         Ok(())
     }

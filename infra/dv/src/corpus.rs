@@ -37,7 +37,7 @@ pub(crate) enum CorpusCommand {
         /// Output directory (default: $DV_HOME/corpora/cmu_us_slt_fortunes_<N>).
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Utterances to render (300 ≈ 18 min; about 5,000 exist).
+        /// Utterances to render (300 ≈ 18 min; at most 7,982 ≈ 8.15 h).
         #[arg(long, default_value_t = recipe::DEFAULT_UTTERANCES)]
         utterances: usize,
         /// Seed of the fixed sentence shuffle.
