@@ -10,6 +10,7 @@ mod export;
 mod featurize;
 mod g2p;
 mod plot;
+mod recipe;
 mod serve;
 mod synth;
 mod text;
@@ -59,6 +60,9 @@ enum Command {
     Plot(plot::PlotArgs),
     /// The voice packages found by name (DV_VOICES, $DV_HOME/voices, the shipped ones) and the default.
     Voices,
+    /// Retrain a voice on a corpus, stage by stage, content-addressed and resumable (a recipe TOML).
+    #[command(subcommand)]
+    Recipe(recipe::RecipeCommand),
     /// The speech server (OpenAI-compatible HTTP, streaming): runs the dv-serve binary next to dv with these arguments.
     Serve(serve::ServeArgs),
 }
@@ -132,6 +136,7 @@ fn main() -> anyhow::Result<()> {
         Command::G2p(a) => g2p::run(a),
         Command::Synth(a) => synth::run(a),
         Command::Bench(c) => bench::run(c),
+        Command::Recipe(c) => recipe::run(c),
         Command::Serve(a) => serve::run(a),
     }
 }

@@ -1,0 +1,57 @@
+//! `dv recipe`: a corpus to a voice package, stage by stage, content-addressed
+//! and resumable (the ESPnet / icefall / DVC way).
+//!
+//! ```text
+//! dv recipe run RECIPE.toml [--stage NAME] [--stop-stage NAME] [--dry-run] [--force] [--force-downstream]
+//! dv recipe status RECIPE.toml          # the same as run --dry-run
+//! ```
+//!
+//! # Stages
+//!
+//! `inspect → featurize → train-segmentation → align → train-duration → g2p →
+//! train-wavenet → export → evaluate → report`, each called in-process through
+//! the code paths of the `dv` verbs of the same names ([`stage::STAGES`]
+//! names what each reads). Outputs go under the recipe's `out` directory:
+//! `manifest.parquet`, `features/`, `runs/<stage>/<key>/` (checkpoints,
+//! metrics.jsonl), `aligned/` (with `quarantine.tsv`), `g2p/`, `voice/`,
+//! `evaluate/` (held-out duration/F0 error, sample WAVs, PNGs), `report.md`,
+//! `logs/<stage>.log` and `recipe.lock`.
+//!
+//! # When a stage runs
+//!
+//! A stage's key is the SHA-256 of three parts: its configuration (the
+//! canonical JSON of its recipe section, with a training stage's run config
+//! merged in), its inputs' content (the corpus tree's relative paths, sizes
+//! and content hashes; for every later stage the output digests that the
+//! stages it reads recorded in the lock), and the code version (dv's version
+//! and git revision). `out/recipe.lock` (JSON) holds, per finished stage,
+//! the key, the three parts, the outputs and their digest, and the time it
+//! finished; it is rewritten atomically after each stage. A stage is skipped
+//! when its key is unchanged and its outputs exist. A stage's lock entry is
+//! removed before it starts, so a stage killed midway reruns; a training
+//! stage keeps its checkpoints under `runs/<stage>/<key>/` and resumes from
+//! them, and featurize skips finished shards.
+//!
+//! `--stage`/`--stop-stage` select a range by name; `--force` reruns the
+//! selected stages; `--force-downstream` also every stage after them.
+//! `--dry-run` prints each stage and why it would run ("no lock entry",
+//! "key changed: config", "outputs missing", "forced", "upstream runs") or
+//! be skipped.
+//!
+//! # Not yet
+//!
+//! `init` (fine-tuning from a voice package) is an error: `dv train` cannot
+//! start from another run's weights yet. The segmentation model, the aligner
+//! and the duration/F0 model read the phones in the featurized shards, which
+//! come from the corpus's labels: a corpus of audio and text alone needs a
+//! front end that writes phones from the transcripts, which featurize does
+//! not do yet. Pocketsphinx WER is noted, not measured.
+
+mod command;
+mod config;
+mod lock;
+mod report;
+mod run;
+mod stage;
+
+pub(crate) use command::{run, RecipeCommand};

@@ -1,0 +1,395 @@
+//! Each stage's work, through the code paths of the `dv` verb of the same
+//! name, in-process; and what each stage's key is made of.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use clap::{Args, FromArgMatches};
+use dv_manifest::{bad_items_frame, utterances_frame, write_parquet, Summary};
+use dv_train::{DataConfig, Prosody};
+use polars::prelude::*;
+use serde_json::json;
+
+use super::config::{Loaded, TrainStage};
+use super::lock::{path_digest, sha256_hex, Lock};
+use super::stage::STAGES;
+
+/// A stage's log: `out/logs/<stage>.log`, each line also on stderr.
+pub(crate) struct StageLog {
+    file: File,
+}
+
+impl StageLog {
+    pub fn open(path: &Path) -> anyhow::Result<StageLog> {
+        let file = File::options()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        Ok(StageLog { file })
+    }
+
+    pub fn line(&mut self, line: &str) {
+        eprintln!("{line}");
+        let _ = writeln!(self.file, "{} {line}", crate::utc_now());
+    }
+}
+
+/// What one stage needs: the recipe, its output directory, the lock (for
+/// the outputs of the stages before) and the stage's key.
+pub(crate) struct Ctx<'a> {
+    pub loaded: &'a Loaded,
+    pub out: PathBuf,
+    pub lock: &'a Lock,
+    pub key: &'a str,
+}
+
+impl Ctx<'_> {
+    /// The first output of an earlier stage (a training stage's checkpoint).
+    fn output(&self, stage: &str) -> anyhow::Result<PathBuf> {
+        let e = self.lock.stages.get(stage).with_context(|| format!("stage {stage} has not run"))?;
+        let first = e.outputs.first().with_context(|| format!("stage {stage} wrote nothing"))?;
+        Ok(self.out.join(first))
+    }
+
+    fn features(&self) -> String {
+        self.out.join("features").display().to_string()
+    }
+
+    fn rel(&self, p: &Path) -> String {
+        p.strip_prefix(&self.out).unwrap_or(p).display().to_string()
+    }
+}
+
+/// The corpus as a local path, when it is one.
+fn local_corpus(loaded: &Loaded) -> Option<PathBuf> {
+    let c = loaded.resolve(&loaded.recipe.corpus);
+    if c.contains("://") && !c.starts_with("file://") {
+        return None;
+    }
+    Some(PathBuf::from(c.strip_prefix("file://").unwrap_or(&c)))
+}
+
+fn train_stage<'a>(loaded: &'a Loaded, name: &str) -> (&'static str, &'a TrainStage) {
+    let r = &loaded.recipe;
+    match name {
+        "train-segmentation" => ("train_segmentation", &r.train_segmentation),
+        "train-duration" => ("train_duration", &r.train_duration),
+        _ => ("train_wavenet", &r.train_wavenet),
+    }
+}
+
+/// The three parts of stage `name`'s key: `config`, `inputs`, `code`.
+pub(crate) fn parts_of(loaded: &Loaded, name: &str, lock: &Lock) -> anyhow::Result<BTreeMap<String, String>> {
+    let r = &loaded.recipe;
+    let config = match name {
+        "inspect" => json!({ "corpus": r.corpus, "format": r.format }),
+        "featurize" => json!({ "corpus": r.corpus, "format": r.format, "featurize": r.featurize }),
+        "train-segmentation" | "train-duration" | "train-wavenet" => {
+            let (field, t) = train_stage(loaded, name);
+            json!({ "run": loaded.train_table(field, t)?, "ranks": t.ranks })
+        }
+        "align" => json!(r.align),
+        "g2p" => json!(r.g2p.model.as_ref().map(|m| loaded.resolve(m))),
+        "export" => json!(r.export),
+        "evaluate" => json!(r.evaluate),
+        _ => json!({}),
+    };
+    let inputs = match name {
+        "inspect" | "featurize" => match local_corpus(loaded) {
+            Some(p) => path_digest(&p)?,
+            None => sha256_hex(loaded.resolve(&r.corpus).as_bytes()),
+        },
+        "g2p" => match &r.g2p.model {
+            Some(m) => path_digest(Path::new(&loaded.resolve(m)))?,
+            None => "none".into(),
+        },
+        _ => {
+            let deps = STAGES.iter().find(|(n, _)| *n == name).map(|(_, d)| *d).unwrap_or_default();
+            let mut s = String::new();
+            for d in deps {
+                let e = lock.stages.get(*d).with_context(|| format!("stage {d} has not run"))?;
+                s.push_str(&format!("{d}\t{}\n", e.output_digest));
+            }
+            sha256_hex(s.as_bytes())
+        }
+    };
+    let mut parts = BTreeMap::new();
+    parts.insert("config".to_string(), sha256_hex(serde_json::to_string(&config)?.as_bytes()));
+    parts.insert("inputs".to_string(), inputs);
+    parts.insert("code".to_string(), sha256_hex(super::lock::code_version().as_bytes()));
+    Ok(parts)
+}
+
+/// Parses a `dv` verb's arguments as its command line would.
+fn args<A: Args + FromArgMatches>(verb: &'static str, argv: &[String]) -> anyhow::Result<A> {
+    let cmd = A::augment_args(clap::Command::new(verb).no_binary_name(true));
+    let m = cmd.try_get_matches_from(argv).map_err(|e| anyhow::anyhow!("dv {verb} {}: {e}", argv.join(" ")))?;
+    Ok(A::from_arg_matches(&m)?)
+}
+
+fn s(p: impl AsRef<Path>) -> String {
+    p.as_ref().display().to_string()
+}
+
+fn fresh_dir(p: &Path) -> anyhow::Result<()> {
+    if p.exists() {
+        std::fs::remove_dir_all(p).with_context(|| format!("removing {}", p.display()))?;
+    }
+    std::fs::create_dir_all(p).with_context(|| format!("creating {}", p.display()))
+}
+
+/// Runs stage `name`; returns its outputs relative to `out`.
+pub(crate) fn stage(name: &str, ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
+    match name {
+        "inspect" => inspect(ctx, log),
+        "featurize" => featurize(ctx, log),
+        "train-segmentation" | "train-duration" | "train-wavenet" => train(name, ctx, log),
+        "align" => align(ctx, log),
+        "g2p" => g2p(ctx, log),
+        "export" => export(ctx, log),
+        "evaluate" => super::report::evaluate(ctx, log),
+        "report" => super::report::report(ctx, log),
+        _ => bail!("no stage {name:?}"),
+    }
+}
+
+fn inspect(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
+    let r = &ctx.loaded.recipe;
+    let format =
+        r.format.as_deref().map(str::parse::<dv_corpus::CorpusKind>).transpose().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let corpus = dv_corpus::read(&ctx.loaded.resolve(&r.corpus), format)?;
+    let lexicon = crate::text::load_lexicon(None).ok().map(|(_, l)| l);
+    let mut df = utterances_frame(&corpus.utterances)?;
+    write_parquet(&mut df, &ctx.out.join("manifest.parquet"))?;
+    let mut bad = bad_items_frame(&corpus.bad)?;
+    write_parquet(&mut bad, &ctx.out.join("manifest.bad.parquet"))?;
+    log.line(&format!("corpus         {} ({})", corpus.root.display(), corpus.kind));
+    for line in Summary::of(&corpus.utterances, &corpus.bad, lexicon.as_ref()).to_string().lines() {
+        log.line(line);
+    }
+    let mut tsv = String::from("item\tfile\treason\tdetail\n");
+    for b in &corpus.bad {
+        log.line(&format!("  bad: {} {} [{}]: {}", b.item, b.file.display(), b.reason, b.detail));
+        tsv.push_str(&format!(
+            "{}\t{}\t{}\t{}\n",
+            b.item,
+            b.file.display(),
+            b.reason,
+            b.detail.replace(['\t', '\n'], " ")
+        ));
+    }
+    crate::write_atomic(&ctx.out.join("bad.tsv"), tsv.as_bytes())?;
+    Ok(vec!["manifest.parquet".into(), "manifest.bad.parquet".into(), "bad.tsv".into()])
+}
+
+fn featurize(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
+    let r = &ctx.loaded.recipe;
+    let jobs = r.featurize.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
+    let job = dv_featurize::Job {
+        corpus: ctx.loaded.resolve(&r.corpus),
+        out: ctx.features(),
+        staging: Some(crate::dv_home().join("staging")),
+        shards: r.featurize.shards,
+        only: None,
+        jobs,
+        sample_rate: r.featurize.sample_rate,
+    };
+    let mut last = std::time::Instant::now();
+    let report = dv_featurize::run(&job, &mut |p| {
+        if p.utterances_done == p.utterances_total || last.elapsed().as_secs_f64() >= 10.0 {
+            last = std::time::Instant::now();
+            eprintln!("featurizing {}/{} utterances", p.utterances_done, p.utterances_total);
+        }
+    })?;
+    log.line(&format!(
+        "shards {} of {} written, {} already complete; {} utterances ({:.3} h), {} chunks",
+        report.shards_written,
+        report.shards_total,
+        report.shards_skipped,
+        report.utterances,
+        report.audio_seconds / 3600.0,
+        report.chunks
+    ));
+    for (reason, n) in &report.skipped {
+        log.line(&format!("skipped {reason}: {n}"));
+    }
+    if !report.manifest_written {
+        bail!("featurize: shards missing, the features manifest was not written");
+    }
+    let summary = json!({
+        "utterances": report.utterances,
+        "audio_hours": report.audio_seconds / 3600.0,
+        "chunks": report.chunks,
+        "skipped": report.skipped,
+    });
+    crate::write_atomic(&ctx.out.join("featurize.json"), serde_json::to_string_pretty(&summary)?.as_bytes())?;
+    Ok(vec!["features".into(), "featurize.json".into()])
+}
+
+/// The directory of a training stage's run: its checkpoints and metrics,
+/// named by the stage's key so that a changed config starts afresh and a
+/// killed run resumes.
+pub(crate) fn run_dir(out: &Path, name: &str, key: &str) -> PathBuf {
+    out.join("runs").join(name).join(&key[..12])
+}
+
+fn kept_alignments(out: &Path) -> PathBuf {
+    out.join("aligned/alignments.kept.parquet")
+}
+
+fn train(name: &str, ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
+    let (field, t) = train_stage(ctx.loaded, name);
+    let table = ctx.loaded.train_table(field, t)?;
+    let dir = run_dir(&ctx.out, name, ctx.key);
+    let alignments = (name == "train-duration").then(|| kept_alignments(&ctx.out));
+    let cfg = ctx.loaded.run_config(field, &table, &dir, alignments.as_deref())?;
+    log.line(&format!("run directory  {} ({} steps, batch {})", dir.display(), cfg.train.steps, cfg.train.batch));
+    let mut sink = |line: &str| log.line(line);
+    let s = dv_train::train_threads(&cfg, t.ranks, &mut sink)?;
+    log.line(&format!("steps {} to {} in {:.1} s, final loss {:.6}", s.start_step, s.steps, s.seconds, s.final_loss));
+    let ck = dir.join("checkpoints").join(format!("step-{:010}.safetensors", cfg.train.steps));
+    if !ck.exists() {
+        bail!("{name}: training finished but {} is missing", ck.display());
+    }
+    Ok(vec![ctx.rel(&ck), ctx.rel(&dir.join("metrics.jsonl"))])
+}
+
+/// The first utterance id in the featurized shards.
+pub(crate) fn first_id(features: &str) -> anyhow::Result<String> {
+    let dir = Path::new(features).join("shards");
+    let mut shards: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+        .collect();
+    shards.sort();
+    for shard in shards {
+        let file = File::open(&shard).with_context(|| format!("opening {}", shard.display()))?;
+        let df = ParquetReader::new(file).with_columns(Some(vec!["id".to_string()])).finish()?;
+        if let Some(id) = df.column("id")?.str()?.get(0) {
+            return Ok(id.to_string());
+        }
+    }
+    bail!("{features}: no utterances")
+}
+
+fn align(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
+    let a = &ctx.loaded.recipe.align;
+    let ck = ctx.output("train-segmentation")?;
+    let dir = ctx.out.join("aligned");
+    fresh_dir(&dir)?;
+    let features = ctx.features();
+    let plots = if a.plot.is_empty() { vec![first_id(&features)?] } else { a.plot.clone() };
+    let mut argv = vec!["--features".into(), features, "--checkpoint".into(), s(&ck), "--out".into(), s(&dir)];
+    argv.extend(["--device".into(), a.device.clone(), "--batch".into(), a.batch.to_string()]);
+    if let Some(k) = a.quarantine_k {
+        argv.extend(["--quarantine-k".into(), k.to_string()]);
+    }
+    for p in plots {
+        argv.extend(["--plot".into(), p]);
+    }
+    log.line(&format!("dv align {}", argv.join(" ")));
+    crate::align::run(args("align", &argv)?)?;
+    // The duration/F0 model trains on the utterances not quarantined.
+    let path = dir.join("alignments.parquet");
+    let df = ParquetReader::new(File::open(&path).with_context(|| format!("opening {}", path.display()))?).finish()?;
+    let mut kept = match df.column("quarantined") {
+        Ok(q) => {
+            let mask = !q.bool()?;
+            df.filter(&mask)?
+        }
+        Err(_) => df.clone(),
+    };
+    log.line(&format!(
+        "aligned {} utterances, {} quarantined (quarantine.tsv)",
+        df.height(),
+        df.height() - kept.height()
+    ));
+    write_parquet(&mut kept, &kept_alignments(&ctx.out))?;
+    Ok(vec!["aligned".into()])
+}
+
+fn g2p(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
+    let dir = ctx.out.join("g2p");
+    fresh_dir(&dir)?;
+    let Some(model) = &ctx.loaded.recipe.g2p.model else {
+        log.line("no [g2p] model: the voice speaks lexicon words only");
+        return Ok(vec![]);
+    };
+    let from = ctx.loaded.resolve(model);
+    std::fs::copy(&from, dir.join("g2p.safetensors")).with_context(|| format!("copying {from}"))?;
+    log.line(&format!("G2P model {from}"));
+    Ok(vec!["g2p/g2p.safetensors".into()])
+}
+
+fn export(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
+    let wavenet = ctx.output("train-wavenet")?;
+    let duration = ctx.output("train-duration")?;
+    let (only, voice) = (ctx.out.join("voice-wavenet"), ctx.out.join("voice"));
+    for d in [&only, &voice] {
+        if d.exists() {
+            std::fs::remove_dir_all(d).with_context(|| format!("removing {}", d.display()))?;
+        }
+    }
+    let mut argv =
+        vec!["--checkpoint".into(), s(&wavenet), "--features".into(), ctx.features(), "--out".into(), s(&only)];
+    if ctx.loaded.recipe.export.half {
+        argv.push("--half".into());
+    }
+    log.line(&format!("dv export {}", argv.join(" ")));
+    crate::export::run(args("export", &argv)?)?;
+    let mut argv =
+        vec!["--voice".into(), s(&only), "--duration".into(), s(&duration), "--features".into(), ctx.features()];
+    if ctx.lock.stages.get("g2p").is_some_and(|e| !e.outputs.is_empty()) {
+        argv.extend(["--g2p".into(), s(ctx.output("g2p")?)]);
+    }
+    argv.extend(["--out".into(), s(&voice)]);
+    log.line(&format!("dv export {}", argv.join(" ")));
+    crate::export::run(args("export", &argv)?)?;
+    std::fs::remove_dir_all(&only).with_context(|| format!("removing {}", only.display()))?;
+    Ok(vec!["voice".into()])
+}
+
+/// Held-out duration/F0 error of the trained duration model, as `dv evaluate` prints it.
+pub(crate) fn duration_error(ctx: &Ctx) -> anyhow::Result<serde_json::Value> {
+    let ck = ctx.output("train-duration")?;
+    let (field, t) = train_stage(ctx.loaded, "train-duration");
+    let table = ctx.loaded.train_table(field, t)?;
+    let cfg = ctx.loaded.run_config(field, &table, &ctx.out, None)?;
+    let DataConfig::Prosody(data) = cfg.data else { bail!("{field}: [data] kind must be \"prosody\"") };
+    let (model, step) = crate::export::load_duration(&ck)?;
+    let split = Prosody::load(&data, model.config.f0_points as usize)?;
+    let m = dv_train::prosody::evaluate(&model, &split.validation)?;
+    let mut v = serde_json::to_value(m)?;
+    v["step"] = json!(step);
+    Ok(v)
+}
+
+/// Speaks `text` with the exported voice to `wav`, as `dv synth` does.
+pub(crate) fn speak(ctx: &Ctx, text: &str, wav: &Path, max_seconds: f64) -> anyhow::Result<()> {
+    let argv = vec![
+        "--voice".into(),
+        s(ctx.out.join("voice")),
+        "-o".into(),
+        s(wav),
+        "--f32".into(),
+        "--threads".into(),
+        "1".into(),
+        "--max-seconds".into(),
+        max_seconds.to_string(),
+        text.to_string(),
+    ];
+    crate::synth::run(args("synth", &argv)?)
+}
+
+/// Draws a training stage's loss curve, as `dv plot` does.
+pub(crate) fn plot_loss(ctx: &Ctx, stage: &str, png: &Path) -> anyhow::Result<()> {
+    let e = ctx.lock.stages.get(stage).with_context(|| format!("stage {stage} has not run"))?;
+    let metrics = e.outputs.get(1).with_context(|| format!("stage {stage} has no metrics"))?;
+    let argv = vec![s(ctx.out.join(metrics)), "--out".into(), s(png), "--title".into(), stage.to_string()];
+    crate::plot::run(args("plot", &argv)?)
+}
