@@ -1,0 +1,202 @@
+//! `dv recipe` end to end on a small embedded corpus: every stage runs, a
+//! second run skips every stage, a changed training value reruns that stage
+//! and only what reads it, a run killed (SIGKILL) during WaveNet training
+//! resumes and ends with the losses of an uninterrupted run, and a corpus
+//! with a bad item completes with the item reported.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use dv_process_group::ProcessGroup;
+
+use super::dv;
+
+fn ok(o: &std::process::Output) -> String {
+    assert!(o.status.success(), "{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn configs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../trainers/train/configs")
+}
+
+/// A recipe of the smallest sizes and a few steps each.
+fn recipe(dir: &Path, name: &str, corpus: &Path, out: &Path, wavenet_steps: u64) -> PathBuf {
+    let c = configs();
+    let text = format!(
+        r#"
+corpus = "{corpus}"
+out = "{out}"
+
+[featurize]
+jobs = 1
+
+[train_segmentation]
+config = "{seg}"
+set.model.sizes = {{ conv_channels = 2, gru = 16, gru_layers = 1 }}
+set.train = {{ steps = 4, batch = 4, log_every = 2, validate_every = 0, threads_per_rank = 1 }}
+set.checkpoint = {{ every = 4, keep_last = 1 }}
+
+[train_duration]
+config = "{dur}"
+set.model.preset = "tiny"
+set.data.validation_fraction = 0.3
+set.train = {{ steps = 4, batch = 2, log_every = 2, validate_every = 0, threads_per_rank = 1 }}
+set.checkpoint = {{ every = 4, keep_last = 1 }}
+
+[g2p]
+model = "{g2p}"
+
+[train_wavenet]
+config = "{wav}"
+set.train = {{ steps = {wavenet_steps}, batch = 1, log_every = 1, validate_every = 0, threads_per_rank = 1 }}
+set.checkpoint = {{ every = 2, keep_last = 10 }}
+
+[evaluate]
+sentences = ["Hello there."]
+max_seconds = 1.0
+"#,
+        corpus = corpus.display(),
+        out = out.display(),
+        seg = c.join("segmentation-embedded.toml").display(),
+        dur = c.join("duration-embedded-aligned.toml").display(),
+        wav = c.join("wavenet-embedded-cpu.toml").display(),
+        g2p = c.join("../models/g2p-compact.safetensors").display(),
+    );
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn run(recipe: &Path) -> String {
+    ok(&dv(&["recipe", "run", recipe.to_str().unwrap()]))
+}
+
+/// The stages a run's output says it ran.
+fn ran(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter(|l| l.contains(": running ("))
+        .filter_map(|l| l.split_whitespace().nth(1).map(|s| s.trim_end_matches(':').to_string()))
+        .collect()
+}
+
+/// The last logged loss of each step in a tracking JSONL file.
+fn losses(out: &Path) -> Vec<(u64, f64)> {
+    let runs = out.join("runs/train-wavenet");
+    let dir = std::fs::read_dir(&runs).unwrap().next().unwrap().unwrap().path();
+    let mut by_step = std::collections::BTreeMap::new();
+    for line in std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap().lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        if let (Some(step), Some(loss)) = (v["step"].as_u64(), v["loss"].as_f64()) {
+            by_step.insert(step, loss);
+        }
+    }
+    by_step.into_iter().collect()
+}
+
+#[test]
+fn recipe_runs_skips_reruns_and_resumes() {
+    let d = tempfile::tempdir().unwrap();
+    let corpus = d.path().join("slt");
+    ok(&dv(&["corpus", "make-default", "--utterances", "10", "--out", corpus.to_str().unwrap()]));
+    let out = d.path().join("out");
+
+    // Every stage runs, and writes what the report links.
+    let r = recipe(d.path(), "r.toml", &corpus, &out, 6);
+    let printed = run(&r);
+    assert_eq!(ran(&printed).len(), 10, "{printed}");
+    for f in
+        ["report.md", "voice/config.json", "evaluate/evaluate.json", "aligned/quarantine.tsv", "logs/train-wavenet.log"]
+    {
+        assert!(out.join(f).exists(), "{f} missing");
+    }
+    let wav = std::fs::read(out.join("evaluate/samples/sample-00.wav")).unwrap();
+    assert_eq!(&wav[..4], b"RIFF");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("evaluate/samples/sample-00.wav") && report.contains(".png"), "{report}");
+    let eval: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("evaluate/evaluate.json")).unwrap()).unwrap();
+    assert!(eval["duration_f0"]["utterances"].as_u64().unwrap() > 0, "held-out utterances: {eval}");
+    let lock: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("recipe.lock")).unwrap()).unwrap();
+    assert_eq!(lock["stages"].as_object().unwrap().len(), 10);
+    let uninterrupted = losses(&out);
+    assert_eq!(uninterrupted.len(), 6, "{uninterrupted:?}");
+
+    // A second run skips every stage.
+    let printed = run(&r);
+    assert!(ran(&printed).is_empty(), "{printed}");
+    assert_eq!(printed.matches("skipped (key unchanged, outputs present)").count(), 10, "{printed}");
+
+    // One training value changed: that stage and what reads it rerun.
+    let r = recipe(d.path(), "r.toml", &corpus, &out, 7);
+    let dry = ok(&dv(&["recipe", "run", r.to_str().unwrap(), "--dry-run"]));
+    assert!(dry.contains("train-wavenet: would run (key changed: config)"), "{dry}");
+    let printed = run(&r);
+    assert_eq!(ran(&printed), ["train-wavenet", "export", "evaluate", "report"], "{printed}");
+
+    // --force reruns the selected stage alone.
+    let printed = ok(&dv(&["recipe", "run", r.to_str().unwrap(), "--stage", "g2p", "--stop-stage", "g2p", "--force"]));
+    assert_eq!(ran(&printed), ["g2p"], "{printed}");
+
+    // A corpus with a bad item (a transcript without audio), killed during
+    // WaveNet training and run again: it resumes, finishes with the losses
+    // of the uninterrupted run, and reports the bad item.
+    let bad = d.path().join("slt-bad");
+    copy_dir(&corpus, &bad);
+    let txt = bad.join("etc/txt.done.data");
+    let mut text = std::fs::read_to_string(&txt).unwrap();
+    text.push_str("( slt_fortune_09999 \"A line with no recording.\" )\n");
+    std::fs::write(&txt, text).unwrap();
+    let out2 = d.path().join("out2");
+    let r2 = recipe(d.path(), "r2.toml", &bad, &out2, 6);
+    let mut child = ProcessGroup::spawn(
+        Command::new(env!("CARGO_BIN_EXE_dv"))
+            .args(["recipe", "run", r2.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let ck = std::fs::read_dir(out2.join("runs/train-wavenet"))
+            .ok()
+            .and_then(|mut r| r.next())
+            .and_then(|e| e.ok())
+            .map(|e| e.path().join("checkpoints/step-0000000002.safetensors"));
+        if ck.is_some_and(|p| p.exists()) {
+            std::thread::sleep(Duration::from_millis(300));
+            child.kill().unwrap();
+            break;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the recipe finished before it could be killed");
+        assert!(Instant::now() < deadline, "no WaveNet checkpoint appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let lock = std::fs::read_to_string(out2.join("recipe.lock")).unwrap();
+    assert!(!lock.contains("\"train-wavenet\""), "a killed stage has no lock entry: {lock}");
+    let printed = run(&r2);
+    let again = ran(&printed);
+    assert_eq!(again.first().map(String::as_str), Some("train-wavenet"), "{printed}");
+    let log = std::fs::read_to_string(out2.join("logs/train-wavenet.log")).unwrap();
+    assert!(log.contains("resum"), "the rerun resumes from the checkpoint: {log}");
+    assert_eq!(losses(&out2), uninterrupted, "losses of the resumed run");
+    let bad_tsv = std::fs::read_to_string(out2.join("bad.tsv")).unwrap();
+    assert!(bad_tsv.contains("slt_fortune_09999"), "{bad_tsv}");
+    let report = std::fs::read_to_string(out2.join("report.md")).unwrap();
+    assert!(report.contains("Bad items: 1") && report.contains("slt_fortune_09999"), "{report}");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
