@@ -19,6 +19,13 @@ pub(crate) struct Recipe {
     /// blizzard2013, vctk, table.
     #[serde(default)]
     pub format: Option<String>,
+    /// Where the phones that the segmentation model learns and the aligner
+    /// aligns come from: `text` (default: the transcripts through CMUDict;
+    /// the corpus's own labels are ignored) or `corpus` (its phone labels,
+    /// e.g. the embedded corpus's exact ones; then the held-out duration/F0
+    /// error is measured against them).
+    #[serde(default)]
+    pub labels: Labels,
     /// When the corpus directory is missing, generate the embedded default
     /// corpus (festival + hts_engine slt, `dv corpus make-default`) of this
     /// many utterances there first.
@@ -48,6 +55,15 @@ pub(crate) struct Recipe {
     pub evaluate: EvaluateStage,
 }
 
+/// Where the phones come from (see [`Recipe::labels`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Labels {
+    #[default]
+    Text,
+    Corpus,
+}
+
 /// `[featurize]`: as `dv featurize`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -74,7 +90,9 @@ fn rate() -> u32 {
 }
 
 /// A training stage: a `dv train` run config, with values changed by `set`.
-/// The recipe replaces the config's `[data] url` (and `alignments`),
+/// The recipe replaces the config's `[data] url` (and drops `alignments`:
+/// the duration/F0 model and the WaveNet read `features-aligned/`, whose
+/// shards carry the aligner's phones and times),
 /// `[checkpoint] url` and `[tracking] jsonl` with paths under `out`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -238,18 +256,18 @@ impl Loaded {
         field: &str,
         table: &toml::Table,
         run_dir: &Path,
-        alignments: Option<&Path>,
+        features: &Path,
     ) -> anyhow::Result<RunConfig> {
         let text = toml::to_string(table)?;
         let name = format!("recipe {}: {field}", self.file.display());
         let mut cfg = RunConfig::from_toml(&name, &text)?;
-        let features = self.out().join("features").display().to_string();
+        let features = features.display().to_string();
         match &mut cfg.data {
             DataConfig::Features(d) => d.url = features,
             DataConfig::Chunks(d) => d.url = features,
             DataConfig::Prosody(d) => {
                 d.url = features;
-                d.alignments = alignments.map(|p| p.display().to_string());
+                d.alignments = None;
             }
             _ => bail!("{name}: [data] kind must read the featurized corpus (features, chunks or prosody)"),
         }

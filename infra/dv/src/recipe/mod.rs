@@ -12,8 +12,12 @@
 //! train-wavenet → export → evaluate → report`, each called in-process through
 //! the code paths of the `dv` verbs of the same names ([`stage::STAGES`]
 //! names what each reads). Outputs go under the recipe's `out` directory:
-//! `manifest.parquet`, `features/`, `runs/<stage>/<key>/` (checkpoints,
-//! metrics.jsonl), `aligned/` (with `quarantine.tsv`), `g2p/`, `voice/`,
+//! `manifest.parquet` and `bad.tsv`, `features/`, `features-text/` (the
+//! same with phones from the transcripts: `labels = "text"`, the default,
+//! never reads the corpus's labels), `runs/<stage>/<key>/` (checkpoints,
+//! metrics.jsonl), `aligned/` (with `quarantine.tsv`), `features-aligned/`
+//! (phones and times from the aligner, quarantined utterances without: what
+//! the duration/F0 model and the WaveNet train on), `g2p/`, `voice/`,
 //! `evaluate/` (held-out duration/F0 error, sample WAVs, PNGs), `report.md`,
 //! `logs/<stage>.log` and `recipe.lock`.
 //!
@@ -41,15 +45,17 @@
 //! # Not yet
 //!
 //! `init` (fine-tuning from a voice package) is an error: `dv train` cannot
-//! start from another run's weights yet. The segmentation model, the aligner
-//! and the duration/F0 model read the phones in the featurized shards, which
-//! come from the corpus's labels: a corpus of audio and text alone needs a
-//! front end that writes phones from the transcripts, which featurize does
-//! not do yet. Pocketsphinx WER is noted, not measured.
+//! start from another run's weights yet. Phones from text use CMUDict alone:
+//! an utterance with a word missing from it is left out (counted in the
+//! featurize log), not pronounced by the G2P model. With `labels = "text"`
+//! a corpus's own labels do not score the aligner. `features-text/` and
+//! `features-aligned/` are full copies of the shards. Pocketsphinx WER is
+//! noted, not measured.
 
 mod command;
 mod config;
 mod lock;
+mod relabel;
 mod report;
 mod run;
 mod stage;

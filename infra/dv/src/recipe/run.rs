@@ -13,7 +13,7 @@ use dv_train::{DataConfig, Prosody};
 use polars::prelude::*;
 use serde_json::json;
 
-use super::config::{Loaded, TrainStage};
+use super::config::{Labels, Loaded, TrainStage};
 use super::lock::{path_digest, sha256_hex, Lock};
 use super::stage::STAGES;
 
@@ -57,6 +57,19 @@ impl Ctx<'_> {
 
     fn features(&self) -> String {
         self.out.join("features").display().to_string()
+    }
+
+    /// The featurize output whose phones the segmentation model and the aligner read.
+    fn phones(&self) -> PathBuf {
+        match self.loaded.recipe.labels {
+            Labels::Text => self.out.join("features-text"),
+            Labels::Corpus => self.out.join("features"),
+        }
+    }
+
+    /// The featurize output with the aligner's phones and times.
+    fn aligned(&self) -> PathBuf {
+        self.out.join("features-aligned")
     }
 
     fn rel(&self, p: &Path) -> String {
@@ -227,7 +240,25 @@ fn featurize(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
         "skipped": report.skipped,
     });
     crate::write_atomic(&ctx.out.join("featurize.json"), serde_json::to_string_pretty(&summary)?.as_bytes())?;
-    Ok(vec!["features".into(), "featurize.json".into()])
+    if r.labels == Labels::Corpus {
+        return Ok(vec!["features".into(), "featurize.json".into()]);
+    }
+    let format =
+        r.format.as_deref().map(str::parse::<dv_corpus::CorpusKind>).transpose().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let corpus = dv_corpus::read(&job.corpus, format)?;
+    let (_, lexicon) = crate::text::load_lexicon(None)?;
+    let phones: std::collections::HashMap<String, Option<Vec<String>>> = corpus
+        .utterances
+        .iter()
+        .map(|u| (u.id.clone(), super::relabel::phones_of_text(&u.transcript, &lexicon)))
+        .collect();
+    let (with, without) = super::relabel::rewrite(Path::new(&ctx.features()), &ctx.phones(), &|id| {
+        phones.get(id).cloned().flatten().map(|p| (p, None))
+    })?;
+    log.line(&format!(
+        "phones from the transcripts (CMUDict; the corpus's labels ignored): {with} utterances, {without} left out for a word missing from the lexicon"
+    ));
+    Ok(vec!["features".into(), "featurize.json".into(), "features-text".into()])
 }
 
 /// The directory of a training stage's run: its checkpoints and metrics,
@@ -237,16 +268,12 @@ pub(crate) fn run_dir(out: &Path, name: &str, key: &str) -> PathBuf {
     out.join("runs").join(name).join(&key[..12])
 }
 
-fn kept_alignments(out: &Path) -> PathBuf {
-    out.join("aligned/alignments.kept.parquet")
-}
-
 fn train(name: &str, ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     let (field, t) = train_stage(ctx.loaded, name);
     let table = ctx.loaded.train_table(field, t)?;
     let dir = run_dir(&ctx.out, name, ctx.key);
-    let alignments = (name == "train-duration").then(|| kept_alignments(&ctx.out));
-    let cfg = ctx.loaded.run_config(field, &table, &dir, alignments.as_deref())?;
+    let data = if name == "train-segmentation" { ctx.phones() } else { ctx.aligned() };
+    let cfg = ctx.loaded.run_config(field, &table, &dir, &data)?;
     log.line(&format!("run directory  {} ({} steps, batch {})", dir.display(), cfg.train.steps, cfg.train.batch));
     let mut sink = |line: &str| log.line(line);
     let s = dv_train::train_threads(&cfg, t.ranks, &mut sink)?;
@@ -282,7 +309,7 @@ fn align(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     let ck = ctx.output("train-segmentation")?;
     let dir = ctx.out.join("aligned");
     fresh_dir(&dir)?;
-    let features = ctx.features();
+    let features = s(ctx.phones());
     let plots = if a.plot.is_empty() { vec![first_id(&features)?] } else { a.plot.clone() };
     let mut argv = vec!["--features".into(), features, "--checkpoint".into(), s(&ck), "--out".into(), s(&dir)];
     argv.extend(["--device".into(), a.device.clone(), "--batch".into(), a.batch.to_string()]);
@@ -294,23 +321,14 @@ fn align(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     }
     log.line(&format!("dv align {}", argv.join(" ")));
     crate::align::run(args("align", &argv)?)?;
-    // The duration/F0 model trains on the utterances not quarantined.
-    let path = dir.join("alignments.parquet");
-    let df = ParquetReader::new(File::open(&path).with_context(|| format!("opening {}", path.display()))?).finish()?;
-    let mut kept = match df.column("quarantined") {
-        Ok(q) => {
-            let mask = !q.bool()?;
-            df.filter(&mask)?
-        }
-        Err(_) => df.clone(),
-    };
-    log.line(&format!(
-        "aligned {} utterances, {} quarantined (quarantine.tsv)",
-        df.height(),
-        df.height() - kept.height()
-    ));
-    write_parquet(&mut kept, &kept_alignments(&ctx.out))?;
-    Ok(vec!["aligned".into()])
+    // The duration/F0 model and the WaveNet train on the aligner's phones
+    // and times, quarantined utterances left out.
+    let aligned = super::relabel::read_alignments(&dir.join("alignments.parquet"))?;
+    let (with, without) = super::relabel::rewrite(&ctx.phones(), &ctx.aligned(), &|id| {
+        aligned.get(id).map(|(p, st, en)| (p.clone(), Some((st.clone(), en.clone()))))
+    })?;
+    log.line(&format!("features-aligned: {with} utterances with the aligner's phones and times, {without} without (quarantined or not aligned)"));
+    Ok(vec!["aligned".into(), "features-aligned".into()])
 }
 
 fn g2p(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
@@ -336,14 +354,14 @@ fn export(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
         }
     }
     let mut argv =
-        vec!["--checkpoint".into(), s(&wavenet), "--features".into(), ctx.features(), "--out".into(), s(&only)];
+        vec!["--checkpoint".into(), s(&wavenet), "--features".into(), s(ctx.aligned()), "--out".into(), s(&only)];
     if ctx.loaded.recipe.export.half {
         argv.push("--half".into());
     }
     log.line(&format!("dv export {}", argv.join(" ")));
     crate::export::run(args("export", &argv)?)?;
     let mut argv =
-        vec!["--voice".into(), s(&only), "--duration".into(), s(&duration), "--features".into(), ctx.features()];
+        vec!["--voice".into(), s(&only), "--duration".into(), s(&duration), "--features".into(), s(ctx.aligned())];
     if ctx.lock.stages.get("g2p").is_some_and(|e| !e.outputs.is_empty()) {
         argv.extend(["--g2p".into(), s(ctx.output("g2p")?)]);
     }
@@ -359,7 +377,13 @@ pub(crate) fn duration_error(ctx: &Ctx) -> anyhow::Result<serde_json::Value> {
     let ck = ctx.output("train-duration")?;
     let (field, t) = train_stage(ctx.loaded, "train-duration");
     let table = ctx.loaded.train_table(field, t)?;
-    let cfg = ctx.loaded.run_config(field, &table, &ctx.out, None)?;
+    // Against the corpus's labels when the recipe uses them, else against
+    // the aligner's times (the held-out utterances of the same split).
+    let data = match ctx.loaded.recipe.labels {
+        Labels::Corpus => PathBuf::from(ctx.features()),
+        Labels::Text => ctx.aligned(),
+    };
+    let cfg = ctx.loaded.run_config(field, &table, &ctx.out, &data)?;
     let DataConfig::Prosody(data) = cfg.data else { bail!("{field}: [data] kind must be \"prosody\"") };
     let (model, step) = crate::export::load_duration(&ck)?;
     let split = Prosody::load(&data, model.config.f0_points as usize)?;

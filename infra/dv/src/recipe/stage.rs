@@ -16,8 +16,8 @@ pub(crate) const STAGES: [(&str, &[&str]); 10] = [
     ("align", &["featurize", "train-segmentation"]),
     ("train-duration", &["featurize", "align"]),
     ("g2p", &[]),
-    ("train-wavenet", &["featurize"]),
-    ("export", &["featurize", "train-wavenet", "train-duration", "g2p"]),
+    ("train-wavenet", &["featurize", "align"]),
+    ("export", &["featurize", "align", "train-wavenet", "train-duration", "g2p"]),
     ("evaluate", &["featurize", "align", "train-segmentation", "train-duration", "train-wavenet", "export"]),
     ("report", &["inspect", "featurize", "align", "evaluate"]),
 ];

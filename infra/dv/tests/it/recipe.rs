@@ -1,8 +1,10 @@
-//! `dv recipe` end to end on a small embedded corpus: every stage runs, a
+//! `dv recipe` end to end on a small embedded corpus with its labels and F0
+//! removed (audio and transcripts only): every stage runs, a
 //! second run skips every stage, a changed training value reruns that stage
 //! and only what reads it, a run killed (SIGKILL) during WaveNet training
 //! resumes and ends with the losses of an uninterrupted run, and a corpus
-//! with a bad item completes with the item reported.
+//! with bad items (a transcript without audio, a corrupt WAV) completes
+//! with them reported.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -101,6 +103,9 @@ fn recipe_runs_skips_reruns_and_resumes() {
     let d = tempfile::tempdir().unwrap();
     let corpus = d.path().join("slt");
     ok(&dv(&["corpus", "make-default", "--utterances", "10", "--out", corpus.to_str().unwrap()]));
+    // Audio and text only: the recipe never needs the corpus's labels.
+    std::fs::remove_dir_all(corpus.join("lab")).unwrap();
+    std::fs::remove_dir_all(corpus.join("f0")).unwrap();
     let out = d.path().join("out");
 
     // Every stage runs, and writes what the report links.
@@ -112,6 +117,10 @@ fn recipe_runs_skips_reruns_and_resumes() {
     {
         assert!(out.join(f).exists(), "{f} missing");
     }
+    let log = std::fs::read_to_string(out.join("logs/featurize.log")).unwrap();
+    assert!(log.contains("phones from the transcripts (CMUDict; the corpus's labels ignored): 10 utterances"), "{log}");
+    let log = std::fs::read_to_string(out.join("logs/align.log")).unwrap();
+    assert!(log.contains("features-aligned: ") && log.contains("with the aligner's phones and times"), "{log}");
     let wav = std::fs::read(out.join("evaluate/samples/sample-00.wav")).unwrap();
     assert_eq!(&wav[..4], b"RIFF");
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
@@ -149,7 +158,9 @@ fn recipe_runs_skips_reruns_and_resumes() {
     let txt = bad.join("etc/txt.done.data");
     let mut text = std::fs::read_to_string(&txt).unwrap();
     text.push_str("( slt_fortune_09999 \"A line with no recording.\" )\n");
+    text.push_str("( slt_fortune_09998 \"A line with a broken recording.\" )\n");
     std::fs::write(&txt, text).unwrap();
+    std::fs::write(bad.join("wav/slt_fortune_09998.wav"), b"RIFF\x10\0\0\0WAVEnot audio").unwrap();
     let out2 = d.path().join("out2");
     let r2 = recipe(d.path(), "r2.toml", &bad, &out2, 6);
     let mut child = ProcessGroup::spawn(
@@ -184,9 +195,9 @@ fn recipe_runs_skips_reruns_and_resumes() {
     assert!(log.contains("resum"), "the rerun resumes from the checkpoint: {log}");
     assert_eq!(losses(&out2), uninterrupted, "losses of the resumed run");
     let bad_tsv = std::fs::read_to_string(out2.join("bad.tsv")).unwrap();
-    assert!(bad_tsv.contains("slt_fortune_09999"), "{bad_tsv}");
+    assert!(bad_tsv.contains("slt_fortune_09999") && bad_tsv.contains("slt_fortune_09998"), "{bad_tsv}");
     let report = std::fs::read_to_string(out2.join("report.md")).unwrap();
-    assert!(report.contains("Bad items: 1") && report.contains("slt_fortune_09999"), "{report}");
+    assert!(report.contains("Bad items: 2") && report.contains("slt_fortune_09999"), "{report}");
 }
 
 fn copy_dir(from: &Path, to: &Path) {
