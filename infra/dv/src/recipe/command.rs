@@ -63,6 +63,15 @@ pub(crate) fn run(c: RecipeCommand) -> anyhow::Result<()> {
 fn execute(a: &RunArgs) -> anyhow::Result<()> {
     let loaded = Loaded::load(&a.recipe)?;
     let out = loaded.out();
+    // Every training stage's run config is checked before anything runs.
+    for (field, t) in [
+        ("train_segmentation", &loaded.recipe.train_segmentation),
+        ("train_duration", &loaded.recipe.train_duration),
+        ("train_wavenet", &loaded.recipe.train_wavenet),
+    ] {
+        let table = loaded.train_table(field, t)?;
+        loaded.run_config(field, &table, &out, &out)?;
+    }
     let logs = out.join("logs");
     std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
     if let (Some(n), false) = (loaded.recipe.make_default, a.dry_run) {

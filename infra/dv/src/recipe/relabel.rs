@@ -18,6 +18,9 @@ use polars::prelude::*;
 /// Phones and times of one utterance; `None` marks it unusable (no phones).
 type Phones = Option<(Vec<String>, Option<(Vec<f64>, Vec<f64>)>)>;
 
+/// An aligned utterance: phones, their starts and ends (seconds).
+pub(crate) type Aligned = (Vec<String>, Vec<f64>, Vec<f64>);
+
 /// The phones of `text` from the lexicon with silences, or `None` when a
 /// word is missing from it.
 pub(crate) fn phones_of_text(text: &str, lexicon: &Lexicon) -> Option<Vec<String>> {
@@ -104,7 +107,7 @@ fn copy_except_shards(from: &Path, to: &Path) -> anyhow::Result<()> {
 
 /// The aligner's phones and times by id from `alignments.parquet`, without
 /// the quarantined utterances.
-pub(crate) fn read_alignments(path: &Path) -> anyhow::Result<HashMap<String, (Vec<String>, Vec<f64>, Vec<f64>)>> {
+pub(crate) fn read_alignments(path: &Path) -> anyhow::Result<HashMap<String, Aligned>> {
     let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let df =
         anyhow::Context::with_context(ParquetReader::new(file).finish(), || format!("reading {}", path.display()))?;
