@@ -172,11 +172,20 @@ pub(crate) struct EvaluateStage {
     /// Longest sample, seconds.
     #[serde(default = "ten")]
     pub max_seconds: f64,
+    /// Held-out utterances (the WaveNet run's validation split) whose
+    /// recordings and the voice's rendering of their transcripts
+    /// pocketsphinx recognises, when python3 has it (0: none).
+    #[serde(default = "ten_utterances")]
+    pub wer_utterances: usize,
+}
+
+fn ten_utterances() -> usize {
+    10
 }
 
 impl Default for EvaluateStage {
     fn default() -> Self {
-        EvaluateStage { sentences: sentences(), max_seconds: ten() }
+        EvaluateStage { sentences: sentences(), max_seconds: ten(), wer_utterances: ten_utterances() }
     }
 }
 

@@ -49,8 +49,7 @@
 //! an utterance with a word missing from it is left out (counted in the
 //! featurize log), not pronounced by the G2P model. With `labels = "text"`
 //! a corpus's own labels do not score the aligner. `features-text/` and
-//! `features-aligned/` are full copies of the shards. Pocketsphinx WER is
-//! noted, not measured.
+//! `features-aligned/` are full copies of the shards.
 
 mod command;
 mod config;
@@ -59,5 +58,6 @@ mod relabel;
 mod report;
 mod run;
 mod stage;
+mod wer;
 
 pub(crate) use command::{run, RecipeCommand};

@@ -45,23 +45,64 @@ pub(crate) fn evaluate(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<Stri
             plots.push(json!({ "what": format!("alignment of {}", p.trim_end_matches(".png")), "png": format!("evaluate/align-{p}") }));
         }
     }
-    let sphinx = std::process::Command::new("python3")
-        .args(["-c", "import pocketsphinx"])
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    notes.push(if sphinx {
-        "pocketsphinx is installed, but the recipe does not measure WER yet (benchmarks/voice/intelligibility.py does)"
-            .into()
+    let wer = if super::wer::available() {
+        match intelligibility(ctx, &dir, log) {
+            Ok(v) => v,
+            Err(e) => {
+                notes.push(format!("no intelligibility (WER): {e:#}"));
+                Value::Null
+            }
+        }
     } else {
-        "no intelligibility (WER): python3's pocketsphinx is not installed".to_string()
-    });
+        notes.push("no intelligibility (WER): python3's pocketsphinx is not installed".into());
+        Value::Null
+    };
     for n in &notes {
         log.line(n);
     }
-    let v = json!({ "duration_f0": duration, "samples": samples, "plots": plots, "notes": notes });
+    let v = json!({ "duration_f0": duration, "wer": wer, "samples": samples, "plots": plots, "notes": notes });
     crate::write_atomic(&dir.join("evaluate.json"), serde_json::to_string_pretty(&v)?.as_bytes())?;
     Ok(vec!["evaluate".into()])
+}
+
+/// Held-out recordings (the WaveNet run's validation split) against the
+/// voice speaking their transcripts, recognised by pocketsphinx.
+fn intelligibility(ctx: &Ctx, dir: &Path, log: &mut StageLog) -> anyhow::Result<Value> {
+    let e = &ctx.loaded.recipe.evaluate;
+    let (fraction, seed) = held_out_split(ctx)?;
+    let r = &ctx.loaded.recipe;
+    let format =
+        r.format.as_deref().map(str::parse::<dv_corpus::CorpusKind>).transpose().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let corpus = dv_corpus::read(&ctx.loaded.resolve(&r.corpus), format)?;
+    let wer_dir = dir.join("wer");
+    std::fs::create_dir_all(&wer_dir)?;
+    let mut items = Vec::new();
+    for u in corpus.utterances.iter().filter(|u| dv_train::is_validation(&u.id, seed, fraction)).take(e.wer_utterances)
+    {
+        let wav = wer_dir.join(format!("{}.wav", u.id));
+        if let Err(err) = speak(ctx, &u.transcript, &wav, e.max_seconds.max(20.0)) {
+            log.line(&format!("WER: {} not spoken: {err:#}", u.id));
+            continue;
+        }
+        let recording = corpus.root.join(&u.audio);
+        items.push(json!({ "id": u.id, "recordings": recording, "text": wav, "reference": u.normalized }));
+    }
+    if items.is_empty() {
+        anyhow::bail!("no held-out utterance to recognise");
+    }
+    let v = super::wer::measure(&wer_dir, &items)?;
+    log.line(&format!("WER (pocketsphinx, {} held-out utterances): {v}", items.len()));
+    Ok(v)
+}
+
+/// The WaveNet run's validation fraction and seed.
+fn held_out_split(ctx: &Ctx) -> anyhow::Result<(f64, u64)> {
+    let t = &ctx.loaded.recipe.train_wavenet;
+    let table = ctx.loaded.train_table("train_wavenet", t)?;
+    let data = table.get("data").and_then(|d| d.as_table());
+    let fraction = data.and_then(|d| d.get("validation_fraction")).and_then(|v| v.as_float()).unwrap_or(0.05);
+    let seed = data.and_then(|d| d.get("seed")).and_then(|v| v.as_integer()).unwrap_or(0) as u64;
+    Ok((fraction, seed))
 }
 
 fn read_json(path: &Path) -> Value {
@@ -110,6 +151,13 @@ pub(crate) fn report(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String
     let e = read_json(&out.join("evaluate/evaluate.json"));
     md.push_str("\n## Held-out duration/F0 error\n\n");
     md.push_str(&scalars(&e["duration_f0"]));
+    md.push_str("\n## Intelligibility (pocketsphinx WER, held-out recordings against the voice from text)\n\n");
+    if e["wer"].is_null() {
+        md.push_str("Not measured (see the notes).\n");
+    } else {
+        md.push_str(&scalars(&e["wer"]));
+        md.push_str("- per utterance: `evaluate/wer/wer.json`\n");
+    }
     md.push_str("\n## Samples (spoken from text by `voice/`)\n\n");
     for s in e["samples"].as_array().into_iter().flatten() {
         md.push_str(&format!("- [{}]({})\n", s["text"].as_str().unwrap_or(""), s["wav"].as_str().unwrap_or("")));
