@@ -134,8 +134,8 @@ fn recipe_runs_skips_reruns_and_resumes() {
     if sphinx {
         // The corpus's own recordings are intelligible; the few-step voice is noise.
         let (rec, text) = (
-            eval["wer"]["recordings_wer"].as_f64().expect(&eval.to_string()),
-            eval["wer"]["text_wer"].as_f64().expect(&eval.to_string()),
+            eval["wer"]["recordings_wer"].as_f64().unwrap_or_else(|| panic!("{eval}")),
+            eval["wer"]["text_wer"].as_f64().unwrap_or_else(|| panic!("{eval}")),
         );
         assert!(rec < 0.5 && text > rec, "{eval}");
     } else {
