@@ -18,7 +18,9 @@
 //! metrics.jsonl), `aligned/` (with `quarantine.tsv`), `features-aligned/`
 //! (phones and times from the aligner, quarantined utterances without: what
 //! the duration/F0 model and the WaveNet train on), `g2p/`, `voice/`,
-//! `evaluate/` (held-out duration/F0 error, sample WAVs, PNGs), `report.md`,
+//! `evaluate/` (held-out duration/F0 error, pocketsphinx WER of held-out
+//! recordings against the voice from text when python3 has pocketsphinx,
+//! sample WAVs, loss and alignment PNGs), `report.md`,
 //! `logs/<stage>.log` and `recipe.lock`.
 //!
 //! # When a stage runs
@@ -49,7 +51,12 @@
 //! an utterance with a word missing from it is left out (counted in the
 //! featurize log), not pronounced by the G2P model. With `labels = "text"`
 //! a corpus's own labels do not score the aligner. `features-text/` and
-//! `features-aligned/` are full copies of the shards.
+//! `features-aligned/` are full copies of the shards. The inspect stage and
+//! phones from text read the corpus with `dv_corpus::read` (a local path or
+//! file:// URL); featurize alone stages object-store corpora. A stage's log
+//! holds the recipe's lines and the trainer's; what the in-process `dv
+//! align`/`export`/`synth` paths print goes to the terminal only. Training
+//! runs on one process (CPU ranks as threads, or one GPU).
 
 mod command;
 mod config;
