@@ -4,7 +4,10 @@
 //!
 //! JSONL: one object per line, `{"step": s, "time": unix seconds, "<metric>":
 //! value, …}`; a resumed run appends, so a step recomputed after a crash
-//! appears again and the later line is the one that counts.
+//! appears again and the later line is the one that counts. Each line is
+//! written with one `write` call, so a run killed while logging leaves whole
+//! lines; a file that still ends in a partial line (an older writer, a full
+//! disk) is cut back to its last whole line when a run opens it.
 
 use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -16,6 +19,16 @@ use crate::TrainError;
 
 fn now_s() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
+/// Cuts `path` back to its last newline when it ends in a partial line.
+fn drop_partial_line(path: &str) -> std::io::Result<()> {
+    let bytes = std::fs::read(path)?;
+    if bytes.last().is_some_and(|&b| b != b'\n') {
+        let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        std::fs::OpenOptions::new().write(true).open(path)?.set_len(keep as u64)?;
+    }
+    Ok(())
 }
 
 /// Metrics of rank 0, fanned out to the configured sinks.
@@ -33,11 +46,9 @@ impl Tracker {
                 if let Some(dir) = std::path::Path::new(path).parent() {
                     std::fs::create_dir_all(dir).map_err(|e| TrainError::Tracking(format!("{path}: {e}")))?;
                 }
-                let f = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .map_err(|e| TrainError::Tracking(format!("{path}: {e}")))?;
+                let err = |e: std::io::Error| TrainError::Tracking(format!("{path}: {e}"));
+                let f = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(err)?;
+                drop_partial_line(path).map_err(err)?;
                 Some((path.to_string(), f))
             }
             None => None,
@@ -60,9 +71,9 @@ impl Tracker {
             for (k, v) in values {
                 obj.insert((*k).to_string(), serde_json::Value::from(*v));
             }
-            writeln!(f, "{}", serde_json::Value::Object(obj))
-                .and_then(|_| f.flush())
-                .map_err(|e| TrainError::Tracking(format!("{path}: {e}")))?;
+            let mut line = serde_json::Value::Object(obj).to_string();
+            line.push('\n');
+            f.write_all(line.as_bytes()).map_err(|e| TrainError::Tracking(format!("{path}: {e}")))?;
         }
         if let Some(m) = &mut self.mlflow {
             m.log_metrics(step, values)?;

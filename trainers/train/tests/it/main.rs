@@ -11,4 +11,5 @@ mod optim;
 mod rendezvous;
 mod run;
 mod sampler;
+mod tracking;
 mod wavenet;
