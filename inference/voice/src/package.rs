@@ -181,10 +181,16 @@ pub(crate) fn serialize_safetensors<'a>(
     path: &Path,
     tensors: impl Iterator<Item = (&'a str, &'a Tensor)>,
 ) -> Result<Vec<u8>, VoiceError> {
-    let bytes: Vec<(&str, Vec<usize>, (Dtype, Vec<u8>))> =
-        tensors.map(|(name, t)| (name, t.shape().to_vec(), t.to_le_bytes())).collect();
+    /// A tensor's name, shape and stored bytes.
+    type Stored<'a> = (&'a str, Vec<usize>, Dtype, Vec<u8>);
+    let bytes: Vec<Stored> = tensors
+        .map(|(name, t)| {
+            let (dtype, data) = t.to_le_bytes();
+            (name, t.shape().to_vec(), dtype, data)
+        })
+        .collect();
     let mut views = Vec::with_capacity(bytes.len());
-    for (name, shape, (dtype, data)) in &bytes {
+    for (name, shape, dtype, data) in &bytes {
         let view = TensorView::new(*dtype, shape.clone(), data)
             .map_err(|e| VoiceError::Safetensors { path: path.to_path_buf(), reason: format!("{name}: {e:?}") })?;
         views.push((*name, view));

@@ -79,8 +79,8 @@ pub(crate) struct AlignArgs {
     trim_db: f64,
 }
 
-/// The mu-law audio and its rate of utterance `id` in a featurize output.
-fn read_audio(features: &str, id: &str) -> anyhow::Result<(Vec<f32>, u32)> {
+/// The Parquet shards of a featurize output (a directory or `file://` URL), in name order.
+pub(crate) fn shard_files(features: &str) -> anyhow::Result<Vec<PathBuf>> {
     let dir = Path::new(features.strip_prefix("file://").unwrap_or(features)).join("shards");
     let mut shards: Vec<PathBuf> = std::fs::read_dir(&dir)
         .with_context(|| format!("reading {}", dir.display()))?
@@ -88,7 +88,12 @@ fn read_audio(features: &str, id: &str) -> anyhow::Result<(Vec<f32>, u32)> {
         .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
         .collect();
     shards.sort();
-    for shard in shards {
+    Ok(shards)
+}
+
+/// The mu-law audio and its rate of utterance `id` in a featurize output.
+fn read_audio(features: &str, id: &str) -> anyhow::Result<(Vec<f32>, u32)> {
+    for shard in shard_files(features)? {
         let file = std::fs::File::open(&shard).with_context(|| format!("opening {}", shard.display()))?;
         let cols = ["id", "mulaw", "sample_rate"].map(String::from).to_vec();
         let df = ParquetReader::new(file).with_columns(Some(cols)).finish()?;

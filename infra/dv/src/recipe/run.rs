@@ -287,14 +287,7 @@ fn train(name: &str, ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String
 
 /// The first utterance id in the featurized shards.
 pub(crate) fn first_id(features: &str) -> anyhow::Result<String> {
-    let dir = Path::new(features).join("shards");
-    let mut shards: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .with_context(|| format!("reading {}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
-        .collect();
-    shards.sort();
-    for shard in shards {
+    for shard in crate::align::shard_files(features)? {
         let file = File::open(&shard).with_context(|| format!("opening {}", shard.display()))?;
         let df = ParquetReader::new(file).with_columns(Some(vec!["id".to_string()])).finish()?;
         if let Some(id) = df.column("id")?.str()?.get(0) {
