@@ -17,6 +17,9 @@
 # Runs (RUNS, default "wn-40x64x256 wn-20x64x128 duration"): wn-LxRxS is the App. A WaveNet of
 # that size (bf16 forward, fused step, batch WN_BATCH, default 16); duration is the §3.3 model
 # (paper size, batch 128). Every run holds out the same 5 % of utterances (id hash, seed 0).
+# Continued training: INIT_FROM=<voice package, relative to the repository> starts each WaveNet
+# run from its weights ([init] in the run config) at WN_LR after WN_WARMUP warm-up steps;
+# DURATION_FROM=<carried duration/F0 checkpoint> goes into the voice packages `finish` makes.
 #
 # Carried (.carry, made on the dev VM by benchmarks/voice/carry.sh): dv.xz, cmudict.dict,
 # labels7982.tar.xz, render/ (hts_engine, sox, their libraries, the slt .htsvoice), and
@@ -59,6 +62,12 @@ config() {
             -e "s|@PROFILE@|false|" -e "s|@FUSED@|true|" -e "s|@PREFETCH@|2|" -e "s|@DIR@|$d|g" \
             -e "s|@FEATURES@|$features|" -e "s/^device = \"cuda\"/device = \"cuda\"\nthreads_per_rank = 6/" \
             "$here/benchmarks/wavenet/wavenet.toml.in" > "$work/$r.toml"
+        if [ -n "${INIT_FROM:-}" ]; then
+            # continued training from a voice package's weights: Adam starts afresh, so warm up
+            sed -i -e "s/^lr = 1e-3/lr = ${WN_LR:-1e-3}/" \
+                -e "/^\[schedule\]/,/^\[train\]/ s/^every = 1000$/every = 1000\nwarmup = ${WN_WARMUP:-1000}/" "$work/$r.toml"
+            printf '\n[init]\nfrom = "%s"\n' "$here/$INIT_FROM" >> "$work/$r.toml"
+        fi
         ;;
     duration)
         sed -e "s#features/cmu_us_slt_fortunes_300#$features#" -e 's/^device = "cpu"/device = "cuda"\nthreads_per_rank = 2/' \
@@ -141,6 +150,8 @@ finish)
     snapshot
     # the duration/F0 model with the best held-out loss (it overfits past ~20,000 steps of batch 128)
     dur=$(ls "$work/duration/ck"/best.safetensors "$work/duration/ck"/step-*.safetensors 2>/dev/null | head -1)
+    # or a carried one (DURATION_FROM, relative to the repository) when this hold trains no duration run
+    [ -z "$dur" ] && [ -n "${DURATION_FROM:-}" ] && dur=$here/$DURATION_FROM
     for r in "${runs[@]}"; do
         case $r in wn-*) ;; *) continue ;; esac
         ck=$(ls "$work/$r/ck"/step-*.safetensors 2>/dev/null | tail -1)

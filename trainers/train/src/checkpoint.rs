@@ -153,13 +153,57 @@ pub fn steps_present(names: &[String]) -> Vec<u64> {
 /// (every parameter must be there, with its shape); `name` names the
 /// checkpoint in errors.
 pub fn load_model_weights(name: &str, ck: &CheckpointData, model: &dyn crate::Model) -> Result<(), TrainError> {
-    tch::no_grad(|| -> Result<(), TrainError> {
+    copy_weights(name, model, |n| ck.tensors.get(&format!("model.{n}"))).map(|_| ())
+}
+
+/// Copies `lookup(parameter name)` into each of `model`'s parameters: every
+/// parameter must be found, with its exact shape (no broadcasting). Returns
+/// the number of values copied.
+pub fn copy_weights<'t>(
+    name: &str,
+    model: &dyn crate::Model,
+    lookup: impl Fn(&str) -> Option<&'t Tensor>,
+) -> Result<usize, TrainError> {
+    tch::no_grad(|| -> Result<usize, TrainError> {
+        let mut values = 0;
         for (n, mut p) in model.named_parameters() {
-            let t = ck.tensors.get(&format!("model.{n}")).ok_or_else(|| bad(name, format!("no tensor model.{n}")))?;
-            p.f_copy_(t).map_err(|e| bad(name, format!("model.{n}: {e}")))?;
+            let t = lookup(&n).ok_or_else(|| bad(name, format!("no tensor for parameter {n}: not the same model")))?;
+            if t.size() != p.size() {
+                return Err(bad(name, format!("{n} is {:?} there, {:?} in this model: not the same size", t.size(), p.size())));
+            }
+            p.f_copy_(t).map_err(|e| bad(name, format!("{n}: {e}")))?;
+            values += p.numel();
         }
-        Ok(())
+        Ok(values)
     })
+}
+
+/// The weights a run starts from (`[init] from`, [`crate::InitConfig`]), by
+/// parameter name: a `dv` checkpoint's `model.*` tensors (verified as
+/// [`decode`] does; any checkpoint, full or model-only), or every tensor of
+/// a plain safetensors file such as a voice package's `model.safetensors`
+/// (float32, float16 or bfloat16, read as float32).
+pub fn init_weights(name: &str, bytes: &[u8]) -> Result<HashMap<String, Tensor>, TrainError> {
+    let (_, meta) =
+        SafeTensors::read_metadata(bytes).map_err(|e| bad(name, format!("not a safetensors object ({e})")))?;
+    if meta.metadata().as_ref().is_some_and(|m| m.contains_key("dv.state")) {
+        let ck = decode(name, bytes)?;
+        return Ok(ck.tensors.into_iter().filter_map(|(n, t)| Some((n.strip_prefix("model.")?.to_string(), t))).collect());
+    }
+    let st = SafeTensors::deserialize(bytes).map_err(|e| bad(name, format!("truncated or corrupt ({e})")))?;
+    let mut out = HashMap::new();
+    for (n, view) in st.tensors() {
+        let d = view.data();
+        let values: Vec<f32> = match view.dtype() {
+            Dtype::F32 => d.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
+            Dtype::F16 => d.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect(),
+            Dtype::BF16 => d.chunks_exact(2).map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32()).collect(),
+            other => return Err(bad(name, format!("{n}: dtype {other:?}, expected F32, F16 or BF16"))),
+        };
+        let shape: Vec<i64> = view.shape().iter().map(|&s| s as i64).collect();
+        out.insert(n, Tensor::from_slice(&values).f_view(shape.as_slice())?);
+    }
+    Ok(out)
 }
 
 /// The element-wise mean of several checkpoints' `model.*` tensors

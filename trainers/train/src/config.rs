@@ -45,6 +45,11 @@
 //! every = 50
 //! keep_last = 3
 //!
+//! [init]                      # optional: start from trained weights (fine-tuning,
+//! from = "inference/voices/slt"  # continued training): a voice package directory, a
+//!                              # .safetensors file (a voice's model.safetensors, a dv
+//!                              # checkpoint, `dv export --model-only`), or an object-store URL
+//!
 //! [tracking]
 //! jsonl = "runs/demo/metrics.jsonl"
 //! mlflow = "http://127.0.0.1:5000"  # optional; else $MLFLOW_TRACKING_URI; else JSONL only
@@ -76,7 +81,25 @@ pub struct RunConfig {
     pub train: TrainConfig,
     pub checkpoint: CheckpointConfig,
     #[serde(default)]
+    pub init: Option<InitConfig>,
+    #[serde(default)]
     pub tracking: TrackingConfig,
+}
+
+/// Weights a new run starts from instead of random ones: fine-tuning on a
+/// new voice, or continuing a finished run with a new schedule (ESPnet's
+/// `--init_param`, Coqui's `--restore_path`). Only a run at step 0 uses
+/// it: once the run has its own checkpoint, it resumes from that. Every
+/// parameter of the model must be there by name with its shape (a voice
+/// package holds the WaveNet's and the duration/F0 model's, so either can
+/// start from it); Adam's moments, the step and the schedule start afresh,
+/// so set `[optimizer] lr` to the rate to continue at.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InitConfig {
+    /// A voice package directory (its `model.safetensors` is read), a
+    /// `.safetensors` file, or either as an object-store URL.
+    pub from: String,
 }
 
 /// Which model, by family and preset, with optional size overrides.
@@ -235,6 +258,9 @@ impl RunConfig {
         let t = &self.train;
         if t.batch == 0 || t.steps == 0 {
             return bad("train.batch and train.steps must be positive".into());
+        }
+        if self.init.as_ref().is_some_and(|i| i.from.trim().is_empty()) {
+            return bad("init.from is empty: name a voice package or a .safetensors file".into());
         }
         match &self.data {
             DataConfig::Chunks(c) => {

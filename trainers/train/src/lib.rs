@@ -81,7 +81,7 @@ mod wavenet;
 pub use checkpoint::{CheckpointData, CheckpointState};
 pub use chunks::{stressed_phone, ChunkSkips, ChunkSplit, ChunkUtterance, Chunks, ChunksConfig};
 pub use collective::{Collective, CollectiveError, LocalCollective};
-pub use config::{CheckpointConfig, DataConfig, ModelConfig, RunConfig, TrackingConfig, TrainConfig};
+pub use config::{CheckpointConfig, DataConfig, InitConfig, ModelConfig, RunConfig, TrackingConfig, TrainConfig};
 pub use data::{Dataset, Synthetic, SyntheticConfig};
 pub use duration::{DurationConfig, DurationModel};
 pub use error::TrainError;

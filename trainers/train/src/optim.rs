@@ -40,18 +40,29 @@ fn default_eps() -> f64 {
 }
 
 /// The paper's annealing: the learning rate is multiplied by `rate` every
-/// `every` iterations (e.g. × 0.95 every 500 for segmentation, §3.2).
+/// `every` iterations (e.g. × 0.95 every 500 for segmentation, §3.2), after
+/// an optional linear warm-up over the first `warmup` iterations (0: none).
+/// A run that starts from trained weights (`[init]`) wants one: Adam's
+/// first updates, with moments at zero, move every weight by about the
+/// learning rate whatever its gradient's size.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StepAnnealing {
     pub rate: f64,
     pub every: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub warmup: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl StepAnnealing {
     /// The learning rate at iteration `step` (0-based).
     pub fn lr(&self, lr0: f64, step: u64) -> f64 {
-        lr0 * self.rate.powi((step / self.every.max(1)) as i32)
+        let warm = if step < self.warmup { (step + 1) as f64 / self.warmup as f64 } else { 1.0 };
+        warm * lr0 * self.rate.powi((step / self.every.max(1)) as i32)
     }
 }
 

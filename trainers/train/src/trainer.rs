@@ -19,7 +19,7 @@ use tch::{Device, Kind, Tensor};
 use crate::checkpoint::{code_version, decode, encode, step_name, steps_present, CheckpointState};
 use crate::chunks::Chunks;
 use crate::collective::{Collective, LocalCollective};
-use crate::config::{DataConfig, ModelConfig, RunConfig};
+use crate::config::{DataConfig, InitConfig, ModelConfig, RunConfig};
 use crate::data::{Dataset, Synthetic, SyntheticConfig};
 use crate::duration::DurationModel;
 use crate::features::{Features, FRAME_SECONDS};
@@ -329,6 +329,30 @@ fn load_latest(lead: &mut Lead<'_>, skipped: &mut Vec<String>) -> Result<Option<
     Ok(None)
 }
 
+/// Rank 0 copies `[init] from`'s weights into a new run's model (the other
+/// ranks receive them with the initial parameter broadcast).
+fn init_from(lead: &mut Lead<'_>, init: &InitConfig, model: &dyn Model) -> Result<(), TrainError> {
+    let from = init.from.trim_end_matches('/');
+    let (dir, file) = match from.rsplit_once('/') {
+        Some((dir, file)) if file.ends_with(".safetensors") => (dir, file),
+        None if from.ends_with(".safetensors") => (".", from),
+        _ => (from, "model.safetensors"),
+    };
+    let name = format!("{dir}/{file}");
+    let bytes = if dir.contains("://") {
+        lead.rt.block_on(Store::open(dir)?.get(file))?
+    } else {
+        std::fs::read(&name).map_err(|e| TrainError::Checkpoint { name: name.clone(), reason: format!("[init] from: {e}") })?
+    };
+    let weights = crate::checkpoint::init_weights(&name, &bytes)?;
+    let values = crate::checkpoint::copy_weights(&name, model, |n| weights.get(n))?;
+    let tensors = model.named_parameters().len();
+    (lead.log)(&format!(
+        "initialised {tensors} tensors ({values} weights) from {name}; Adam's moments, the step and the schedule start afresh"
+    ));
+    Ok(())
+}
+
 fn checkpoint_tensors(named: &[(String, Tensor)], adam: &Adam) -> Vec<(String, Tensor)> {
     let mut out = Vec::with_capacity(3 * named.len());
     for (k, (name, p)) in named.iter().enumerate() {
@@ -406,7 +430,11 @@ pub fn train_rank(
     // Rank 0 restores; everyone receives rank 0's state.
     let mut start_step = 0u64;
     if let Some(lead) = lead.as_mut() {
-        if let Some(c) = load_latest(lead, &mut summary.skipped_checkpoints)? {
+        let latest = load_latest(lead, &mut summary.skipped_checkpoints)?;
+        if let (None, Some(init)) = (&latest, &cfg.init) {
+            init_from(lead, init, model.as_ref())?;
+        }
+        if let Some(c) = latest {
             tch::no_grad(|| -> Result<(), TrainError> {
                 for (k, (name, p)) in named.iter().enumerate() {
                     let get = |prefix: &str| {

@@ -33,8 +33,9 @@ pub(crate) struct Recipe {
     pub make_default: Option<usize>,
     /// Where every stage writes (created when missing).
     pub out: String,
-    /// A voice package to start the WaveNet and the duration/F0 model from.
-    /// Not supported yet: `dv train` has no initialisation from weights.
+    /// A voice package (or its URL) to start the WaveNet and the duration/F0
+    /// model from: fine-tuning. Their run configs get `[init] from` (dv-train's
+    /// `InitConfig`); the model sizes must be the package's.
     #[serde(default)]
     pub init: Option<String>,
     #[serde(default)]
@@ -208,13 +209,6 @@ impl Loaded {
     pub fn load(path: &Path) -> anyhow::Result<Loaded> {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading recipe {}", path.display()))?;
         let recipe: Recipe = toml::from_str(&text).map_err(|e| anyhow::anyhow!("recipe {}: {e}", path.display()))?;
-        if let Some(init) = &recipe.init {
-            bail!(
-                "recipe {}: init = {init:?}: fine-tuning from a voice package is not supported yet \
-                 (dv train cannot start from another run's weights); remove `init` to train from scratch",
-                path.display()
-            );
-        }
         if let Some(f) = &recipe.format {
             f.parse::<dv_corpus::CorpusKind>()
                 .map_err(|e| anyhow::anyhow!("recipe {}: format: {e}", path.display()))?;
@@ -247,13 +241,19 @@ impl Loaded {
         PathBuf::from(self.resolve(&self.recipe.out))
     }
 
-    /// A training stage's run config as a TOML table: the file with `set` merged in.
+    /// A training stage's run config as a TOML table: the file, `[init] from`
+    /// the recipe's `init` (duration/F0 and WaveNet), then `set` merged in.
     pub fn train_table(&self, field: &str, t: &TrainStage) -> anyhow::Result<toml::Table> {
         let path = self.resolve(&t.config);
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("recipe {}: {field}.config: reading {path}", self.file.display()))?;
         let mut table: toml::Table = toml::from_str(&text)
             .map_err(|e| anyhow::anyhow!("recipe {}: {field}.config = {path}: {e}", self.file.display()))?;
+        if let (Some(init), "train_duration" | "train_wavenet") = (&self.recipe.init, field) {
+            let mut from = toml::Table::new();
+            from.insert("from".into(), toml::Value::String(self.resolve(init)));
+            table.insert("init".into(), toml::Value::Table(from));
+        }
         merge(&mut table, &t.set);
         Ok(table)
     }
@@ -282,8 +282,41 @@ impl Loaded {
         }
         cfg.checkpoint.url = run_dir.join("checkpoints").display().to_string();
         cfg.tracking.jsonl = Some(run_dir.join("metrics.jsonl").display().to_string());
+        if let Some(init) = &cfg.init {
+            check_init(&name, &init.from, &cfg)?;
+        }
         Ok(cfg)
     }
+}
+
+/// Before anything runs: a local voice package to fine-tune from has the
+/// model this stage trains, at this size (the trainer checks every tensor
+/// again when it loads them).
+fn check_init(name: &str, from: &str, cfg: &RunConfig) -> anyhow::Result<()> {
+    let dir = Path::new(from);
+    if from.contains("://") || !dir.is_dir() {
+        return Ok(()); // a .safetensors file or a URL: checked when loaded
+    }
+    let file = dir.join("config.json");
+    let text = std::fs::read_to_string(&file).with_context(|| format!("{name}: init: reading {}", file.display()))?;
+    let voice: dv_voice::VoiceConfig =
+        serde_json::from_str(&text).with_context(|| format!("{name}: init: {} is not a voice config", file.display()))?;
+    if let Ok(w) = cfg.wavenet_sizes(name) {
+        let (theirs, ours) = (&voice.wavenet, (w.layers as usize, w.residual_channels as usize, w.skip_channels as usize));
+        if (theirs.layers, theirs.residual_channels, theirs.skip_channels) != ours {
+            bail!(
+                "{name}: init = {from} holds a ({}, {}, {}) WaveNet, this stage trains a {ours:?} one: \
+                 set [train_wavenet] set.model.preset to the voice's size",
+                theirs.layers,
+                theirs.residual_channels,
+                theirs.skip_channels
+            );
+        }
+    }
+    if cfg.duration_sizes(name).is_ok() && voice.duration.is_none() {
+        bail!("{name}: init = {from} has no duration/F0 model to start from");
+    }
+    Ok(())
 }
 
 /// Merges `over` into `base`, table by table; other values replace.

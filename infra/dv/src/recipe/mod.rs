@@ -46,8 +46,7 @@
 //!
 //! # Not yet
 //!
-//! `init` (fine-tuning from a voice package) is an error: `dv train` cannot
-//! start from another run's weights yet. Phones from text use CMUDict alone:
+//! Phones from text use CMUDict alone:
 //! an utterance with a word missing from it is left out (counted in the
 //! featurize log), not pronounced by the G2P model. With `labels = "text"`
 //! a corpus's own labels do not score the aligner. `features-text/` and

@@ -123,6 +123,12 @@ pub(crate) fn parts_of(loaded: &Loaded, name: &str, lock: &Lock) -> anyhow::Resu
         _ => {
             let deps = STAGES.iter().find(|(n, _)| *n == name).map(|(_, d)| *d).unwrap_or_default();
             let mut s = String::new();
+            // A fine-tuned model's starting weights are an input too.
+            if let (Some(init), "train-duration" | "train-wavenet") = (&r.init, name) {
+                let from = loaded.resolve(init);
+                let digest = if from.contains("://") { sha256_hex(from.as_bytes()) } else { path_digest(Path::new(&from))? };
+                s.push_str(&format!("init\t{digest}\n"));
+            }
             for d in deps {
                 let e = lock.stages.get(*d).with_context(|| format!("stage {d} has not run"))?;
                 s.push_str(&format!("{d}\t{}\n", e.output_digest));

@@ -163,6 +163,34 @@ fn recipe_runs_skips_reruns_and_resumes() {
     let printed = ok(&dv(&["recipe", "run", r.to_str().unwrap(), "--stage", "g2p", "--stop-stage", "g2p", "--force"]));
     assert_eq!(ran(&printed), ["g2p"], "{printed}");
 
+    // Fine-tuning: the duration/F0 model and the WaveNet start from the voice
+    // just made (`init`); the stages before them are unchanged and skipped.
+    let voice = d.path().join("voice-a");
+    copy_dir(&out.join("voice"), &voice);
+    let text = std::fs::read_to_string(&r).unwrap();
+    let r3 = d.path().join("r3.toml");
+    std::fs::write(&r3, format!("init = \"{}\"\n{text}", voice.display())).unwrap();
+    let printed = ok(&dv(&["recipe", "run", r3.to_str().unwrap(), "--stop-stage", "train-wavenet"]));
+    assert_eq!(ran(&printed), ["train-duration", "train-wavenet"], "{printed}");
+    let first_loss = |log: &str| -> f64 {
+        let line = log.lines().filter(|l| l.contains(" step 1/")).last().unwrap_or_else(|| panic!("{log}"));
+        let mut words = line.split_whitespace().skip_while(|w| *w != "loss");
+        words.nth(1).unwrap().parse().unwrap()
+    };
+    let log = std::fs::read_to_string(out.join("logs/train-wavenet.log")).unwrap();
+    assert!(log.contains("initialised") && log.contains("voice-a/model.safetensors"), "{log}");
+    // The same first batch, from trained weights: a lower loss than from random ones.
+    let (tuned, scratch) = (first_loss(&log), uninterrupted[0].1);
+    assert!(tuned < scratch, "first loss fine-tuned {tuned}, from scratch {scratch}");
+    let log = std::fs::read_to_string(out.join("logs/train-duration.log")).unwrap();
+    assert!(log.contains("initialised"), "{log}");
+    // A voice of another WaveNet size is refused before anything runs.
+    let r4 = d.path().join("r4.toml");
+    std::fs::write(&r4, format!("init = \"{}\"\n{text}", voice.display()).replace("[train_wavenet]\n", "[train_wavenet]\nset.model.preset = \"20x64x128\"\n")).unwrap();
+    let o = dv(&["recipe", "run", r4.to_str().unwrap()]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("init") && e.contains("WaveNet"), "{e}");
+
     // A corpus with a bad item (a transcript without audio), killed during
     // WaveNet training and run again: it resumes, finishes with the losses
     // of the uninterrupted run, and reports the bad item.

@@ -6,6 +6,7 @@ mod dropout;
 mod duration;
 mod features;
 mod g2p;
+mod init;
 mod mlflow;
 mod optim;
 mod rendezvous;

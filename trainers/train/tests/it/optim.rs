@@ -46,11 +46,23 @@ fn adam_matches_the_update_rule_and_uses_the_papers_defaults() {
 
 #[test]
 fn step_annealing_multiplies_every_n_iterations() {
-    let s = StepAnnealing { rate: 0.95, every: 500 };
+    let s = StepAnnealing { rate: 0.95, every: 500, warmup: 0 };
     assert_eq!(s.lr(1e-4, 0), 1e-4);
     assert_eq!(s.lr(1e-4, 499), 1e-4);
     assert!((s.lr(1e-4, 500) - 0.95e-4).abs() < 1e-18);
     assert!((s.lr(1e-4, 1999) - 1e-4 * 0.95f64.powi(3)).abs() < 1e-18);
+}
+
+#[test]
+fn warm_up_ramps_linearly_then_anneals_as_before() {
+    let s = StepAnnealing { rate: 0.5, every: 10, warmup: 4 };
+    let lrs: Vec<f64> = (0..6).map(|i| s.lr(1.0, i)).collect();
+    assert_eq!(lrs, [0.25, 0.5, 0.75, 1.0, 1.0, 1.0]);
+    assert_eq!(s.lr(1.0, 10), 0.5);
+    // Absent from a config, it is off (and old configs read unchanged).
+    let t: StepAnnealing = toml::from_str("rate = 0.5\nevery = 10").unwrap();
+    assert_eq!(t, StepAnnealing { warmup: 0, ..s });
+    assert!(!toml::to_string(&t).unwrap().contains("warmup"));
 }
 
 #[test]
