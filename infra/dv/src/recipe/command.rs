@@ -22,6 +22,18 @@ pub(crate) enum RecipeCommand {
         /// The recipe file (TOML).
         recipe: PathBuf,
     },
+    /// Write the run config a training stage trains with (for one `dv train` per GPU under a
+    /// scheduler; the stages it reads must have run).
+    TrainConfig {
+        /// The recipe file (TOML).
+        recipe: PathBuf,
+        /// train-segmentation, train-duration or train-wavenet.
+        #[arg(long)]
+        stage: String,
+        /// The run config to write (TOML).
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 #[derive(Args)]
@@ -44,10 +56,13 @@ pub(crate) struct RunArgs {
     /// Rerun the selected stages and every stage after them.
     #[arg(long)]
     force_downstream: bool,
+    #[command(flatten)]
+    cluster: Box<super::emit::ClusterArgs>,
 }
 
 pub(crate) fn run(c: RecipeCommand) -> anyhow::Result<()> {
     match c {
+        RecipeCommand::Run(a) if a.cluster.on.is_some() => super::emit::run(&a.recipe, &a.cluster),
         RecipeCommand::Run(a) => execute(&a),
         RecipeCommand::Status { recipe } => execute(&RunArgs {
             recipe,
@@ -56,7 +71,9 @@ pub(crate) fn run(c: RecipeCommand) -> anyhow::Result<()> {
             dry_run: true,
             force: false,
             force_downstream: false,
+            cluster: Default::default(),
         }),
+        RecipeCommand::TrainConfig { recipe, stage, out } => super::emit::train_config(&recipe, &stage, &out),
     }
 }
 

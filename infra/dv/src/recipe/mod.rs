@@ -4,6 +4,7 @@
 //! ```text
 //! dv recipe run RECIPE.toml [--stage NAME] [--stop-stage NAME] [--dry-run] [--force] [--force-downstream]
 //! dv recipe status RECIPE.toml          # the same as run --dry-run
+//! dv recipe run RECIPE.toml --on slurm|kubernetes [--emit DIR]   # as cluster jobs ([`emit`])
 //! ```
 //!
 //! # Stages
@@ -59,10 +60,13 @@
 
 mod command;
 mod config;
+mod emit;
+mod kube;
 mod lock;
 mod relabel;
 mod report;
 mod run;
+mod slurm;
 mod stage;
 mod wer;
 

