@@ -530,6 +530,32 @@ pub struct MultiStream {
     y: CudaSlice<i32>,
     rng: CudaSlice<u64>,
     cond_off: CudaSlice<i64>,
+    windows: Option<Windows>,
+}
+
+/// The conditioning pool of a [`MultiStream::with_windows`] stream set:
+/// `base` frames the kernel may read but nobody writes (so that every slot's
+/// offset stays at or past the pool's start), then one window of `frames`
+/// frames per slot, refilled before each launch ([`MultiStream::set_windows`]).
+#[derive(Debug, Clone, Copy)]
+struct Windows {
+    base: usize,
+    frames: usize,
+}
+
+/// Frames a window must hold for a launch of `steps` samples starting at
+/// any position: samples p … p + steps − 1 read frames p / hop …
+/// (p + steps − 1) / hop, at most (steps − 1) / hop + 2 of them.
+pub fn window_frames(steps: usize, hop: usize) -> usize {
+    steps.saturating_sub(1) / hop.max(1) + 2
+}
+
+/// Where a pool stream's conditioning starts when the pool is as given.
+enum PoolInit<'a> {
+    /// Every stream's rows, uploaded once (laid out for the kernel here).
+    Rows(&'a Conditioning),
+    /// Zeros, `frames` of them: rows arrive with [`MultiStream::set_windows`].
+    Zeros(usize),
 }
 
 impl MultiStream {
@@ -542,16 +568,70 @@ impl MultiStream {
         slots: usize,
         pool: &Conditioning,
     ) -> Result<Self, GpuError> {
-        let sizes = w.sizes.clone();
-        if pool.width() != sizes.conditioning_width() {
+        if pool.width() != w.sizes.conditioning_width() {
             return Err(GpuError::Shape {
                 what: "conditioning width (ℓ·2r)",
-                expected: sizes.conditioning_width(),
+                expected: w.sizes.conditioning_width(),
                 got: pool.width(),
             });
         }
+        Self::build(dev, w, plan, slots, PoolInit::Rows(pool), None)
+    }
+
+    /// A stream set for serving, whose conditioning arrives launch by
+    /// launch: each slot reads from its own window of
+    /// [`window_frames`]`(steps, hop)` frames, which the caller fills before
+    /// every launch of at most `steps` samples ([`MultiStream::set_windows`],
+    /// rows laid out by [`MultiStream::pool_rows`]). A stream may be at most
+    /// `max_stream_frames` frames long (the pool keeps that many unwritten
+    /// frames ahead of the windows, so that no slot's offset is negative).
+    /// `slots` is rounded up to whole blocks.
+    pub fn with_windows(
+        dev: Arc<GpuDevice>,
+        w: &Weights,
+        plan: MultiPlan,
+        slots: usize,
+        steps: usize,
+        max_stream_frames: usize,
+    ) -> Result<Self, GpuError> {
+        if steps == 0 || max_stream_frames == 0 {
+            return Err(GpuError::Shape { what: "steps per launch and frames per stream", expected: 1, got: 0 });
+        }
+        let slots = slots.max(1).div_ceil(plan.streams_per_block) * plan.streams_per_block;
+        let windows = Windows { base: max_stream_frames, frames: window_frames(steps, w.sizes.hop) };
+        let frames = windows.base + slots * windows.frames;
+        Self::build(dev, w, plan, slots, PoolInit::Zeros(frames), Some(windows))
+    }
+
+    /// A stream's conditioning rows (`[F, ℓ·2r]`, the conditioning
+    /// network's output) as `plan`'s kernel reads them from its pool: the
+    /// gate biases added and the columns reordered for the column and
+    /// warpgroup kernels, as they are for [`MultiStream::new`]'s pool.
+    pub fn pool_rows(plan: &MultiPlan, w: &Weights, rows: &[f32]) -> Vec<f32> {
+        if plan.kernel == MultiKernel::Cols {
+            MultiLayout::cols_pool(w, rows)
+        } else if plan.wgmma {
+            MultiLayout::tiles_wg_pool(w, rows, plan.warps_n)
+        } else {
+            rows.to_vec()
+        }
+    }
+
+    fn build(
+        dev: Arc<GpuDevice>,
+        w: &Weights,
+        plan: MultiPlan,
+        slots: usize,
+        pool: PoolInit<'_>,
+        windows: Option<Windows>,
+    ) -> Result<Self, GpuError> {
+        let sizes = w.sizes.clone();
+        let pool_frames = match pool {
+            PoolInit::Rows(c) => c.frames(),
+            PoolInit::Zeros(f) => f,
+        };
         // Kernel 2e's dead slots read their first frame (no branch per stream).
-        if pool.frames() == 0 {
+        if pool_frames == 0 {
             return Err(GpuError::Shape { what: "conditioning frames in the pool", expected: 1, got: 0 });
         }
         if plan.wgmma && dev.capability != (9, 0) {
@@ -593,12 +673,11 @@ impl MultiStream {
         let (_, rows) = sizes.history_offsets();
         let s = &dev.stream;
         let hist = s.alloc_zeros::<f32>(slots * rows * sizes.residual).map_err(driver("cuMemAlloc(histories)"))?;
-        let pool_d = if plan.kernel == MultiKernel::Cols {
-            dev.upload("conditioning pool", &MultiLayout::cols_pool(w, pool.data()))?
-        } else if plan.wgmma {
-            dev.upload("conditioning pool", &MultiLayout::tiles_wg_pool(w, pool.data(), plan.warps_n))?
-        } else {
-            dev.upload("conditioning pool", pool.data())?
+        let pool_d = match pool {
+            PoolInit::Rows(c) => dev.upload("conditioning pool", &Self::pool_rows(&plan, w, c.data()))?,
+            PoolInit::Zeros(f) => s
+                .alloc_zeros::<f32>(f * sizes.conditioning_width())
+                .map_err(driver("cuMemAlloc(conditioning pool)"))?,
         };
         let pos = s.alloc_zeros::<i32>(slots).map_err(driver("cuMemAlloc(positions)"))?;
         let len = s.alloc_zeros::<i32>(slots).map_err(driver("cuMemAlloc(lengths)"))?;
@@ -612,7 +691,7 @@ impl MultiStream {
             plan,
             sizes,
             slots,
-            pool_frames: pool.frames(),
+            pool_frames,
             mats,
             vectors,
             pool: pool_d,
@@ -622,6 +701,7 @@ impl MultiStream {
             y,
             rng,
             cond_off,
+            windows,
         })
     }
 
@@ -650,12 +730,26 @@ impl MultiStream {
                 return Err(GpuError::Shape { what: "stream slot", expected: self.slots, got: st.slot });
             }
             let frames_needed = st.samples.div_ceil(self.sizes.hop);
-            if st.cond_frame + frames_needed > self.pool_frames || st.samples > i32::MAX as usize {
-                return Err(GpuError::Shape {
-                    what: "conditioning frames of a stream (past the pool's end)",
-                    expected: self.pool_frames,
-                    got: st.cond_frame + frames_needed,
-                });
+            match self.windows {
+                // The stream reads its window; its offset is set before each launch.
+                Some(win) => {
+                    if frames_needed > win.base || st.cond_frame + 1 > self.pool_frames {
+                        return Err(GpuError::Shape {
+                            what: "conditioning frames of a windowed stream (past the longest allowed)",
+                            expected: win.base,
+                            got: frames_needed,
+                        });
+                    }
+                }
+                None => {
+                    if st.cond_frame + frames_needed > self.pool_frames || st.samples > i32::MAX as usize {
+                        return Err(GpuError::Shape {
+                            what: "conditioning frames of a stream (past the pool's end)",
+                            expected: self.pool_frames,
+                            got: st.cond_frame + frames_needed,
+                        });
+                    }
+                }
             }
             pos[st.slot] = 0;
             len[st.slot] = st.samples as i32;
@@ -674,6 +768,62 @@ impl MultiStream {
         Ok(())
     }
 
+    /// Frames per slot window (`None` unless made by
+    /// [`MultiStream::with_windows`]).
+    pub fn window_frames(&self) -> Option<usize> {
+        self.windows.map(|w| w.frames)
+    }
+
+    /// Fills the windows of slots `0 .. first.len()` and points each slot's
+    /// conditioning at its own: `rows` is `[first.len(), window_frames,
+    /// ℓ·2r]` in the kernel's pool layout ([`MultiStream::pool_rows`]), and
+    /// row k of slot s's window holds frame `first[s] + k` of its stream
+    /// (rows past a stream's end are never read while it is live). A launch
+    /// of `steps` (as given to [`MultiStream::with_windows`]) from position p
+    /// must find frame p / hop at `first`. Slots past `first.len()` keep
+    /// their windows and offsets. Two copies to the device.
+    pub fn set_windows(&mut self, rows: &[f32], first: &[usize]) -> Result<(), GpuError> {
+        let Some(win) = self.windows else {
+            return Err(GpuError::Unsupported {
+                what: "conditioning windows on a stream set made with a whole pool (MultiStream::new)".into(),
+            });
+        };
+        let width = self.sizes.conditioning_width();
+        let n = first.len();
+        if n > self.slots {
+            return Err(GpuError::Shape { what: "slots of the windows", expected: self.slots, got: n });
+        }
+        if rows.len() != n * win.frames * width {
+            return Err(GpuError::Shape {
+                what: "window rows [slots, window frames, ℓ·2r]",
+                expected: n * win.frames * width,
+                got: rows.len(),
+            });
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let mut off = Vec::with_capacity(n);
+        for (slot, &f) in first.iter().enumerate() {
+            if f > win.base {
+                return Err(GpuError::Shape {
+                    what: "first frame of a window (past the longest stream)",
+                    expected: win.base,
+                    got: f,
+                });
+            }
+            // At or past the pool's start: a dead slot reads frame 0 of its offset.
+            off.push(((win.base + slot * win.frames - f) * width) as i64);
+        }
+        let s = self.dev.stream.clone();
+        let start = win.base * width;
+        let mut dst = self.pool.slice_mut(start..start + rows.len());
+        s.memcpy_htod(rows, &mut dst).map_err(driver("cuMemcpyHtoD(conditioning windows)"))?;
+        let mut dst = self.cond_off.slice_mut(0..n);
+        s.memcpy_htod(&off, &mut dst).map_err(driver("cuMemcpyHtoD(conditioning offsets)"))?;
+        Ok(())
+    }
+
     /// Advances every live slot by up to `steps` samples in one launch.
     /// `forced` (`[slots, steps]`) teacher-forces, `want_probs` returns
     /// every step's distribution (both for parity checks).
@@ -684,16 +834,31 @@ impl MultiStream {
         forced: Option<&[u8]>,
         want_probs: bool,
     ) -> Result<MultiRun, GpuError> {
-        self.launch(steps, sampling, forced, want_probs, false)
+        self.launch(self.slots, steps, sampling, forced, want_probs, false)
+    }
+
+    /// [`MultiStream::advance`] over the first `slots` slots only (rounded
+    /// up to whole blocks): the launch has only their blocks, so it costs
+    /// what they cost; the slots past them neither move nor are read. A
+    /// server packs its busy slots low and launches over them. The samples
+    /// are still `[slots(), steps]`, −1 past the launched blocks.
+    pub fn advance_first(&mut self, slots: usize, steps: usize, sampling: GpuSampling) -> Result<MultiRun, GpuError> {
+        let n = slots.clamp(1, self.slots).div_ceil(self.plan.streams_per_block) * self.plan.streams_per_block;
+        let mut run = self.launch(n.min(self.slots), steps, sampling, None, false, false)?;
+        run.samples.resize(self.slots * steps, -1);
+        Ok(run)
     }
 
     /// [`MultiStream::advance`] with block 0's per-phase clock read back.
     pub fn advance_profiled(&mut self, steps: usize, sampling: GpuSampling) -> Result<MultiRun, GpuError> {
-        self.launch(steps, sampling, None, false, true)
+        self.launch(self.slots, steps, sampling, None, false, true)
     }
 
+    /// One launch over slots `0 .. launched` (a whole number of blocks);
+    /// `samples` (and `probs`) come back for those slots.
     fn launch(
         &mut self,
+        launched: usize,
         steps: usize,
         sampling: GpuSampling,
         forced: Option<&[u8]>,
@@ -702,6 +867,9 @@ impl MultiStream {
     ) -> Result<MultiRun, GpuError> {
         if steps == 0 || self.slots.saturating_mul(steps) > i32::MAX as usize {
             return Err(GpuError::Shape { what: "steps per launch", expected: 1, got: steps });
+        }
+        if launched == 0 || launched > self.slots || !launched.is_multiple_of(self.plan.streams_per_block) {
+            return Err(GpuError::Shape { what: "launched slots (whole blocks)", expected: self.slots, got: launched });
         }
         if let Some(f) = forced {
             if f.len() != self.slots * steps {
@@ -714,7 +882,7 @@ impl MultiStream {
         }
         let dev = self.dev.clone();
         let s = &dev.stream;
-        let mut out = dev.upload("samples", &vec![-1i32; self.slots * steps])?;
+        let mut out = dev.upload("samples", &vec![-1i32; launched * steps])?;
         let mut forced_d = forced.map(|f| dev.upload("forced samples", f)).transpose()?;
         let mut probs =
             if want_probs { Some(dev.upload("probabilities", &vec![f32::NAN; self.slots * steps * A])?) } else { None };
@@ -722,7 +890,7 @@ impl MultiStream {
         let null = 0u64;
         let steps_i = steps as i32;
         let cfg = LaunchConfig {
-            grid_dim: ((self.slots / self.plan.streams_per_block) as u32, 1, 1),
+            grid_dim: ((launched / self.plan.streams_per_block) as u32, 1, 1),
             block_dim: (self.plan.threads as u32, 1, 1),
             shared_mem_bytes: self.plan.smem_bytes as u32,
         };

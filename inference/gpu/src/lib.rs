@@ -53,7 +53,10 @@
 //!    each run in real time at 5,000 streams of (20, 64, 128) on an H100.
 //!    Slot state stays on the device between
 //!    launches, so streams join ([`MultiStream::start`]) and leave (reaching
-//!    their length) between launches.
+//!    their length) between launches. For serving,
+//!    [`MultiStream::with_windows`] gives each slot a window of conditioning
+//!    rows refilled before every launch ([`MultiStream::set_windows`]), so
+//!    streams of any text join without a pool holding all of them.
 //!
 //! # Units and invariants
 //!
@@ -86,8 +89,8 @@ mod source;
 
 pub use bench::{floor, time_multi, time_single, Floor, MultiTiming, SingleTiming, SAMPLE_RATE};
 pub use cuda::{
-    compile_ptx, driver_available, nvrtc_available, GpuDevice, MultiRun, MultiStream, SingleRun, SingleStream,
-    StreamStart, CHAIN_CLOCK, PROFILE_PHASES, PROFILE_PHASES_MULTI, PROFILE_PHASES_SMALL, PROFILE_PHASES_TILES,
+    compile_ptx, driver_available, nvrtc_available, window_frames, GpuDevice, MultiRun, MultiStream, SingleRun,
+    SingleStream, StreamStart, CHAIN_CLOCK, PROFILE_PHASES, PROFILE_PHASES_MULTI, PROFILE_PHASES_SMALL, PROFILE_PHASES_TILES,
 };
 pub use error::GpuError;
 pub use model::{Sizes, Weights};

@@ -110,10 +110,10 @@ async fn start(app: &App, req: Request) -> Result<Started, ApiError> {
     let arrived = Instant::now();
     let body = read_body(app, req).await?;
     let request = SpeechRequest::parse(&body)?;
-    let speaker = app.voices.get(request.voice.as_deref()).await?;
+    let loaded = app.voices.load(request.voice.as_deref()).await?;
     let ticket = app.pool.admit()?;
     let job = Job {
-        speaker,
+        speaker: loaded.speaker.clone(),
         input: request.input.clone(),
         speed: request.speed,
         seed: request.seed.unwrap_or_else(fresh_seed),
@@ -121,7 +121,10 @@ async fn start(app: &App, req: Request) -> Result<Started, ApiError> {
         stall: app.config.stall_timeout,
         metrics: app.metrics.clone(),
     };
-    let (planned, rx) = job.start(ticket).await?;
+    let (planned, rx) = match &loaded.slots {
+        Some(engine) => job.start_slotted(engine.clone(), ticket).await?,
+        None => job.start(ticket).await?,
+    };
     let voice = request.voice.clone().unwrap_or_else(|| app.voices.default_voice().to_string());
     Ok(Started { request, voice, planned, rx, arrived })
 }

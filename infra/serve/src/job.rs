@@ -19,7 +19,7 @@ use crate::pool::Ticket;
 /// Blocks buffered between the render and the response (about 0.8 s of
 /// audio): enough to ride out a slow write, little enough that a client that
 /// stops reading stops the render soon.
-const CHANNEL_BLOCKS: usize = 8;
+pub(crate) const CHANNEL_BLOCKS: usize = 8;
 
 /// A timed phoneme or word, in seconds from the start of the audio.
 #[derive(Debug, Clone, Serialize)]
@@ -78,7 +78,7 @@ pub(crate) struct Job {
     pub(crate) metrics: Arc<Metrics>,
 }
 
-fn times(planned: &[dv_speak::Sentence], rate: u32) -> Vec<SentenceTimes> {
+pub(crate) fn times(planned: &[dv_speak::Sentence], rate: u32) -> Vec<SentenceTimes> {
     let mut at = 0usize;
     planned
         .iter()

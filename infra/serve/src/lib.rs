@@ -48,10 +48,17 @@
 //! body within `body_timeout`. Shutdown stops accepting, lets in-flight
 //! requests finish for `shutdown_grace`, then cancels what is left.
 //!
-//! # Not done
+//! # On slots (`--device cuda`)
 //!
-//! On `--device cuda` each voice renders one sentence per launch, one launch
-//! at a time; requests do not yet share the multi-stream kernel's slots.
+//! With [`ServeConfig::slots`] each voice gets a slot scheduler
+//! ([`slots`]): one thread owning a multi-stream sampler (on the GPU,
+//! `dv-gpu`'s kernel 2) whose N slots requests join as they arrive and leave
+//! when done, so concurrent requests share launches. A request still waits
+//! for one of N render permits in the same bounded queue (429 beyond it),
+//! plans and runs the conditioning network on the CPU (a blocking thread,
+//! one sentence ahead), and each launch sends every busy slot's next block
+//! (about 100 ms) to its response. The same metrics cover both paths, with
+//! the slots' own gauges and counters added.
 #![forbid(unsafe_code)]
 
 mod api;
@@ -63,10 +70,12 @@ mod metrics;
 mod pool;
 mod request;
 mod server;
+mod slotted;
+pub mod slots;
 mod voices;
 
 pub use error::ApiError;
 pub use metrics::Metrics;
 pub use request::{ResponseFormat, SpeechRequest, StreamFormat, MAX_INPUT, MODELS};
-pub use server::{serve, ServeConfig, MAX_BODY};
+pub use server::{serve, ServeConfig, SlotBackend, SlotConfig, MAX_BODY};
 pub use voices::VoiceCache;

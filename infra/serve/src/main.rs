@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Parser;
-use dv_serve::{serve, ServeConfig};
+use dv_serve::{serve, ServeConfig, SlotBackend, SlotConfig};
 use dv_speak::{Device, SpeakerOptions};
 use dv_synth::{Nonlinearity, Precision};
 use dv_voice::catalog;
@@ -48,9 +48,22 @@ struct Args {
     /// Voices kept loaded at once.
     #[arg(long, default_value_t = 8)]
     max_voices: usize,
-    /// cpu, or cuda (one launch at a time per voice).
+    /// cpu (a worker pool, each request on its own thread), cuda (the
+    /// multi-stream kernel on GPU 0, its slots shared by concurrent
+    /// requests), or cpu-slots (the same slot scheduler on one CPU thread,
+    /// for trying the GPU path without a GPU).
     #[arg(long, default_value = "cpu")]
     device: String,
+    /// (cuda, cpu-slots) Slots per voice: requests rendering at once (default
+    /// 2048 on cuda, the cores on cpu-slots). --workers is ignored.
+    #[arg(long)]
+    slots: Option<usize>,
+    /// (cuda, cpu-slots) Samples per launch, sent as one block (about 100 ms).
+    #[arg(long, default_value_t = dv_speak::DEFAULT_BLOCK)]
+    slot_block: usize,
+    /// (cuda, cpu-slots) The longest sentence a slot takes, seconds.
+    #[arg(long, default_value_t = 120.0)]
+    max_sentence_s: f64,
     /// (cpu) int16 weights (§5.1; needs AVX2/FMA): about 1.6x faster for 20x64x128.
     #[arg(long)]
     int16: bool,
@@ -78,6 +91,10 @@ struct Args {
 fn shipped_dir() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../inference/voices");
     dir.canonicalize().unwrap_or(dir)
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 fn seconds(what: &str, s: f64) -> anyhow::Result<Duration> {
@@ -119,8 +136,25 @@ fn main() -> anyhow::Result<()> {
     config.api_key = a.api_key.filter(|k| !k.is_empty());
     config.preload = !a.no_preload;
     config.max_voices = a.max_voices;
+    let (device, slots) = match a.device.as_str() {
+        "cpu" => (Device::Cpu, None),
+        "cuda" => (Device::Cpu, Some(SlotConfig::new(SlotBackend::Cuda { device: 0 }, a.slots.unwrap_or(2048)))),
+        "cpu-slots" => (Device::Cpu, Some(SlotConfig::new(SlotBackend::Cpu, a.slots.unwrap_or(config.workers)))),
+        other => bail!("--device {other:?}: cpu, cuda or cpu-slots"),
+    };
+    if let Some(mut sc) = slots {
+        if a.slot_block == 0 || a.max_sentence_s.is_nan() || a.max_sentence_s <= 0.0 {
+            bail!("--slot-block and --max-sentence-s must be positive");
+        }
+        sc.block = a.slot_block;
+        sc.max_sentence_s = a.max_sentence_s;
+        if a.queue.is_none() {
+            config.queue = 2 * sc.slots;
+        }
+        config.slots = Some(sc);
+    }
     config.speaker = SpeakerOptions {
-        device: a.device.parse::<Device>()?,
+        device,
         precision: if a.int16 { Precision::Int16 } else { Precision::F32 },
         nonlinearity: if a.approx { Nonlinearity::Approximate } else { Nonlinearity::Exact },
         bf16: a.bf16,
@@ -131,8 +165,10 @@ fn main() -> anyhow::Result<()> {
     config.stall_timeout = seconds("stall-timeout", a.stall_timeout)?;
     config.shutdown_grace = seconds("shutdown-grace", a.shutdown_grace)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .max_blocking_threads(config.workers + 8)
+        // On slots thousands of streams share the process: their HTTP gets up to 8 threads.
+        .worker_threads(if config.slots.is_some() { cores().clamp(2, 8) } else { 2 })
+        // On slots a blocking thread plans or runs the conditioning network for a moment, not a whole render.
+        .max_blocking_threads(if config.slots.is_some() { 2 * cores() + 8 } else { config.workers + 8 })
         .enable_all()
         .build()?;
     rt.block_on(async move {
@@ -141,8 +177,9 @@ fn main() -> anyhow::Result<()> {
         let bound = listener.local_addr()?;
         println!("dv-serve: listening on http://{bound}");
         eprintln!(
-            "dv-serve: {} worker(s), queue {}, voice {:?}, auth {}, device {}",
-            config.workers,
+            "dv-serve: {} {}, queue {}, voice {:?}, auth {}, device {}",
+            config.slots.as_ref().map_or(config.workers, |s| s.slots),
+            if config.slots.is_some() { "slot(s) per voice" } else { "worker(s)" },
             config.queue,
             config.default_voice,
             if config.api_key.is_some() { "on" } else { "off" },

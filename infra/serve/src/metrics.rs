@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, Weak};
+
+use crate::slots::SlotStats;
 
 /// Seconds from the request's arrival to its first audio byte.
 const TTFA_BUCKETS: [f64; 12] = [0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0];
@@ -65,6 +67,8 @@ pub struct Metrics {
     /// Microseconds of audio rendered.
     audio_us: AtomicU64,
     pub(crate) voices_loaded: AtomicI64,
+    /// Every slot scheduler's counters (one per loaded voice, on slots).
+    slots: Mutex<Vec<Weak<SlotStats>>>,
 }
 
 impl Default for Metrics {
@@ -79,6 +83,7 @@ impl Default for Metrics {
             cancelled: AtomicU64::new(0),
             audio_us: AtomicU64::new(0),
             voices_loaded: AtomicI64::new(0),
+            slots: Mutex::default(),
         }
     }
 }
@@ -101,6 +106,13 @@ impl Metrics {
             let rtf = seconds / (samples as f64 / rate);
             self.rtf.lock().unwrap_or_else(|e| e.into_inner()).observe(rtf);
         }
+    }
+
+    /// A voice's slot scheduler, reported until it is dropped.
+    pub(crate) fn add_slots(&self, stats: Arc<SlotStats>) {
+        let mut v = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        v.retain(|w| w.strong_count() > 0);
+        v.push(Arc::downgrade(&stats));
     }
 
     pub(crate) fn cancelled(&self) {
@@ -143,6 +155,7 @@ impl Metrics {
         for (name, help, v) in gauges {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
         }
+        self.render_slots(&mut out);
         let _ = writeln!(
             out,
             "# HELP dv_serve_renders_cancelled_total Renders stopped early (client gone or stalled, shutdown).\n\
@@ -155,5 +168,44 @@ impl Metrics {
             self.audio_us.load(Ordering::Relaxed) as f64 / 1e6
         );
         out
+    }
+
+    /// The slot schedulers' sums (absent on the worker pool).
+    fn render_slots(&self, out: &mut String) {
+        let live: Vec<Arc<SlotStats>> =
+            self.slots.lock().unwrap_or_else(|e| e.into_inner()).iter().filter_map(Weak::upgrade).collect();
+        if live.is_empty() {
+            return;
+        }
+        let sum = |f: &dyn Fn(&SlotStats) -> u64| live.iter().map(|s| f(s)).sum::<u64>();
+        let r = Ordering::Relaxed;
+        let gauges = [
+            ("dv_serve_slots", "Slots of the voices' multi-stream samplers.", sum(&|s| s.slots.load(r) as u64)),
+            ("dv_serve_slots_busy", "Slots held by a request.", sum(&|s| s.busy.load(r) as u64)),
+            ("dv_serve_slots_sampling", "Slots sampling in the last launch.", sum(&|s| s.sampling.load(r) as u64)),
+            ("dv_serve_slots_waiting", "Requests waiting for a free slot.", sum(&|s| s.waiting.load(r) as u64)),
+        ];
+        for (name, help, v) in gauges {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
+        }
+        let _ = writeln!(
+            out,
+            "# HELP dv_serve_slot_launches_total Launches of the multi-stream samplers.\n\
+             # TYPE dv_serve_slot_launches_total counter\n\
+             dv_serve_slot_launches_total {}\n\
+             # HELP dv_serve_slot_launch_seconds_total Seconds the launches took (host and device).\n\
+             # TYPE dv_serve_slot_launch_seconds_total counter\n\
+             dv_serve_slot_launch_seconds_total {}\n\
+             # HELP dv_serve_slot_samples_total Samples the slots produced.\n\
+             # TYPE dv_serve_slot_samples_total counter\n\
+             dv_serve_slot_samples_total {}\n\
+             # HELP dv_serve_slot_leaves_total Requests that left their slot before their last sample.\n\
+             # TYPE dv_serve_slot_leaves_total counter\n\
+             dv_serve_slot_leaves_total {}",
+            sum(&|s| s.launches.load(r)),
+            sum(&|s| s.launch_us.load(r)) as f64 / 1e6,
+            sum(&|s| s.samples.load(r)),
+            sum(&|s| s.left.load(r)),
+        );
     }
 }

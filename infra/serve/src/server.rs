@@ -60,6 +60,41 @@ pub struct ServeConfig {
     pub shutdown_grace: Duration,
     /// Samples per streamed block (1638: about 100 ms at 16384 Hz).
     pub block: usize,
+    /// Render on slot schedulers (one per voice) instead of the worker pool:
+    /// `--device cuda` (and `cpu-slots`). `workers` is then ignored: at most
+    /// `slots.slots` requests render at once.
+    pub slots: Option<SlotConfig>,
+}
+
+/// Where a slot scheduler samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlotBackend {
+    /// `dv-gpu`'s multi-stream kernel on GPU `device`.
+    Cuda { device: usize },
+    /// `dv-synth`'s sampler, every slot in turn on the scheduler's thread.
+    Cpu,
+}
+
+/// A voice's slot scheduler ([`crate::slots`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlotConfig {
+    pub backend: SlotBackend,
+    /// Slots per voice (the GPU rounds up to whole blocks of its kernel),
+    /// and so the requests rendering at once.
+    pub slots: usize,
+    /// Samples per launch, sent as one block (1638: about 100 ms).
+    pub block: usize,
+    /// The longest sentence a slot takes, seconds; a longer one fails its
+    /// request (the GPU keeps this much conditioning room per pool).
+    pub max_sentence_s: f64,
+}
+
+impl SlotConfig {
+    /// `slots` slots on `backend`, launches of [`dv_speak::DEFAULT_BLOCK`]
+    /// samples, sentences up to 120 s.
+    pub fn new(backend: SlotBackend, slots: usize) -> Self {
+        Self { backend, slots: slots.max(1), block: dv_speak::DEFAULT_BLOCK, max_sentence_s: 120.0 }
+    }
 }
 
 impl ServeConfig {
@@ -79,6 +114,7 @@ impl ServeConfig {
             stall_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(10),
             block: dv_speak::DEFAULT_BLOCK,
+            slots: None,
         }
     }
 }
@@ -142,6 +178,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let metrics = Arc::new(Metrics::default());
+    let workers = config.slots.as_ref().map_or(config.workers, |s| s.slots);
     let app: App = Arc::new(AppState {
         voices: VoiceCache::new(
             config.voices.clone(),
@@ -149,8 +186,9 @@ pub async fn serve(
             config.default_voice.clone(),
             config.max_voices,
             metrics.clone(),
-        ),
-        pool: Pool::new(config.workers, config.queue, metrics.clone()),
+        )
+        .with_slots(config.slots.clone()),
+        pool: Pool::new(workers, config.queue, metrics.clone()),
         metrics,
         started: Instant::now(),
         preload_error: Default::default(),

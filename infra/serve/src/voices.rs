@@ -1,22 +1,69 @@
 //! Voices by name: found on the search path ([`dv_voice::catalog`]), loaded
 //! on first use (golden checks included) and kept, the least recently used
-//! dropped past a capacity.
+//! dropped past a capacity. With slots ([`SlotConfig`]) each loaded voice
+//! also gets its slot scheduler (on the GPU: kernel 2 compiled for the
+//! voice and checked against the CPU reference first).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use dv_speak::{Speaker, SpeakerOptions};
+use dv_speak::{Device, Speaker, SpeakerOptions};
+use dv_synth::ConditioningNetwork;
 use dv_voice::catalog;
 use tokio::sync::OnceCell;
 
 use crate::error::ApiError;
 use crate::metrics::Metrics;
+use crate::server::{SlotBackend, SlotConfig};
+use crate::slotted::SlotEngine;
+use crate::slots::{CpuSlots, CudaSlots, Scheduler};
+
+/// A loaded voice: its speaker, and its slot scheduler when the server
+/// renders on slots.
+pub(crate) struct Loaded {
+    pub(crate) speaker: Arc<Speaker>,
+    pub(crate) slots: Option<Arc<SlotEngine>>,
+}
 
 struct Slot {
-    speaker: Arc<OnceCell<Arc<Speaker>>>,
+    speaker: Arc<OnceCell<Arc<Loaded>>>,
     used: u64,
+}
+
+/// The speaker and, with `slots`, its scheduler (on this blocking thread:
+/// the GPU backend compiles its kernel and checks it).
+fn load(
+    dir: &std::path::Path,
+    options: &SpeakerOptions,
+    slots: Option<&SlotConfig>,
+    metrics: &Metrics,
+) -> Result<Loaded, String> {
+    let Some(sc) = slots else {
+        return Ok(Loaded { speaker: Arc::new(Speaker::load(dir, options).map_err(|e| e.to_string())?), slots: None });
+    };
+    // Plans, golden checks and conditioning run on the CPU; the backend samples.
+    let cpu = SpeakerOptions { device: Device::Cpu, ..options.clone() };
+    let speaker = Speaker::load(dir, &cpu).map_err(|e| e.to_string())?;
+    let voice = speaker.voice();
+    let max_samples = (sc.max_sentence_s * speaker.sample_rate() as f64).ceil() as usize;
+    let scheduler = match sc.backend {
+        SlotBackend::Cpu => {
+            let (kernel, o) = speaker.cpu_sampler().ok_or("the speaker has no CPU sampler")?;
+            let b = CpuSlots::new(voice, kernel, o, sc.slots, max_samples).map_err(|e| e.to_string())?;
+            Scheduler::spawn(b, sc.block)
+        }
+        SlotBackend::Cuda { device } => {
+            let b = CudaSlots::new(voice, device, sc.slots, sc.block, max_samples).map_err(|e| e.to_string())?;
+            eprintln!("dv-serve: GPU slots for {}: {}", dir.display(), b.describe());
+            Scheduler::spawn(b, sc.block)
+        }
+    }
+    .map_err(|e| format!("starting the slot scheduler: {e}"))?;
+    metrics.add_slots(scheduler.stats().clone());
+    let network = ConditioningNetwork::new(voice).map_err(|e| e.to_string())?;
+    Ok(Loaded { speaker: Arc::new(speaker), slots: Some(Arc::new(SlotEngine { scheduler, network })) })
 }
 
 /// The loaded voices of one server.
@@ -27,6 +74,7 @@ pub struct VoiceCache {
     capacity: usize,
     slots: Mutex<(u64, HashMap<String, Slot>)>,
     metrics: Arc<Metrics>,
+    engine: Option<SlotConfig>,
 }
 
 impl VoiceCache {
@@ -39,7 +87,14 @@ impl VoiceCache {
         capacity: usize,
         metrics: Arc<Metrics>,
     ) -> Self {
-        Self { path, options, default, capacity: capacity.max(1), slots: Mutex::default(), metrics }
+        Self { path, options, default, capacity: capacity.max(1), slots: Mutex::default(), metrics, engine: None }
+    }
+
+    /// Each voice also gets a slot scheduler of `slots` (the server renders
+    /// on slots instead of its worker pool).
+    pub fn with_slots(mut self, slots: Option<SlotConfig>) -> Self {
+        self.engine = slots;
+        self
     }
 
     pub fn default_voice(&self) -> &str {
@@ -66,6 +121,11 @@ impl VoiceCache {
     /// listing the known voices; a package that fails to load (its golden
     /// check, a missing lexicon) is a 500 and is tried again next time.
     pub async fn get(&self, name: Option<&str>) -> Result<Arc<Speaker>, ApiError> {
+        Ok(self.load(name).await?.speaker.clone())
+    }
+
+    /// [`VoiceCache::get`] with the voice's slot scheduler.
+    pub(crate) async fn load(&self, name: Option<&str>) -> Result<Arc<Loaded>, ApiError> {
         let name = name.unwrap_or(&self.default);
         let dir = catalog::resolve_name(name, &self.path).map_err(|_| ApiError::voice_not_found(name, self.names()))?;
         let cell = {
@@ -93,8 +153,8 @@ impl VoiceCache {
         };
         let speaker = cell
             .get_or_try_init(|| async {
-                let options = self.options.clone();
-                let loaded = tokio::task::spawn_blocking(move || Speaker::load(&dir, &options))
+                let (options, engine, metrics) = (self.options.clone(), self.engine.clone(), self.metrics.clone());
+                let loaded = tokio::task::spawn_blocking(move || load(&dir, &options, engine.as_ref(), &metrics))
                     .await
                     .map_err(|e| ApiError::internal(format!("loading voice {name:?}: {e}")))?;
                 loaded.map(Arc::new).map_err(|e| ApiError::internal(format!("voice {name:?} did not load: {e}")))

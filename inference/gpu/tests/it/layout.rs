@@ -605,3 +605,26 @@ fn the_head_fragments_give_each_lane_its_rows_products() {
         }
     }
 }
+
+#[test]
+fn serving_windows_hold_every_frame_a_launch_reads_and_pool_rows_match_the_pool() {
+    // A launch of `steps` samples from any position p reads frames p / hop ..= (p + steps − 1) / hop.
+    for hop in [1, 64, 80] {
+        for steps in [1, 63, 64, 65, 1638, 2048] {
+            let wf = dv_gpu::window_frames(steps, hop);
+            let worst = (0..4 * hop).map(|p| (p + steps - 1) / hop - p / hop + 1).max().unwrap();
+            assert!(worst <= wf, "hop {hop}, {steps} steps: {worst} frames read, window {wf}");
+            assert!(wf <= worst + 1, "hop {hop}, {steps} steps: window {wf} wastes frames ({worst} read)");
+        }
+    }
+    // set_windows takes rows laid out as MultiStream::new lays out its pool.
+    let w = weights("20x64x128");
+    let rows: Vec<f32> = (0..3 * w.sizes.conditioning_width()).map(|k| (k % 97) as f32 * 0.01 - 0.4).collect();
+    let smem = 227 * 1024;
+    let cols = MultiPlan::fastest(&w.sizes, (9, 0), smem).unwrap();
+    assert_eq!(dv_gpu::MultiStream::pool_rows(&cols, &w, &rows), MultiLayout::cols_pool(&w, &rows));
+    let wg = MultiPlan::tiles_wg(&w.sizes, 256, 2, 0, false, smem).unwrap();
+    assert_eq!(dv_gpu::MultiStream::pool_rows(&wg, &w, &rows), MultiLayout::tiles_wg_pool(&w, &rows, wg.warps_n));
+    let tiles = MultiPlan::tiles(&w.sizes, 32, 256, 2, 0, false, smem).unwrap();
+    assert_eq!(dv_gpu::MultiStream::pool_rows(&tiles, &w, &rows), rows);
+}

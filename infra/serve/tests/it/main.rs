@@ -6,6 +6,7 @@
 mod browser;
 mod errors;
 mod ops;
+mod slots;
 mod speech;
 
 use std::path::Path;

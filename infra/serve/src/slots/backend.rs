@@ -1,0 +1,69 @@
+//! What a multi-stream sampler offers the scheduler.
+
+use std::sync::Arc;
+
+use dv_synth::Conditioning;
+use thiserror::Error;
+
+/// What a slot backend can fail with.
+#[derive(Debug, Error)]
+pub enum SlotError {
+    #[error(transparent)]
+    Gpu(#[from] dv_gpu::GpuError),
+    #[error(transparent)]
+    Synth(#[from] dv_synth::SynthError),
+    /// A slot index or length the backend does not have.
+    #[error("slot {slot}: {reason}")]
+    Slot { slot: usize, reason: String },
+    /// The scheduler thread is gone (it stopped after a panic).
+    #[error("the slot scheduler has stopped")]
+    Stopped,
+}
+
+/// One sentence for a slot.
+#[derive(Debug, Clone)]
+pub struct SlotSentence {
+    /// `[F, ℓ·2r]` conditioning rows, already made ready by the backend's
+    /// [`MultiBackend::prepare`].
+    pub cond: Conditioning,
+    /// Samples to produce (at most F · hop).
+    pub samples: usize,
+    /// The sentence's sampler seed (`dv_speak::sentence_seed`).
+    pub seed: u64,
+    /// Leading samples fed and sent as silence (0 unless the backend
+    /// [`MultiBackend::feeds_lead`]).
+    pub lead: usize,
+}
+
+/// Turns the conditioning network's output into what a backend's slots
+/// read; runs on the request's side (many at once), not on the scheduler.
+pub type Prepare = Arc<dyn Fn(Conditioning) -> Result<Conditioning, SlotError> + Send + Sync>;
+
+/// A sampler of `slots()` independent streams advanced together. Owned by
+/// one scheduler thread; nothing here is called from two threads.
+pub trait MultiBackend: Send + 'static {
+    /// Stream slots (`0 .. slots()`).
+    fn slots(&self) -> usize;
+
+    /// Whether [`SlotSentence::lead`] is honoured (the lead fed as silence).
+    fn feeds_lead(&self) -> bool;
+
+    /// The conversion of [`SlotSentence::cond`] for this backend.
+    fn prepare(&self) -> Prepare;
+
+    /// The longest sentence a slot takes, in samples.
+    fn max_samples(&self) -> usize;
+
+    /// Each `(slot, sentence)` starts from t = 0: silence before, zero
+    /// histories, `dv_synth::Rng::new(sentence.seed)`. Other slots keep
+    /// their state.
+    fn start(&mut self, starts: &[(usize, Arc<SlotSentence>)]) -> Result<(), SlotError>;
+
+    /// The slots stop and stay idle until started again.
+    fn stop(&mut self, slots: &[usize]) -> Result<(), SlotError>;
+
+    /// Advances every started slot by up to `steps` samples (at most the
+    /// scheduler's block). `out` is `[slots, steps]`: each slot's mu-law
+    /// codes, −1 where it was idle or had finished.
+    fn advance(&mut self, steps: usize, out: &mut [i32]) -> Result<(), SlotError>;
+}

@@ -1,0 +1,40 @@
+//! Requests sharing one multi-stream sampler (`--device cuda`): a scheduler
+//! thread per voice owns a [`MultiBackend`] of N slots; a request's
+//! sentences are attached to a free slot as they arrive and the slot is freed
+//! when its request ends, leaves or is cancelled; each launch advances every
+//! busy slot by one block of samples, and each slot's block goes back to its
+//! request's channel (about 100 ms of audio per launch with the default
+//! block).
+//!
+//! # Contract
+//!
+//! * A slot restarts from silence with zero histories for each sentence,
+//!   with the seed [`dv_speak::sentence_seed`]`(seed, index)`: a sentence's
+//!   audio depends on its conditioning, length, lead and seed only, never on
+//!   the other slots or on when it joined. The CPU backend reproduces
+//!   [`dv_speak::Speaker::render`] on the CPU sample for sample.
+//! * A sentence's first `lead` samples (its leading pause, all but
+//!   [`dv_speak::LEAD_SAMPLED_S`]) are fed to the sampler as silence and
+//!   sent as silence, as `Speaker::render` does on the CPU, by backends that
+//!   can teacher-force one slot alone ([`MultiBackend::feeds_lead`]); the
+//!   CUDA kernel forces all of its slots or none, so there the lead is
+//!   sampled (as `dv synth --device cuda` samples it).
+//! * One request holds one slot from its first sentence to its last, so a
+//!   server admitting at most N requests to render (the worker permits)
+//!   never waits for a slot; requests beyond wait in the bounded queue.
+//!
+//! [`Scheduler`] is generic over the backend: [`CudaSlots`] is `dv-gpu`'s
+//! kernel 2 ([`dv_gpu::MultiStream`] with conditioning windows), and
+//! [`CpuSlots`] drives `dv-synth`'s sampler slot by slot on the scheduler's
+//! thread (CI tests the scheduler with it; `--device cpu-slots` serves with
+//! it).
+
+mod backend;
+mod cpu;
+mod cuda;
+mod scheduler;
+
+pub use backend::{MultiBackend, Prepare, SlotError, SlotSentence};
+pub use cpu::CpuSlots;
+pub use cuda::CudaSlots;
+pub use scheduler::{Scheduler, SlotEvent, SlotStats, SlotStream};

@@ -1,0 +1,410 @@
+//! [`Scheduler`]: one thread owning a [`MultiBackend`], and the handles
+//! requests use to join it ([`SlotStream`]) and hear from it
+//! ([`SlotEvent`]).
+//!
+//! The thread's loop: take commands (joins, sentences, ends, leaves); drop
+//! members that left, were cancelled or whose receiver is gone (their slot
+//! is stopped and freed at once); give waiting members the lowest free
+//! slots; start every slot whose member has a sentence queued and none
+//! running (one batched `start`); then, if any slot is sampling, one launch
+//! of `block` samples, each slot's codes sent to its member as 16-bit PCM.
+//! With nothing to sample it sleeps on the command channel.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use dv_speak::CancelToken;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+
+use super::backend::{MultiBackend, Prepare, SlotError, SlotSentence};
+
+/// What a member hears, in order: each sentence's audio in blocks, then
+/// `SentenceDone`; the channel closes after the last sentence of an ended
+/// member, or after `Failed`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SlotEvent {
+    /// The next samples of the running sentence (at most one block).
+    Audio(Vec<i16>),
+    /// The running sentence has all its samples.
+    SentenceDone,
+    /// The backend failed; the member has been dropped.
+    Failed(String),
+}
+
+/// The scheduler's counters, read by `/metrics` and tests.
+#[derive(Debug, Default)]
+pub struct SlotStats {
+    /// The backend's slots.
+    pub slots: AtomicUsize,
+    /// Slots held by a member (sampling or waiting for its next sentence).
+    pub busy: AtomicUsize,
+    /// Slots sampling a sentence in the last launch.
+    pub sampling: AtomicUsize,
+    /// Members waiting for a free slot.
+    pub waiting: AtomicUsize,
+    /// Launches, and the microseconds they took (host and device).
+    pub launches: AtomicU64,
+    pub launch_us: AtomicU64,
+    /// Slot-samples produced (codes sent).
+    pub samples: AtomicU64,
+    /// Members dropped because they left early or were cancelled.
+    pub left: AtomicU64,
+}
+
+enum Command {
+    Join { id: u64, cancel: CancelToken, events: UnboundedSender<SlotEvent> },
+    Sentence { id: u64, sentence: Arc<SlotSentence> },
+    End { id: u64 },
+    Leave { id: u64 },
+}
+
+/// A request's place in the scheduler. Dropping it leaves (the slot is
+/// freed at the next iteration, mid-sentence or not).
+pub struct SlotStream {
+    id: u64,
+    tx: Sender<Command>,
+}
+
+impl SlotStream {
+    /// Queues the request's next sentence (it runs once the ones before it
+    /// are done).
+    pub fn push(&self, sentence: SlotSentence) -> Result<(), SlotError> {
+        self.tx.send(Command::Sentence { id: self.id, sentence: Arc::new(sentence) }).map_err(|_| SlotError::Stopped)
+    }
+
+    /// No more sentences: the member leaves after the queued ones and its
+    /// event channel closes.
+    pub fn end(&self) -> Result<(), SlotError> {
+        self.tx.send(Command::End { id: self.id }).map_err(|_| SlotError::Stopped)
+    }
+}
+
+impl Drop for SlotStream {
+    fn drop(&mut self) {
+        let _ = self.tx.send(Command::Leave { id: self.id });
+    }
+}
+
+/// The handle of one scheduler thread. Dropping it lets the thread end once
+/// every [`SlotStream`] is gone.
+pub struct Scheduler {
+    tx: Sender<Command>,
+    next: AtomicU64,
+    prepare: Prepare,
+    feeds_lead: bool,
+    max_samples: usize,
+    block: usize,
+    stats: Arc<SlotStats>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Scheduler {
+    /// Starts the thread that owns `backend`; each launch advances busy
+    /// slots by `block` samples (≥ 1).
+    pub fn spawn<B: MultiBackend>(backend: B, block: usize) -> std::io::Result<Scheduler> {
+        let (tx, rx) = mpsc::channel();
+        let stats = Arc::new(SlotStats::default());
+        stats.slots.store(backend.slots(), Ordering::Relaxed);
+        let (prepare, feeds_lead, max_samples) = (backend.prepare(), backend.feeds_lead(), backend.max_samples());
+        let block = block.max(1);
+        let st = stats.clone();
+        let thread = std::thread::Builder::new()
+            .name("dv-slots".into())
+            .spawn(move || Loop::new(backend, block, st).run(rx))?;
+        Ok(Scheduler {
+            tx,
+            next: AtomicU64::new(0),
+            prepare,
+            feeds_lead,
+            max_samples,
+            block,
+            stats,
+            thread: Some(thread),
+        })
+    }
+
+    /// Joins: a handle to push sentences with, and the events. The member
+    /// gets a slot at once when one is free, else when one frees (first
+    /// come, first served); `cancel` set makes it leave.
+    pub fn join(&self, cancel: CancelToken) -> Result<(SlotStream, UnboundedReceiver<SlotEvent>), SlotError> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (events, rx) = unbounded_channel();
+        self.tx.send(Command::Join { id, cancel, events }).map_err(|_| SlotError::Stopped)?;
+        Ok((SlotStream { id, tx: self.tx.clone() }, rx))
+    }
+
+    /// The conversion each sentence's conditioning needs before
+    /// [`SlotStream::push`].
+    pub fn prepare(&self) -> &Prepare {
+        &self.prepare
+    }
+
+    /// Whether sentences' leads are fed as silence ([`SlotSentence::lead`]).
+    pub fn feeds_lead(&self) -> bool {
+        self.feeds_lead
+    }
+
+    /// The longest sentence a slot takes, in samples.
+    pub fn max_samples(&self) -> usize {
+        self.max_samples
+    }
+
+    /// Samples per launch.
+    pub fn block(&self) -> usize {
+        self.block
+    }
+
+    pub fn stats(&self) -> &Arc<SlotStats> {
+        &self.stats
+    }
+
+    /// Whether the thread is still running (it ends only when every handle
+    /// is gone, or after a panic).
+    pub fn is_running(&self) -> bool {
+        self.thread.as_ref().is_some_and(|t| !t.is_finished())
+    }
+}
+
+/// A joined request.
+struct Member {
+    cancel: CancelToken,
+    events: UnboundedSender<SlotEvent>,
+    queue: VecDeque<Arc<SlotSentence>>,
+    ended: bool,
+    slot: Option<usize>,
+    /// Samples sent of the running sentence, if one runs.
+    running: Option<(usize, Arc<SlotSentence>)>,
+}
+
+struct Loop<B> {
+    backend: B,
+    block: usize,
+    stats: Arc<SlotStats>,
+    members: HashMap<u64, Member>,
+    /// The member of each slot.
+    owner: Vec<Option<u64>>,
+    waiting: VecDeque<u64>,
+    out: Vec<i32>,
+    pcm: [i16; 256],
+}
+
+/// A mu-law code as 16-bit PCM, as `dv_speak` writes it.
+fn pcm_table() -> [i16; 256] {
+    let mut t = [0i16; 256];
+    for (c, v) in t.iter_mut().enumerate() {
+        *v = (dv_audio::mulaw::decode(c as u8) * 32767.0).round().clamp(-32768.0, 32767.0) as i16;
+    }
+    t
+}
+
+impl<B: MultiBackend> Loop<B> {
+    fn new(backend: B, block: usize, stats: Arc<SlotStats>) -> Self {
+        let slots = backend.slots();
+        Self {
+            backend,
+            block,
+            stats,
+            members: HashMap::new(),
+            owner: vec![None; slots],
+            waiting: VecDeque::new(),
+            out: vec![-1; slots * block],
+            pcm: pcm_table(),
+        }
+    }
+
+    fn run(mut self, rx: mpsc::Receiver<Command>) {
+        loop {
+            loop {
+                match rx.try_recv() {
+                    Ok(c) => self.command(c),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => return,
+                }
+            }
+            self.reap();
+            self.assign();
+            self.start_ready();
+            self.publish();
+            if self.members.values().any(|m| m.running.is_some()) {
+                self.launch();
+                continue;
+            }
+            // Nothing to sample: sleep until a command (a timeout to notice cancellations).
+            match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(c) => self.command(c),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+        }
+    }
+
+    fn command(&mut self, c: Command) {
+        match c {
+            Command::Join { id, cancel, events } => {
+                self.members.insert(
+                    id,
+                    Member { cancel, events, queue: VecDeque::new(), ended: false, slot: None, running: None },
+                );
+                self.waiting.push_back(id);
+            }
+            Command::Sentence { id, sentence } => {
+                if let Some(m) = self.members.get_mut(&id) {
+                    m.queue.push_back(sentence);
+                }
+            }
+            Command::End { id } => {
+                if let Some(m) = self.members.get_mut(&id) {
+                    m.ended = true;
+                }
+            }
+            Command::Leave { id } => {
+                if self.members.get(&id).is_some_and(|m| !(m.ended && m.queue.is_empty() && m.running.is_none())) {
+                    self.stats.left.fetch_add(1, Ordering::Relaxed);
+                }
+                self.remove(id);
+            }
+        }
+    }
+
+    /// Drops a member and frees (stops) its slot.
+    fn remove(&mut self, id: u64) {
+        let Some(m) = self.members.remove(&id) else { return };
+        self.waiting.retain(|&w| w != id);
+        if let Some(slot) = m.slot {
+            self.owner[slot] = None;
+            if m.running.is_some() {
+                // A backend that cannot stop a slot fails its next launch, and its members hear it.
+                let _ = self.backend.stop(&[slot]);
+            }
+        }
+    }
+
+    /// Members that were cancelled, whose receiver is gone, or that are done.
+    fn reap(&mut self) {
+        let gone: Vec<(u64, bool)> = self
+            .members
+            .iter()
+            .filter_map(|(&id, m)| {
+                if m.cancel.is_cancelled() || m.events.is_closed() {
+                    Some((id, true))
+                } else if m.ended && m.queue.is_empty() && m.running.is_none() {
+                    Some((id, false))
+                } else {
+                    None
+                }
+            })
+            .collect();
+        for (id, early) in gone {
+            if early {
+                self.stats.left.fetch_add(1, Ordering::Relaxed);
+            }
+            self.remove(id);
+        }
+    }
+
+    /// Waiting members take the lowest free slots, first come first served.
+    fn assign(&mut self) {
+        let mut free = self.owner.iter().enumerate().filter(|(_, o)| o.is_none()).map(|(k, _)| k);
+        let mut taken = Vec::new();
+        while let Some(&id) = self.waiting.front() {
+            let Some(slot) = free.next() else { break };
+            self.waiting.pop_front();
+            taken.push((slot, id));
+        }
+        for (slot, id) in taken {
+            self.owner[slot] = Some(id);
+            if let Some(m) = self.members.get_mut(&id) {
+                m.slot = Some(slot);
+            }
+        }
+    }
+
+    /// Every slot whose member has a sentence queued and none running starts it.
+    fn start_ready(&mut self) {
+        let mut starts = Vec::new();
+        for m in self.members.values_mut() {
+            if let (Some(slot), None) = (m.slot, &m.running) {
+                if let Some(s) = m.queue.pop_front() {
+                    starts.push((slot, s.clone()));
+                    m.running = Some((0, s));
+                }
+            }
+        }
+        if starts.is_empty() {
+            return;
+        }
+        if let Err(e) = self.backend.start(&starts) {
+            let slots: Vec<usize> = starts.iter().map(|(s, _)| *s).collect();
+            self.fail(&slots, &e.to_string());
+        }
+    }
+
+    /// The members of `slots` hear `msg` and are dropped.
+    fn fail(&mut self, slots: &[usize], msg: &str) {
+        for &slot in slots {
+            if let Some(id) = self.owner[slot] {
+                if let Some(m) = self.members.get(&id) {
+                    let _ = m.events.send(SlotEvent::Failed(msg.to_string()));
+                }
+                self.remove(id);
+            }
+        }
+    }
+
+    fn publish(&self) {
+        let busy = self.owner.iter().filter(|o| o.is_some()).count();
+        self.stats.busy.store(busy, Ordering::Relaxed);
+        self.stats.waiting.store(self.waiting.len(), Ordering::Relaxed);
+    }
+
+    /// One launch; each running slot's codes go to its member.
+    fn launch(&mut self) {
+        let t = Instant::now();
+        let steps = self.block;
+        let running: Vec<usize> = self
+            .owner
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.is_some_and(|id| self.members.get(&id).is_some_and(|m| m.running.is_some())))
+            .map(|(k, _)| k)
+            .collect();
+        self.stats.sampling.store(running.len(), Ordering::Relaxed);
+        let r = self.backend.advance(steps, &mut self.out);
+        self.stats.launches.fetch_add(1, Ordering::Relaxed);
+        self.stats.launch_us.fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+        if let Err(e) = r {
+            self.fail(&running, &e.to_string());
+            return;
+        }
+        let mut produced = 0u64;
+        for slot in running {
+            let Some(id) = self.owner[slot] else { continue };
+            let Some(m) = self.members.get_mut(&id) else { continue };
+            let Some((sent, sentence)) = m.running.as_mut() else { continue };
+            let want = steps.min(sentence.samples - *sent);
+            let row = &self.out[slot * steps..slot * steps + want];
+            let block: Vec<i16> = row.iter().map(|&c| self.pcm[(c.clamp(0, 255)) as usize]).collect();
+            let bad = row.iter().filter(|&&c| !(0..=255).contains(&c)).count();
+            if bad > 0 {
+                let msg = format!("slot {slot}: {bad} of {want} samples missing from the launch");
+                let _ = m.events.send(SlotEvent::Failed(msg));
+                self.remove(id);
+                continue;
+            }
+            *sent += want;
+            produced += want as u64;
+            let done = *sent == sentence.samples;
+            // A send fails only when the receiver is gone: reaped next iteration.
+            let _ = m.events.send(SlotEvent::Audio(block));
+            if done {
+                m.running = None;
+                let _ = m.events.send(SlotEvent::SentenceDone);
+            }
+        }
+        self.stats.samples.fetch_add(produced, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,362 @@
+//! The slot scheduler (`--device cuda`'s path) on its CPU backend: requests
+//! joining and leaving mid-flight, each hearing exactly what it would hear
+//! alone; cancellation and departures freeing slots; a failing backend
+//! failing its requests without a panic; and the whole server on slots.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use dv_serve::slots::{CpuSlots, MultiBackend, Prepare, Scheduler, SlotError, SlotEvent, SlotSentence};
+use dv_serve::{SlotBackend, SlotConfig};
+use dv_speak::CancelToken;
+use dv_synth::random::{random_conditioning, random_voice};
+use dv_synth::{Conditioning, Kernel, Rng, Sampler, SamplerOptions, Sampling, SILENCE};
+use dv_voice::Voice;
+use futures::StreamExt;
+use serde_json::json;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::{body, eventually, voices, Server, FAST};
+
+const BLOCK: usize = 64;
+
+fn voice() -> Voice {
+    random_voice(FAST, 3).unwrap()
+}
+
+fn sentence(v: &Voice, frames: usize, seed: u64, lead: usize) -> SlotSentence {
+    let cond = random_conditioning(v.config(), frames, seed);
+    SlotSentence { samples: frames * v.config().hop(), cond, seed, lead }
+}
+
+/// What the sampler makes of `s` alone, as `Speaker::render` drives it: the
+/// lead fed as silence, then sampled in one call.
+fn alone(v: &Voice, s: &SlotSentence) -> Vec<i16> {
+    let sampler = Sampler::new(v, Kernel::detect(), SamplerOptions::default()).unwrap();
+    let mut scratch = sampler.make_scratch();
+    let mut codes = vec![SILENCE; s.samples];
+    sampler.force(&mut scratch, &s.cond, &codes[..s.lead]).unwrap();
+    sampler.generate(&mut scratch, &s.cond, Sampling::Direct, &mut Rng::new(s.seed), &mut codes[s.lead..]).unwrap();
+    codes.iter().map(|&c| (dv_audio::mulaw::decode(c) * 32767.0).round().clamp(-32768.0, 32767.0) as i16).collect()
+}
+
+/// Each launch's codes per slot, as the backend returned them.
+type Log = Arc<Mutex<Vec<Vec<Vec<i32>>>>>;
+
+/// A backend around [`CpuSlots`] that waits `pace` per launch (so a test can
+/// act between launches), records every launch, and fails the launches
+/// numbered in `fail_at`.
+struct Recorded {
+    inner: CpuSlots,
+    pace: Duration,
+    log: Log,
+    fail_at: Vec<usize>,
+}
+
+impl MultiBackend for Recorded {
+    fn slots(&self) -> usize {
+        self.inner.slots()
+    }
+    fn feeds_lead(&self) -> bool {
+        self.inner.feeds_lead()
+    }
+    fn prepare(&self) -> Prepare {
+        self.inner.prepare()
+    }
+    fn max_samples(&self) -> usize {
+        self.inner.max_samples()
+    }
+    fn start(&mut self, starts: &[(usize, Arc<SlotSentence>)]) -> Result<(), SlotError> {
+        self.inner.start(starts)
+    }
+    fn stop(&mut self, slots: &[usize]) -> Result<(), SlotError> {
+        self.inner.stop(slots)
+    }
+    fn advance(&mut self, steps: usize, out: &mut [i32]) -> Result<(), SlotError> {
+        std::thread::sleep(self.pace);
+        let mut log = self.log.lock().unwrap();
+        if self.fail_at.contains(&log.len()) {
+            log.push(vec![]);
+            return Err(SlotError::Slot { slot: 0, reason: "injected failure".into() });
+        }
+        self.inner.advance(steps, out)?;
+        log.push(out.chunks(steps).map(|c| c.to_vec()).collect());
+        Ok(())
+    }
+}
+
+fn scheduler(v: &Voice, slots: usize, pace_ms: u64, fail_at: Vec<usize>) -> (Scheduler, Log) {
+    let inner = CpuSlots::new(v, Kernel::detect(), SamplerOptions::default(), slots, 1 << 20).unwrap();
+    let log = Log::default();
+    let b = Recorded { inner, pace: Duration::from_millis(pace_ms), log: log.clone(), fail_at };
+    (Scheduler::spawn(b, BLOCK).unwrap(), log)
+}
+
+/// A member's audio until its channel closes: the PCM, the sentences done,
+/// and the failure if any.
+async fn drain(rx: &mut UnboundedReceiver<SlotEvent>) -> (Vec<i16>, usize, Option<String>) {
+    let (mut pcm, mut done, mut failed) = (Vec::new(), 0, None);
+    while let Some(e) = tokio::time::timeout(Duration::from_secs(30), rx.recv()).await.expect("events stalled") {
+        match e {
+            SlotEvent::Audio(b) => pcm.extend(b),
+            SlotEvent::SentenceDone => done += 1,
+            SlotEvent::Failed(m) => failed = Some(m),
+        }
+    }
+    (pcm, done, failed)
+}
+
+/// The slot's codes over every launch, idle launches skipped.
+fn slot_codes(log: &Log, slot: usize) -> Vec<i32> {
+    log.lock().unwrap().iter().filter(|l| !l.is_empty()).flat_map(|l| l[slot].iter().copied().filter(|&c| c >= 0)).collect()
+}
+
+fn codes_of(pcm: &[i16]) -> Vec<i32> {
+    let table: Vec<i16> = (0..=255u8)
+        .map(|c| (dv_audio::mulaw::decode(c) * 32767.0).round().clamp(-32768.0, 32767.0) as i16)
+        .collect();
+    pcm.iter().map(|p| table.iter().position(|t| t == p).unwrap() as i32).collect()
+}
+
+/// Launches in which `slot` produced samples.
+fn active_launches(log: &Log, slot: usize) -> Vec<usize> {
+    log.lock().unwrap().iter().enumerate().filter(|(_, l)| l.get(slot).is_some_and(|r| r[0] >= 0)).map(|(k, _)| k).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_join_and_leave_mid_flight_and_each_hears_what_it_hears_alone() {
+    let v = voice();
+    let (sched, log) = scheduler(&v, 2, 2, vec![]);
+    let a1 = sentence(&v, 30, 11, 150); // 1920 samples, 30 launches, its first 150 fed as silence
+    let a2 = sentence(&v, 12, 12, 0);
+    let b1 = sentence(&v, 20, 21, 70);
+    let c1 = sentence(&v, 9, 31, 0);
+    // A joins and runs.
+    let (a, mut a_rx) = sched.join(CancelToken::new()).unwrap();
+    a.push(a1.clone()).unwrap();
+    a.push(a2.clone()).unwrap();
+    a.end().unwrap();
+    let mut a_pcm = Vec::new();
+    for _ in 0..3 {
+        match a_rx.recv().await.unwrap() {
+            SlotEvent::Audio(b) => a_pcm.extend(b),
+            e => panic!("{e:?}"),
+        }
+    }
+    // B joins mid-flight (A's first sentence lasts 30 launches, B's 20); C finds both slots busy and waits.
+    let (b, mut b_rx) = sched.join(CancelToken::new()).unwrap();
+    b.push(b1.clone()).unwrap();
+    b.end().unwrap();
+    let (c, mut c_rx) = sched.join(CancelToken::new()).unwrap();
+    c.push(c1.clone()).unwrap();
+    c.end().unwrap();
+    let (a_rest, a_done, a_fail) = drain(&mut a_rx).await;
+    a_pcm.extend(a_rest);
+    let (b_pcm, b_done, b_fail) = drain(&mut b_rx).await;
+    let (c_pcm, c_done, c_fail) = drain(&mut c_rx).await;
+    assert_eq!((a_done, b_done, c_done), (2, 1, 1));
+    assert_eq!((a_fail, b_fail, c_fail), (None, None, None));
+    // Sample for sample what each sentence gives alone.
+    let mut a_alone = alone(&v, &a1);
+    a_alone.extend(alone(&v, &a2));
+    assert_eq!(a_pcm, a_alone, "A's audio changed when B and C joined");
+    assert_eq!(b_pcm, alone(&v, &b1), "B's audio differs from B alone");
+    assert_eq!(c_pcm, alone(&v, &c1), "C's audio differs from C alone");
+    assert!(a_pcm[..150].iter().all(|&p| p == a_pcm[0]), "the lead is sent as silence");
+    // Slot 0 held A; slot 1 held B, then C (which waited for B, the first to leave).
+    assert_eq!(slot_codes(&log, 0), codes_of(&a_pcm));
+    let mut s1 = codes_of(&b_pcm);
+    s1.extend(codes_of(&c_pcm));
+    assert_eq!(slot_codes(&log, 1), s1);
+    // B joined while A was mid-sentence, and they shared launches.
+    let (l0, l1) = (active_launches(&log, 0), active_launches(&log, 1));
+    assert!(l1[0] > l0[0] && l1[0] < l0[0] + a1.samples / BLOCK, "B did not join mid-sentence: {l0:?} {l1:?}");
+    let shared = l1.iter().filter(|k| l0.contains(k)).count();
+    assert!(shared >= 10, "A and B shared only {shared} launches");
+    // Everyone left: no slot held.
+    assert!(eventually(Duration::from_secs(5), || async { sched.stats().busy.load(std::sync::atomic::Ordering::Relaxed) == 0 }).await);
+    assert_eq!(sched.stats().left.load(std::sync::atomic::Ordering::Relaxed), 0);
+    drop((a, b, c));
+    assert!(sched.is_running());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_leaving_or_dropping_the_receiver_frees_the_slot() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let v = voice();
+    let (sched, _log) = scheduler(&v, 1, 2, vec![]);
+    let long = sentence(&v, 400, 1, 0); // 400 launches: never finishes within the test
+    let short = sentence(&v, 5, 2, 0);
+    for how in ["cancel", "leave", "receiver"] {
+        let cancel = CancelToken::new();
+        let (a, mut a_rx) = sched.join(cancel.clone()).unwrap();
+        a.push(long.clone()).unwrap();
+        a.end().unwrap();
+        assert!(matches!(a_rx.recv().await, Some(SlotEvent::Audio(_))), "{how}");
+        // The only slot is A's: B waits.
+        let (b, mut b_rx) = sched.join(CancelToken::new()).unwrap();
+        b.push(short.clone()).unwrap();
+        b.end().unwrap();
+        assert!(eventually(Duration::from_secs(5), || async { sched.stats().waiting.load(Relaxed) == 1 }).await, "{how}");
+        let t = Instant::now();
+        let mut a_rx = Some(a_rx);
+        let mut a = Some(a);
+        match how {
+            "cancel" => cancel.cancel(),
+            "leave" => drop(a.take()),
+            _ => drop(a_rx.take()),
+        }
+        // B gets the slot, and hears exactly its sentence.
+        let (b_pcm, b_done, b_fail) = drain(&mut b_rx).await;
+        assert_eq!((b_done, b_fail), (1, None), "{how}");
+        assert_eq!(b_pcm, alone(&v, &short), "{how}");
+        assert!(t.elapsed() < Duration::from_secs(2), "{how}: the slot was freed after {:?}", t.elapsed());
+        if let Some(rx) = a_rx.as_mut() {
+            // A's channel closes without its sentence done.
+            let (_, a_done, _) = drain(rx).await;
+            assert_eq!(a_done, 0, "{how}");
+        }
+        drop((a, b));
+    }
+    assert_eq!(sched.stats().left.load(Relaxed), 3);
+    assert!(eventually(Duration::from_secs(5), || async { sched.stats().busy.load(Relaxed) == 0 }).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_backend_fails_its_requests_and_the_scheduler_goes_on() {
+    let v = voice();
+    let (sched, _log) = scheduler(&v, 2, 0, vec![3]);
+    let s = sentence(&v, 10, 5, 0);
+    let (a, mut a_rx) = sched.join(CancelToken::new()).unwrap();
+    a.push(s.clone()).unwrap();
+    a.end().unwrap();
+    let (pcm, done, failed) = drain(&mut a_rx).await;
+    assert_eq!(done, 0);
+    assert_eq!(pcm.len(), 3 * BLOCK, "the three launches before the failure were delivered");
+    assert!(failed.as_deref().is_some_and(|m| m.contains("injected failure")), "{failed:?}");
+    // A sentence too long for a slot fails at start; the next request is served.
+    let (b, mut b_rx) = sched.join(CancelToken::new()).unwrap();
+    b.push(SlotSentence { samples: s.samples + 1, ..s.clone() }).unwrap();
+    let (_, done, failed) = drain(&mut b_rx).await;
+    assert_eq!(done, 0);
+    assert!(failed.is_some_and(|m| m.contains("samples")));
+    let (c, mut c_rx) = sched.join(CancelToken::new()).unwrap();
+    c.push(s.clone()).unwrap();
+    c.end().unwrap();
+    let (pcm, done, failed) = drain(&mut c_rx).await;
+    assert_eq!((done, failed), (1, None));
+    assert_eq!(pcm, alone(&v, &s));
+    assert!(sched.is_running());
+    drop((a, b, c));
+}
+
+fn on_slots(c: &mut dv_serve::ServeConfig, slots: usize) {
+    let mut sc = SlotConfig::new(SlotBackend::Cpu, slots);
+    sc.block = 512;
+    c.slots = Some(sc);
+}
+
+async fn pcm_of(s: &Server, seed: u64, voice: &str) -> Vec<u8> {
+    let r = reqwest::Client::new()
+        .post(s.url("/v1/audio/speech"))
+        .json(&body(json!({ "seed": seed, "voice": voice, "response_format": "pcm" })))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    r.bytes().await.unwrap().to_vec()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_slots_concurrent_requests_get_what_the_worker_pool_gives_each_alone() {
+    let pool = Server::start(voices(false), |_| {}).await;
+    let slots = Server::start(voices(false), |c| on_slots(c, 3)).await;
+    let mut want = Vec::new();
+    for seed in [1, 2, 3, 4] {
+        want.push(pcm_of(&pool, seed, "test").await);
+    }
+    // Four at once on three slots: one waits for a slot, all share launches.
+    let got = futures::future::join_all([1, 2, 3, 4].map(|seed| pcm_of(&slots, seed, "test"))).await;
+    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(!w.is_empty());
+        assert!(g == w, "seed {}: {} bytes on slots, {} from the pool", k + 1, g.len(), w.len());
+    }
+    assert_ne!(want[0], want[1]);
+    assert_eq!(slots.metric("dv_serve_slots").await, 3.0);
+    assert!(slots.metric("dv_serve_slot_launches_total").await > 0.0);
+    let audio: usize = want.iter().map(|w| w.len() / 2).sum();
+    assert_eq!(slots.metric("dv_serve_slot_samples_total").await, audio as f64);
+    assert_eq!(slots.metric("dv_serve_rendering").await, 0.0);
+    assert_eq!(slots.metric("dv_serve_real_time_factor_count").await, 4.0);
+    assert_eq!(slots.metric("dv_serve_time_to_first_audio_seconds_count").await, 4.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_slots_a_client_that_leaves_frees_its_slot_and_a_full_queue_is_429() {
+    let s = Server::start(voices(true), |c| {
+        on_slots(c, 1);
+        c.queue = 0;
+        c.default_voice = "slow".into();
+    })
+    .await;
+    let long = body(json!({ "voice": "slow", "input": "Hello world good speech. ".repeat(20), "speed": 0.5 }));
+    let r = reqwest::Client::new().post(s.url("/v1/audio/speech")).json(&long).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let mut stream = r.bytes_stream();
+    assert!(!stream.next().await.unwrap().unwrap().is_empty());
+    assert_eq!(s.metric("dv_serve_slots_busy").await, 1.0);
+    // The one slot is taken and there is no queue.
+    let busy = reqwest::Client::new().post(s.url("/v1/audio/speech")).json(&long).send().await.unwrap();
+    assert_eq!(busy.status(), 429);
+    drop(stream);
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            s.metric("dv_serve_slots_busy").await == 0.0
+                && s.metric("dv_serve_rendering").await == 0.0
+                && s.metric("dv_serve_renders_cancelled_total").await == 1.0
+                && s.metric("dv_serve_slot_leaves_total").await == 1.0
+        })
+        .await,
+        "the slot was not freed"
+    );
+    // The freed slot serves the next request.
+    let r = reqwest::Client::new()
+        .post(s.url("/v1/audio/speech"))
+        .json(&body(json!({ "voice": "slow", "input": "Bye now.", "response_format": "pcm" })))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.bytes().await.unwrap().len() > 1000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_cuda_slots_without_a_gpu_the_voice_fails_to_load_with_the_reason() {
+    if dv_gpu::driver_available() {
+        eprintln!("a CUDA driver is present: this test is for machines without one");
+        return;
+    }
+    let s = Server::start(voices(false), |c| {
+        c.slots = Some(SlotConfig::new(SlotBackend::Cuda { device: 0 }, 4));
+        c.preload = false;
+    })
+    .await;
+    let r = reqwest::Client::new().post(s.url("/v1/audio/speech")).json(&body(json!({}))).send().await.unwrap();
+    assert_eq!(r.status(), 500);
+    let e: serde_json::Value = r.json().await.unwrap();
+    let msg = e["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("CUDA is unavailable"), "{msg}");
+    // The server is still up.
+    assert_eq!(reqwest::get(s.url("/healthz")).await.unwrap().status(), 200);
+}
+
+/// `Conditioning` is what both backends take.
+#[test]
+fn the_cpu_backend_takes_conditioning_as_the_network_makes_it() {
+    let v = voice();
+    let b = CpuSlots::new(&v, Kernel::detect(), SamplerOptions::default(), 1, 100).unwrap();
+    let c = Conditioning::new(2, v.config().conditioning_width(), vec![0.5; 2 * v.config().conditioning_width()]).unwrap();
+    let p = (b.prepare())(c.clone()).unwrap();
+    assert_eq!(p.data(), c.data());
+    assert!(b.feeds_lead());
+}
