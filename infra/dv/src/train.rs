@@ -28,6 +28,18 @@ pub(crate) struct TrainArgs {
     steps: Option<u64>,
 }
 
+/// The exit status of a run that stopped on SIGTERM after writing a
+/// checkpoint (EX_TEMPFAIL): running it again, or requeueing the job, resumes.
+pub(crate) const STOPPED_EXIT: i32 = 75;
+
+/// Ends a run stopped by SIGTERM with [`STOPPED_EXIT`].
+fn stopped(step: u64) -> ! {
+    eprintln!(
+        "stopped on SIGTERM after step {step} with a checkpoint of it; exit {STOPPED_EXIT} (run again to resume)"
+    );
+    std::process::exit(STOPPED_EXIT)
+}
+
 fn report(s: &RunSummary, ranks: usize, cfg: &RunConfig) {
     println!("steps          {} to {} on {} rank(s), {:.1} s", s.start_step, s.steps, ranks, s.seconds);
     println!("final loss     {:.6}", s.final_loss);
@@ -51,14 +63,21 @@ pub(crate) fn run(a: TrainArgs) -> anyhow::Result<()> {
         }
         cfg.train.steps = steps;
     }
-    if let Some(env) = RankEnv::from_env()? {
-        return gpu_rank(&cfg, env);
-    }
-    if let Some(gpus) = a.gpus {
+    let env = RankEnv::from_env()?;
+    if let (None, Some(gpus)) = (&env, a.gpus) {
         return launch(&a.config, a.steps, gpus, cfg.train.collective_timeout_s);
     }
+    // SIGTERM: stop after the current step with a checkpoint of it (dv_train::stop_flag).
+    signal_hook::flag::register(signal_hook::consts::SIGTERM, dv_train::stop_flag())
+        .context("installing the SIGTERM handler")?;
+    if let Some(env) = env {
+        return gpu_rank(&cfg, env);
+    }
     let mut log = |line: &str| eprintln!("{line}");
-    let s = train_threads(&cfg, a.ranks, &mut log)?;
+    let s = match train_threads(&cfg, a.ranks, &mut log) {
+        Err(dv_train::TrainError::Stopped { step }) => stopped(step),
+        r => r?,
+    };
     report(&s, a.ranks, &cfg);
     Ok(())
 }
@@ -83,6 +102,8 @@ fn gpu_rank(cfg: &RunConfig, env: RankEnv) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        // Every rank stopped after the same step: nothing to abort.
+        Err(dv_train::TrainError::Stopped { step }) => stopped(step),
         Err(e) => {
             coll.abort(&e.to_string());
             Err(e).with_context(|| format!("rank {} of {}", env.rank, env.world))

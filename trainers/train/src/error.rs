@@ -3,6 +3,11 @@ use dv_store::StoreError;
 /// Errors of a training run. Each names what the user can act on.
 #[derive(Debug, thiserror::Error)]
 pub enum TrainError {
+    /// A stop was requested ([`crate::stop_flag`], SIGTERM): every rank
+    /// stopped after `step` and a checkpoint of it was written; running the
+    /// same config again resumes there.
+    #[error("stopped on request after step {step}, with a checkpoint of it: run again to resume")]
+    Stopped { step: u64 },
     /// The run configuration is unreadable or inconsistent.
     #[error("config {path}: {reason}")]
     Config { path: String, reason: String },

@@ -420,7 +420,7 @@ pub fn train_rank(
     // `DV_TRAIN_FLAT=0` keeps the per-parameter path (to compare the two).
     let flat = match std::env::var("DV_TRAIN_FLAT").as_deref() {
         Ok("0") => None,
-        _ => FlatParams::new(&params, 2)?,
+        _ => FlatParams::new(&params, 3)?, // extra: loss sum, audio seconds, stop
     };
     let mut adam = Adam::new(cfg.optimizer, &params)?;
     let mut summary = RunSummary::default();
@@ -528,13 +528,16 @@ pub fn train_rank(
         loss_sum.f_div_scalar(t.batch as f64)?.f_backward()?;
         phases.mark(1);
         let audio_seconds = batch.audio_seconds.unwrap_or(0.0);
+        // Rank 0's stop request, summed with the loss so that every rank sees it (crate::stop).
+        let stop_vote = if rank == 0 && crate::stop::stop_requested() { 1.0 } else { 0.0 };
         match &flat {
-            // One collective, no host round trip before it: the gradients and the two numbers.
+            // One collective, no host round trip before it: the gradients and the three numbers.
             Some(f) => {
                 tch::no_grad(|| -> Result<(), TrainError> {
                     let extra = f.extra()?;
                     extra.f_narrow(0, 0, 1)?.f_copy_(&loss_sum.f_detach()?.f_to_kind(Kind::Float)?.f_reshape([1])?)?;
                     let _ = extra.f_narrow(0, 1, 1)?.f_fill_(audio_seconds)?;
+                    let _ = extra.f_narrow(0, 2, 1)?.f_fill_(stop_vote)?;
                     Ok(())
                 })?;
                 if world > 1 {
@@ -568,6 +571,7 @@ pub fn train_rank(
                 let mut stats = Tensor::from_slice(&[
                     loss_sum.f_to_device(Device::Cpu)?.double_value(&[]) as f32,
                     audio_seconds as f32,
+                    stop_vote as f32,
                 ]);
                 coll.all_reduce_sum(&mut stats, "loss")?;
                 stats
@@ -581,6 +585,7 @@ pub fn train_rank(
         window_samples += t.batch;
         window_audio += stats.double_value(&[1]);
         let done = step + 1;
+        let stop = stats.double_value(&[2]) > 0.0 && done < t.steps;
 
         let mut val_loss = None;
         if t.validate_every > 0 && (done % t.validate_every == 0 || done == t.steps) {
@@ -622,9 +627,9 @@ pub fn train_rank(
                 seed: t.seed,
                 mlflow_run_id: mlflow_run_id.clone(),
             };
-            if done % cfg.checkpoint.every == 0 || done == t.steps || improved {
+            if done % cfg.checkpoint.every == 0 || done == t.steps || improved || stop {
                 let bytes = encode(&state(done), &checkpoint_tensors(&named, &adam))?;
-                if done % cfg.checkpoint.every == 0 || done == t.steps {
+                if done % cfg.checkpoint.every == 0 || done == t.steps || stop {
                     lead.rt.block_on(lead.store.put(&step_name(done), bytes.clone()))?;
                     let names = lead.rt.block_on(lead.store.list(""))?;
                     for old in steps_present(&names).into_iter().skip(cfg.checkpoint.keep_last) {
@@ -638,6 +643,12 @@ pub fn train_rank(
                     lead.tracker.artifact("checkpoint/final.safetensors", &bytes)?;
                 }
             }
+            if stop {
+                (lead.log)(&format!("stop requested: stopped after step {done}, checkpoint {}", step_name(done)));
+            }
+        }
+        if stop {
+            return Err(TrainError::Stopped { step: done });
         }
     }
     summary.steps = t.steps;

@@ -144,3 +144,54 @@ fn steps_on_the_command_line_override_the_config_and_extend_a_finished_run() {
     let o = train(&config).args(["--steps", "0"]).output().unwrap();
     assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("--steps must be at least 1"));
 }
+
+/// SIGTERM (a scheduler's preemption or time-limit warning) stops `dv train`
+/// after the current step on every rank, with a checkpoint of that step,
+/// and exit status 75; run again, it resumes there and ends with exactly
+/// the losses of a run never interrupted.
+#[test]
+fn train_stopped_by_sigterm_checkpoints_and_resumes_with_identical_losses() {
+    let steps = 400;
+    // No periodic checkpoint before the end: the one the stop writes is the only one.
+    let config = |dir: &Path| {
+        let path = write_config(dir, steps);
+        let text = std::fs::read_to_string(&path).unwrap().replace("every = 5\n", "every = 1000\n");
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let whole = tempfile::tempdir().unwrap();
+    let o = train(&config(whole.path())).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let want = losses(&whole.path().join("metrics.jsonl"));
+    assert_eq!(want.len(), steps as usize);
+
+    let d = tempfile::tempdir().unwrap();
+    let cfg = config(d.path());
+    let log = std::fs::File::create(d.path().join("stderr")).unwrap();
+    let mut child = ProcessGroup::spawn(train(&cfg).stdout(Stdio::null()).stderr(log)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while std::fs::read_to_string(d.path().join("metrics.jsonl")).map_or(0, |t| t.lines().count()) < 5 {
+        assert!(child.try_wait().unwrap().is_none(), "the run finished before it could be stopped");
+        assert!(Instant::now() < deadline, "no steps logged");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let status = child.stop().unwrap(); // SIGTERM, then SIGKILL after the group's grace
+    let err = std::fs::read_to_string(d.path().join("stderr")).unwrap();
+    assert_eq!(status.code(), Some(75), "{status}: {err}");
+    let checkpoints: Vec<String> = std::fs::read_dir(d.path().join("ck"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("step-"))
+        .collect();
+    assert_eq!(checkpoints.len(), 1, "{checkpoints:?}");
+    let at: u64 = checkpoints[0].trim_start_matches("step-").trim_end_matches(".safetensors").parse().unwrap();
+    assert!(at >= 5 && at < steps, "stopped mid-run at step {at}");
+    assert!(err.contains(&format!("stopped on SIGTERM after step {at} ")), "{err}");
+    assert_eq!(losses(&d.path().join("metrics.jsonl")).len() as u64, at, "every rank stopped after step {at}");
+
+    let o = train(&cfg).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains(&format!("(step {at})")), "resumed from the stop's checkpoint: {err}");
+    assert_eq!(losses(&d.path().join("metrics.jsonl")), want, "losses after SIGTERM and resume differ");
+}
