@@ -7,7 +7,9 @@
 # credential from the environment in any job script, log or output. Then
 # the chain is submitted again on the unchanged corpus: every stage is
 # recorded as skipped and recipe.lock is unchanged (the scheduled rerun's
-# no-op).
+# no-op). Last, train.sbatch requeues a training job whose ranks stopped on
+# SIGTERM with exit 75 (a stand-in dv: there is no GPU for a real rank here),
+# and the job runs again.
 #
 #   infra/slurm/test/recipe_jobs.sh
 #
@@ -138,6 +140,38 @@ if grep -rlF -e "$AWS_SECRET_ACCESS_KEY" -e "$AWS_ACCESS_KEY_ID" "$work/jobs" "$
     fail "a credential was written (files above)"
 fi
 step "rerun: all 10 stages skipped, recipe.lock unchanged; no credential in any job script, log or output"
+
+step "train.sbatch: a run stopped by SIGTERM (exit 75, as dv train after its checkpoint) requeues and runs again"
+# A dv whose train, the first time, waits for SIGTERM and exits 75 as dv train
+# does after writing its checkpoint; run again, it records the restart count.
+cat >"$work/dv-requeue" <<STUB
+#!/bin/bash
+if [ -e "$work/requeue-stopped" ]; then echo "again restarts=\$SLURM_RESTART_COUNT \$*" >>"$work/requeue-calls"; exit 0; fi
+trap 'touch "$work/requeue-stopped"; echo stopped >>"$work/requeue-calls"; exit 75' TERM
+echo "started \$*" >>"$work/requeue-calls"
+while :; do sleep 0.1; done
+STUB
+chmod +x "$work/dv-requeue"
+id=$(cd "$work" && DV="$work/dv-requeue" sbatch --parsable --ntasks-per-node=1 --gpus-per-node=1 --cpus-per-task=1 \
+    --time=10:00 --output="$work/requeue-%j.out" "$root/infra/slurm/train.sbatch" run.toml)
+for _ in $(seq 300); do grep -q '^started' "$work/requeue-calls" 2>/dev/null && break; sleep 0.1; done
+grep -q '^started' "$work/requeue-calls" || fail "the training job did not start"
+scancel --signal=TERM "$id"   # what --signal=TERM@120 sends the step before the time limit
+for _ in $(seq 300); do
+    job=$(scontrol show job "$id" | tr ' ' '\n')
+    if echo "$job" | grep -qx 'Restarts=1' && echo "$job" | grep -qx 'JobState=PENDING'; then break; fi
+    sleep 0.1
+done
+# Slurm holds a requeued job back for a while (its BeginTime); start it now.
+scontrol update JobId="$id" StartTime=now
+for _ in $(seq 600); do [ -z "$(squeue -h -o %i)" ] && break; sleep 0.1; done
+[ -z "$(squeue -h -o %i)" ] || { squeue >&2; fail "the requeued job did not finish"; }
+state=$(scontrol show job "$id" | tr ' ' '\n' | grep -E '^(JobState|Restarts)=' | tr '\n' ' ')
+[ "$state" = "JobState=COMPLETED Restarts=1 " ] || { cat "$work/requeue-$id.out" >&2; fail "job $id: $state"; }
+[ "$(cat "$work/requeue-calls")" = "$(printf 'started train --config run.toml\nstopped\nagain restarts=1 train --config run.toml')" ] \
+    || { cat "$work/requeue-calls" >&2; fail "not started, stopped, then run again once"; }
+grep -q 'requeueing job' "$work/requeue-$id.out" || fail "train.sbatch did not requeue"
+step "job $id: stopped with exit 75, requeued by train.sbatch, ran again (Restarts=1) and completed"
 
 step "stopping the cluster"
 trap - EXIT

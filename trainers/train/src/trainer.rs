@@ -648,6 +648,11 @@ pub fn train_rank(
             }
         }
         if stop {
+            if world > 1 {
+                // No rank leaves before rank 0 has written the checkpoint: under srun
+                // --kill-on-bad-exit the first exit would kill rank 0 mid-write.
+                coll.all_reduce_sum(&mut Tensor::f_zeros([1], (Kind::Float, device))?, "stop")?;
+            }
             return Err(TrainError::Stopped { step: done });
         }
     }

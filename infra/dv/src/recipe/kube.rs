@@ -303,7 +303,13 @@ impl Kube<'_> {
                         "backoffLimit": 0,
                         "template": {
                             "metadata": { "labels": self.labels(component) },
-                            "spec": { "restartPolicy": "Never", "containers": [container], "volumes": self.volumes() }
+                            "spec": {
+                                "restartPolicy": "Never",
+                                // SIGTERM: dv train checkpoints after the current step and exits 75.
+                                "terminationGracePeriodSeconds": 120,
+                                "containers": [container],
+                                "volumes": self.volumes()
+                            }
                         }
                     } }
                 }]

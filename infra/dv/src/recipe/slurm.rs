@@ -48,6 +48,9 @@ pub(crate) fn write(plan: &Plan, c: &ClusterArgs, dir: &Path) -> anyhow::Result<
                 let _ = writeln!(s, "#SBATCH --ntasks-per-node={}", c.gpus);
                 let _ = writeln!(s, "#SBATCH --gpus-per-node={}", c.gpus);
                 let _ = writeln!(s, "#SBATCH --cpus-per-task={}", c.cpus);
+                // SIGTERM 120 s before the limit or at preemption: dv train checkpoints and
+                // exits 75, and the job requeues itself to resume there.
+                let _ = writeln!(s, "#SBATCH --signal=TERM@120\n#SBATCH --requeue\n#SBATCH --open-mode=append");
             }
         }
         s.push_str("set -euo pipefail\nDV=\"${DV:-dv}\"\n");
@@ -80,7 +83,12 @@ pub(crate) fn write(plan: &Plan, c: &ClusterArgs, dir: &Path) -> anyhow::Result<
             Work::Train { stage, last, .. } => {
                 let cfg = sh(&dir.join("run-configs").join(format!("{stage}.toml")).display().to_string());
                 let _ = writeln!(s, "\"$DV\" recipe train-config \"$RECIPE\" --stage {stage} --out {cfg}");
-                let _ = writeln!(s, "srun --kill-on-bad-exit=1 \"$DV\" train --config {cfg}");
+                let _ = writeln!(
+                    s,
+                    "rc=0\nsrun --kill-on-bad-exit=1 \"$DV\" train --config {cfg} || rc=$?\n\
+                     if [ \"$rc\" -eq 75 ]; then scontrol requeue \"$SLURM_JOB_ID\" || true; fi\n\
+                     if [ \"$rc\" -ne 0 ]; then exit \"$rc\"; fi"
+                );
                 record(&mut s, stage, last);
             }
         }
