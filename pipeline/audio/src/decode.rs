@@ -36,6 +36,7 @@ pub fn decode(path: &Path) -> Result<Decoded, AudioError> {
     if let Some(ext) = path.extension().and_then(|e| e.to_str()) {
         hint.with_extension(ext);
     }
+    let file_len = file.metadata().map_or(0, |m| m.len());
     let mss = MediaSourceStream::new(Box::new(file), Default::default());
     let mut format = symphonia::default::get_probe()
         .format(&hint, mss, &FormatOptions::default(), &MetadataOptions::default())
@@ -47,7 +48,9 @@ pub fn decode(path: &Path) -> Result<Decoded, AudioError> {
         .make(&track.codec_params, &DecoderOptions::default())
         .map_err(|e| AudioError::Unsupported { path: path.to_path_buf(), what: e.to_string() })?;
     let channels = info.channels as usize;
-    let mut samples = Vec::with_capacity(info.frames as usize);
+    // The header's frame count is a claim, not a size: reserve no more than
+    // the file's length (it grows past that only as samples really decode).
+    let mut samples = Vec::with_capacity(info.frames.min(file_len) as usize);
     let mut buf: Option<SampleBuffer<f32>> = None;
     loop {
         let packet = match format.next_packet() {

@@ -37,6 +37,8 @@
 mod render;
 pub mod sentences;
 
+pub use render::parse_durations as parse_hts_durations;
+
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 

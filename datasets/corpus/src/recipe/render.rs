@@ -105,7 +105,8 @@ fn voice_frame(voice: &Path) -> Result<(u32, u32), CorpusError> {
 
 /// Phone segments from `hts_engine -od`: `start end full-context-label` per
 /// line, times in 100 ns units, the phone between the first `-` and `+`.
-pub(crate) fn parse_durations(text: &str) -> Result<Vec<PhoneSpan>, String> {
+/// A malformed line is an error naming its number and text.
+pub fn parse_durations(text: &str) -> Result<Vec<PhoneSpan>, String> {
     let mut spans = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let f: Vec<&str> = line.split_whitespace().collect();

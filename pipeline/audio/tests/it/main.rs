@@ -3,6 +3,7 @@
 
 mod chunk;
 mod dsp;
+mod fuzz;
 mod mfcc;
 mod pitch;
 mod probe;

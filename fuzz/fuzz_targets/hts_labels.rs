@@ -1,0 +1,7 @@
+//! HTS full-context labels with times (`hts_engine -od`).
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|text: &str| {
+    let _ = dv_corpus::recipe::parse_hts_durations(text);
+});
