@@ -50,6 +50,15 @@ pub enum SpeakError {
     /// The voice package is invalid.
     #[error(transparent)]
     Voice(#[from] dv_voice::VoiceError),
+    /// The voice package in `dir` could not be read: the error names the
+    /// package, whatever the check that refused it (a tensor's shape names
+    /// only the tensor).
+    #[error("voice package {}: {source}", dir.display())]
+    Package {
+        dir: PathBuf,
+        #[source]
+        source: dv_voice::VoiceError,
+    },
     /// The CPU networks or sampler refused an input or option.
     #[error(transparent)]
     Synth(#[from] dv_synth::SynthError),

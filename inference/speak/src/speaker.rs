@@ -57,7 +57,8 @@ impl Speaker {
     /// `options.lexicon`, else CMUDict; it is loaded only for a package with
     /// a duration/F0 model (one that can speak text).
     pub fn load(dir: &Path, options: &SpeakerOptions) -> Result<Speaker, SpeakError> {
-        Self::from_package(Voice::read(dir)?, dir, options)
+        let voice = Voice::read(dir).map_err(|source| SpeakError::Package { dir: dir.to_path_buf(), source })?;
+        Self::from_package(voice, dir, options)
     }
 
     /// [`Speaker::load`] for a package already read from `dir` (for

@@ -27,6 +27,8 @@ pub enum VoiceError {
     #[error("invalid config value {key}: {reason}")]
     InvalidValue { key: &'static str, reason: String },
     /// A safetensors file that cannot be parsed.
+    #[error("{}: SHA-256 {got} differs from {expected} in SHA256SUMS: the file is corrupt or was changed after the package was written", path.display())]
+    Checksum { path: PathBuf, expected: String, got: String },
     #[error("{path}: not a valid safetensors file: {reason}")]
     Safetensors { path: PathBuf, reason: String },
     /// A tensor the config requires is absent.

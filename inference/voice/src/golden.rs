@@ -356,6 +356,7 @@ impl Golden {
             tensors.push((G2P_NAMES[0], &g.letters));
             tensors.push((G2P_NAMES[1], &g.tokens));
         }
-        write_atomic(&path, &serialize_safetensors(&path, tensors.into_iter())?)
+        write_atomic(&path, &serialize_safetensors(&path, tensors.into_iter())?)?;
+        crate::checksum::write(dir)
     }
 }

@@ -30,6 +30,9 @@
 //!   every value is a binary16 value, so storage never changes a weight)
 //!   and finite; and no other tensor is present
 //!   ([`VoiceError::UnexpectedTensor`]).
+//! * When the package has a `SHA256SUMS` ([`CHECKSUM_FILE`]), every file
+//!   it lists must have its digest ([`VoiceError::Checksum`] names the
+//!   file); the writers below refresh it after each file.
 //! * [`Voice::write`] runs the same checks before writing anything, so an
 //!   invalid package is never written, and writes each file to a temporary
 //!   name in the same directory, syncs it and renames it over the final name:
@@ -51,6 +54,7 @@
 #![forbid(unsafe_code)]
 
 pub mod catalog;
+mod checksum;
 mod config;
 mod error;
 mod golden;
@@ -65,5 +69,6 @@ pub use config::{
 pub use error::VoiceError;
 pub use golden::{DurationGolden, G2pGolden, G2pWord, Golden};
 pub use layout::expected_tensors;
+pub use checksum::CHECKSUM_FILE;
 pub use package::{read_config, Voice, Weights, CONFIG_FILE, GOLDEN_FILE, MODEL_FILE};
 pub use tensor::Tensor;

@@ -47,6 +47,7 @@ impl Voice {
         check_weights(&config, &weights)?;
         let golden_path = dir.join(GOLDEN_FILE);
         let golden = if golden_path.exists() { Some(Golden::read(&golden_path, &config)?) } else { None };
+        crate::checksum::verify(dir)?;
         Ok(Self { config, weights, golden })
     }
 
@@ -63,7 +64,8 @@ impl Voice {
         let mut json = serde_json::to_vec_pretty(config)
             .map_err(|e| VoiceError::Config { path: path.clone(), reason: e.to_string() })?;
         json.push(b'\n');
-        write_atomic(&path, &json)
+        write_atomic(&path, &json)?;
+        crate::checksum::write(dir)
     }
 
     /// Writes this voice (and its golden data, if any) into `dir`.

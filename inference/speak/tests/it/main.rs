@@ -5,6 +5,7 @@
 //! package directory with a small `lexicon.dict`.
 
 mod calibrate;
+mod corrupt;
 mod package;
 mod plan;
 mod render;

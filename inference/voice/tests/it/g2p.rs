@@ -90,8 +90,8 @@ fn round_trip_with_g2p_is_exact() {
     assert!(json.contains("\"g2p\"") && json.contains("\"graphemes\": \"abcdefghijklmnopqrstuvwxyz'-.\""), "{json}");
     // A package without the section does not write it.
     let plain = small_config();
-    Voice::write(dir.path(), &plain, &weights(&plain)).unwrap();
     fs::remove_file(dir.path().join(GOLDEN_FILE)).unwrap();
+    Voice::write(dir.path(), &plain, &weights(&plain)).unwrap();
     assert!(!fs::read_to_string(dir.path().join(CONFIG_FILE)).unwrap().contains("g2p"));
     assert_eq!(Voice::read(dir.path()).unwrap().config().g2p, None);
 }

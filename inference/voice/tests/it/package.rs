@@ -3,7 +3,7 @@ use std::path::Path;
 
 use dv_voice::{
     expected_tensors, ConditioningConfig, F0Config, Golden, Lineage, Tensor, Voice, VoiceConfig, VoiceError,
-    WavenetConfig, Weights, CONFIG_FILE, MODEL_FILE, PRESETS,
+    WavenetConfig, Weights, CHECKSUM_FILE, CONFIG_FILE, MODEL_FILE, PRESETS,
 };
 
 pub fn small_config() -> VoiceConfig {
@@ -65,7 +65,7 @@ fn round_trip_is_exact() {
     // No temporary files are left behind.
     let names: Vec<String> =
         fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
-    assert_eq!(names.len(), 2, "{names:?}");
+    assert_eq!(names.len(), 3, "config, model and SHA256SUMS: {names:?}");
 }
 
 #[test]
@@ -229,11 +229,34 @@ fn half_exact_tensors_are_stored_in_half_precision_losslessly() {
     }
 }
 
+/// Edits `config.json` by hand and drops `SHA256SUMS`, as in a package
+/// written before the checksum file existed (which is read unchecked).
 pub fn edit_config(dir: &Path, f: impl FnOnce(&mut serde_json::Value)) {
     let p = dir.join(CONFIG_FILE);
     let mut v: serde_json::Value = serde_json::from_str(&fs::read_to_string(&p).unwrap()).unwrap();
     f(&mut v);
     fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
+    let _ = fs::remove_file(dir.join(CHECKSUM_FILE));
+}
+
+#[test]
+fn a_file_changed_after_writing_is_refused_by_its_checksum() {
+    let dir = tempfile::tempdir().unwrap();
+    write_ok(dir.path());
+    let sums = fs::read_to_string(dir.path().join(CHECKSUM_FILE)).unwrap();
+    assert_eq!(sums.lines().count(), 2, "{sums}");
+    assert!(sums.contains("  config.json\n") && sums.contains("  model.safetensors\n"), "{sums}");
+    // A valid edit (a free-form lineage key), but not the written file.
+    let p = dir.path().join(CONFIG_FILE);
+    let text = fs::read_to_string(&p).unwrap().replacen("\"mfcc\": 20", "\"mfcc\": 21", 1);
+    fs::write(&p, text).unwrap();
+    match Voice::read(dir.path()) {
+        Err(e @ VoiceError::Checksum { .. }) => assert!(e.to_string().contains(&p.display().to_string()), "{e}"),
+        other => panic!("expected a checksum error, got {other:?}"),
+    }
+    // Without SHA256SUMS (an older package) the same package reads.
+    fs::remove_file(dir.path().join(CHECKSUM_FILE)).unwrap();
+    Voice::read(dir.path()).unwrap();
 }
 
 #[test]

@@ -1,0 +1,60 @@
+//! `SHA256SUMS`: the SHA-256 of each file of a package, in `sha256sum`'s
+//! format (`<64 hex digits>  <file name>` a line), so that
+//! `sha256sum -c SHA256SUMS` checks a package by hand too. The writers
+//! refresh it after every file they write; [`verify`] refuses a package
+//! whose listed file differs or is gone. A package without the file (one
+//! written before it existed) is read unchecked.
+//!
+//! Why: the golden outputs check what the models compute on a few inputs,
+//! and a corrupt weight that those inputs do not reach passes them (a G2P
+//! weight that moves no argmax, a conditioning weight of a zero input).
+
+use std::fs;
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use crate::error::VoiceError;
+use crate::package::{write_atomic, CONFIG_FILE, GOLDEN_FILE, MODEL_FILE};
+
+/// The checksum file's name.
+pub const CHECKSUM_FILE: &str = "SHA256SUMS";
+
+fn sha256(path: &Path) -> Result<String, VoiceError> {
+    let bytes = fs::read(path).map_err(|source| VoiceError::Io { path: path.to_path_buf(), source })?;
+    Ok(Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Writes `dir/SHA256SUMS` for the package files present in `dir`.
+pub(crate) fn write(dir: &Path) -> Result<(), VoiceError> {
+    let mut text = String::new();
+    for name in [CONFIG_FILE, MODEL_FILE, GOLDEN_FILE] {
+        let path = dir.join(name);
+        if path.exists() {
+            text.push_str(&format!("{}  {name}\n", sha256(&path)?));
+        }
+    }
+    write_atomic(&dir.join(CHECKSUM_FILE), text.as_bytes())
+}
+
+/// Checks every file `dir/SHA256SUMS` lists; without the file, nothing.
+pub(crate) fn verify(dir: &Path) -> Result<(), VoiceError> {
+    let sums = dir.join(CHECKSUM_FILE);
+    if !sums.exists() {
+        return Ok(());
+    }
+    let text = fs::read_to_string(&sums).map_err(|source| VoiceError::Io { path: sums.clone(), source })?;
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let bad = || VoiceError::Config { path: sums.clone(), reason: format!("line {}: {line:?}", i + 1) };
+        let (expected, name) = line.split_once("  ").ok_or_else(bad)?;
+        if expected.len() != 64 || ![CONFIG_FILE, MODEL_FILE, GOLDEN_FILE].contains(&name) {
+            return Err(bad());
+        }
+        let path = dir.join(name);
+        let got = sha256(&path)?;
+        if got != expected {
+            return Err(VoiceError::Checksum { path, expected: expected.to_string(), got });
+        }
+    }
+    Ok(())
+}
