@@ -81,6 +81,9 @@ pub enum BadReason {
     MalformedIndex,
     /// Reference labels that do not parse: the utterance is kept without them.
     MalformedLabels,
+    /// Audio longer than the featurizer takes in one piece
+    /// (`dv_featurize::MAX_UTTERANCE_SECONDS`).
+    TooLong,
 }
 
 impl BadReason {
@@ -98,6 +101,7 @@ impl BadReason {
             BadReason::DuplicateId => "duplicate_id",
             BadReason::MalformedIndex => "malformed_index",
             BadReason::MalformedLabels => "malformed_labels",
+            BadReason::TooLong => "too_long",
         }
     }
 

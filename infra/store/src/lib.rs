@@ -44,14 +44,31 @@ pub enum StoreError {
     /// An object that was asked for does not exist.
     #[error("{url}: no object {name:?}")]
     NotFound { url: String, name: String },
-    /// The store refused or failed a request (after its retries).
-    #[error("{url}: {name:?}: {source}")]
+    /// The store refused or failed a request (after its retries). The
+    /// message carries the causes below `object_store`'s own (a timeout, a
+    /// refused connection), which its message leaves out.
+    #[error("{url}: {name:?}: {}", chain(source))]
     Request {
         url: String,
         name: String,
         #[source]
         source: object_store::Error,
     },
+}
+
+/// An error's message followed by each of its sources' that it does not
+/// already contain.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out = format!("{out}: {text}");
+        }
+        next = cause.source();
+    }
+    out
 }
 
 /// How a store is reached: its builder's settings and how failed requests

@@ -14,6 +14,13 @@ pub enum FeaturizeError {
     Polars(#[from] polars::prelude::PolarsError),
     #[error("audio DSP: {0}")]
     Audio(#[from] dv_audio::AudioError),
+    /// An utterance longer than [`crate::MAX_UTTERANCE_SECONDS`] (a bad item).
+    #[error(
+        "{}: {seconds:.1} s of audio, longer than the limit of {limit} s an utterance (MAX_UTTERANCE_SECONDS); \
+         cut the recording into sentences",
+        path.display()
+    )]
+    TooLong { path: std::path::PathBuf, seconds: f64, limit: f64 },
     #[error("{0}")]
     Shard(String),
 }

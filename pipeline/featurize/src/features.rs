@@ -8,6 +8,16 @@ use dv_corpus::{ReferenceLabels, Utterance};
 
 use crate::FeaturizeError;
 
+/// The longest utterance featurized, in seconds. Training reads 1.25 s chunks
+/// of sentence-long utterances (LJSpeech's longest is 10.1 s, VCTK's about
+/// 16 s); a longer file is a recording to cut into sentences first. An
+/// utterance is featurized whole in memory (its samples, mu-law codes, MFCC,
+/// F0 and chunks at once), so this bounds a worker's memory: a longer one is
+/// a bad item ([`FeaturizeError::TooLong`], reason `too_long`), refused from
+/// its header before it is decoded, or after decoding where the header did
+/// not give its length.
+pub const MAX_UTTERANCE_SECONDS: f64 = 60.0;
+
 /// Everything the feature shard stores about one utterance.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UtteranceFeatures {
@@ -55,7 +65,16 @@ impl Dsp {
 
 /// Computes the features of one utterance with a worker's DSP plan.
 pub(crate) fn features_with(dsp: &mut Dsp, u: &Utterance) -> Result<UtteranceFeatures, FeaturizeError> {
+    let too_long =
+        |seconds: f64| FeaturizeError::TooLong { path: u.audio.clone().into(), seconds, limit: MAX_UTTERANCE_SECONDS };
+    if u.duration > MAX_UTTERANCE_SECONDS {
+        return Err(too_long(u.duration));
+    }
     let decoded = decode(Path::new(&u.audio))?;
+    let seconds = decoded.samples.len() as f64 / f64::from(decoded.info.sample_rate.max(1));
+    if seconds > MAX_UTTERANCE_SECONDS {
+        return Err(too_long(seconds));
+    }
     let audio = resample(&decoded.samples, decoded.info.sample_rate, dsp.rate)?;
     let mut codes = vec![0u8; audio.len()];
     mulaw::encode_into(&audio, &mut codes);

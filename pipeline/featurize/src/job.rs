@@ -94,6 +94,7 @@ fn bad_reason(e: &FeaturizeError) -> BadReason {
             BadReason::MissingAudio
         }
         FeaturizeError::Audio(AudioError::Truncated { .. }) => BadReason::TruncatedAudio,
+        FeaturizeError::TooLong { .. } => BadReason::TooLong,
         FeaturizeError::Audio(AudioError::Empty { .. }) => BadReason::EmptyAudio,
         FeaturizeError::Audio(AudioError::Unsupported { .. } | AudioError::Resample { .. }) => {
             BadReason::UnsupportedAudio

@@ -51,6 +51,6 @@ mod stage;
 
 pub use dv_store::{Store, StoreError};
 pub use error::FeaturizeError;
-pub use features::{featurize_utterance, UtteranceFeatures};
+pub use features::{featurize_utterance, UtteranceFeatures, MAX_UTTERANCE_SECONDS};
 pub use job::{run, Job, Report, ShardSpec};
 pub use stage::{is_remote, stage_corpus, Staged};

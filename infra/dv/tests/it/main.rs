@@ -2,6 +2,7 @@
 
 mod align;
 mod cluster;
+mod fault;
 mod recipe;
 mod s3;
 mod serve;

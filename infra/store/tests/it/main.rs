@@ -174,6 +174,7 @@ fn errors_and_stalls_are_retried_until_the_store_answers() {
     let t = Instant::now();
     block_on(store.put("shards/a.bin", b"payload".to_vec())).unwrap();
     let took = t.elapsed();
+    eprintln!("stored after {took:?} and {} connections", p.connections.load(Ordering::SeqCst));
     assert!(p.connections.load(Ordering::SeqCst) >= 5, "{} connections", p.connections.load(Ordering::SeqCst));
     // The stalled attempt alone waited out the 2 s request timeout.
     assert!(took >= Duration::from_secs(2), "{took:?}");
@@ -193,6 +194,7 @@ fn a_store_that_keeps_failing_is_a_clear_error_after_the_retries() {
     assert!(took >= Duration::from_millis(50), "{took:?}");
     assert!(matches!(err, StoreError::Request { .. }), "{err:?}");
     let msg = err.to_string();
+    eprintln!("after {took:?}: {msg}");
     for part in ["s3://faults/down", "shards/b.bin", "503", "retries"] {
         assert!(msg.contains(part), "{part:?} not in {msg:?}");
     }
@@ -213,8 +215,9 @@ fn a_store_that_never_answers_times_out_and_names_the_object() {
     assert_eq!(p.connections.load(Ordering::SeqCst), 3);
     assert!(took >= Duration::from_millis(1500) && took < Duration::from_secs(20), "{took:?}");
     let msg = err.to_string();
+    eprintln!("after {took:?}: {msg}");
     assert!(msg.contains("s3://faults/slow") && msg.contains("shards/c.bin"), "{msg}");
-    assert!(msg.to_ascii_lowercase().contains("timed out") || msg.contains("timeout"), "{msg}");
+    assert!(msg.contains("timed out"), "{msg}");
 }
 
 #[test]

@@ -115,3 +115,39 @@ fn shard_workers_write_disjoint_outputs_and_the_last_writes_the_manifest() {
     assert_eq!(m["shards"].as_array().unwrap().len(), 3);
     assert!("3/3".parse::<ShardSpec>().is_err() && "a/b".parse::<ShardSpec>().is_err());
 }
+
+/// `seconds` of a 16-bit mono tone at 16 kHz.
+fn tone_wav(path: &Path, seconds: f64) {
+    let rate: u32 = 16_000;
+    let n = (seconds * f64::from(rate)) as u32;
+    let mut b = b"RIFF".to_vec();
+    b.extend_from_slice(&(36 + 2 * n).to_le_bytes());
+    b.extend_from_slice(b"WAVEfmt ");
+    for v in [16u32.to_le_bytes(), [1, 0, 1, 0], rate.to_le_bytes(), (rate * 2).to_le_bytes(), [2, 0, 16, 0]] {
+        b.extend_from_slice(&v);
+    }
+    b.extend_from_slice(b"data");
+    b.extend_from_slice(&(2 * n).to_le_bytes());
+    for i in 0..n {
+        b.extend_from_slice(&(((i as f32 * 0.11).sin() * 8000.0) as i16).to_le_bytes());
+    }
+    std::fs::write(path, b).unwrap();
+}
+
+#[test]
+fn an_utterance_over_the_length_limit_is_a_bad_item_naming_the_limit() {
+    let d = tempfile::tempdir().unwrap();
+    let limit = dv_featurize::MAX_UTTERANCE_SECONDS;
+    tone_wav(&d.path().join("at.wav"), limit);
+    tone_wav(&d.path().join("over.wav"), limit + 0.5);
+    let list = d.path().join("list.tsv");
+    std::fs::write(&list, "path\ttext\nat.wav\tA tone.\nover.wav\tA longer tone.\n").unwrap();
+    let out = d.path().join("feat");
+    let r = run(&Job { shards: Some(1), ..job(&list, &out) }, &mut |_| {}).unwrap();
+    assert_eq!(r.utterances, 1, "the utterance at the limit is featurized");
+    assert_eq!(r.skipped.get("too_long"), Some(&1), "{:?}", r.skipped);
+    let bad = read(&out.join("bad/shard-00000-of-00001.parquet"));
+    let detail = bad.column("detail").unwrap().str().unwrap().get(0).unwrap().to_string();
+    assert!(detail.contains("over.wav") && detail.contains("60.5 s") && detail.contains("limit of 60 s"), "{detail}");
+    assert_eq!(bad.column("reason").unwrap().str().unwrap().get(0), Some("too_long"));
+}
