@@ -47,7 +47,8 @@ use super::run::{parts_of, run_dir};
 pub(crate) struct ClusterArgs {
     /// Run the stages as cluster jobs instead of in this process: `slurm` (sbatch scripts chained
     /// with afterok; submitted at once unless --emit) or `kubernetes` (manifests; needs --emit).
-    #[arg(long, value_enum)]
+    /// Every job runs all its stages; --stage, --dry-run and the --force options do not apply.
+    #[arg(long, value_enum, conflicts_with_all = ["stage", "stop_stage", "dry_run", "force", "force_downstream"])]
     pub on: Option<Scheduler>,
     /// Write the job scripts or manifests, and a submit.sh that submits them in order, to this
     /// directory; submit nothing.

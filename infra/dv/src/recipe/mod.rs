@@ -56,7 +56,8 @@
 //! file:// URL); featurize alone stages object-store corpora. A stage's log
 //! holds the recipe's lines and the trainer's; what the in-process `dv
 //! align`/`export`/`synth` paths print goes to the terminal only. Training
-//! runs on one process (CPU ranks as threads, or one GPU).
+//! runs on one process (CPU ranks as threads, or one GPU), except as cluster
+//! jobs (`--on`, [`emit`]), where a GPU stage trains one rank per GPU.
 
 mod command;
 mod config;
