@@ -173,6 +173,18 @@ fn recipe_emits_slurm_jobs_chained_by_afterok() {
         assert_eq!(call.contains(&dep), i > 0, "job {} waits for job {i}: {call}", i + 1);
     }
     assert!(String::from_utf8_lossy(&o.stdout).contains("08-export.sbatch 108"));
+
+    // Without --emit: the same scripts under OUT/slurm, submitted at once.
+    let mut c = Command::new(env!("CARGO_BIN_EXE_dv"));
+    c.args(["recipe", "run", r.to_str().unwrap(), "--on", "slurm"]).env("DV_HOME", &home).env("PATH", with_path(&bin));
+    for (k, v) in SECRETS {
+        c.env(k, v);
+    }
+    let printed = ok(&c.output().unwrap());
+    assert!(printed.contains("submitting with") && printed.contains("08-export.sbatch 116"), "{printed}");
+    let calls = std::fs::read_to_string(bin.join("calls")).unwrap();
+    assert_eq!(calls.lines().filter(|l| l.contains(&format!("{}/slurm/", out.display()))).count(), 8, "{calls}");
+    assert_eq!(no_secret_in(&out.join("slurm")), 9);
 }
 
 #[test]
