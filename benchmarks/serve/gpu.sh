@@ -10,7 +10,9 @@
 # On the device machine, from the repository root:
 #   benchmarks/serve/gpu.sh $OUT
 # Knobs: LEVELS (concurrencies, default "1 64 512 1024 2048 3072 4096"), DURATION (s per level,
-# default 25), SLOTS (default 4096), KERNEL_STREAMS (gpu-streams counts, default
+# default 25), SLOTS (default 4096), SLOT_BLOCK (samples per launch, dv-serve's --slot-block,
+# default its own 1638 = 0.1 s: larger hides more per-launch host work, each request's first audio
+# waits about two launches), KERNEL_STREAMS (gpu-streams counts, default
 # "1024,2048,3072,4096,5120"), DEVICE (cuda; cpu-slots tries the script on a machine without a GPU,
 # skipping the kernel bench). Results: $OUT/summary.md, levels.jsonl (one line per concurrency,
 # benchmarks/serve/gpu_streams.py), gpu-streams.jsonl/.txt, oha.json, metrics-*.txt, server.log.
@@ -35,6 +37,8 @@ device=${DEVICE:-cuda}
 levels=(${LEVELS:-1 64 512 1024 2048 3072 4096})
 duration=${DURATION:-25}
 slots=${SLOTS:-4096}
+block_args=()
+[ -n "${SLOT_BLOCK:-}" ] && block_args=(--slot-block "$SLOT_BLOCK")
 port=${PORT:-18282}
 mkdir -p "$out/bin"
 source "$here/benchmarks/device_env.sh"
@@ -75,9 +79,9 @@ print(best)' "$out/gpu-streams.jsonl" 2>/dev/null || echo 0)
 fi
 
 # 2. The server: kernel 2 compiled for the voice and checked against the CPU reference at load.
-stamp "dv-serve --device $device --slots $slots"
+stamp "dv-serve --device $device --slots $slots ${block_args[*]}"
 t0=$(date +%s%N)
-"$out/bin/dv-serve" --port "$port" --device "$device" --slots "$slots" --queue "$slots" \
+"$out/bin/dv-serve" --port "$port" --device "$device" --slots "$slots" --queue "$slots" "${block_args[@]}" \
     --voices "$here/inference/voices" --voice slt > "$out/server.log" 2>&1 &
 server=$!
 ready=0
@@ -101,6 +105,28 @@ for n in "${levels[@]}"; do
     python3 "$here/benchmarks/serve/gpu_streams.py" "$url" "$n" "$duration" "$text" | tee -a "$out/levels.jsonl"
     curl -s "$url/metrics" > "$out/metrics-$n.txt"
     grep -E "^dv_serve_(slots|slot_|rendering|queue_depth|active_streams|real_time_factor_(sum|count)|renders_cancelled)" "$out/metrics-$n.txt" | tr '\n' ' '; echo
+    # Per launch, this level alone (the counters are cumulative): where the time went.
+    python3 - "$out" "$n" "${prev:-}" <<'PY' | tee -a "$out/launches.txt"
+import sys
+out, n, prev = sys.argv[1], sys.argv[2], sys.argv[3]
+def read(p):
+    d = {}
+    for l in open(p):
+        if l.startswith("dv_serve_slot"):
+            k, v = l.split()
+            d[k] = float(v)
+    return d
+a = read(f"{out}/metrics-{n}.txt")
+b = read(f"{out}/metrics-{prev}.txt") if prev else {}
+d = {k: a[k] - b.get(k, 0.0) for k in a}
+L = d.get("dv_serve_slot_launches_total", 0)
+if L:
+    ms = lambda k: 1000 * d.get(f"dv_serve_slot_{k}_seconds_total", 0) / L
+    print(f"level {n}: {L:.0f} launches, {d['dv_serve_slot_samples_total'] / L:.0f} samples each; per launch ms: "
+          + ", ".join(f"{k} {ms(k):.1f}" for k in ["stage", "upload", "kernel", "download", "gap", "wait", "scheduler_busy"])
+          + f"; starved slot-launches {d.get('dv_serve_slot_starved_total', 0) / L:.1f} per launch")
+PY
+    prev=$n
 done
 
 # 4. oha (a second load generator) at the largest concurrency that stayed real time.
@@ -145,4 +171,5 @@ for r in rows:
     print(f"| {r['concurrency']} | {r['responses']} | {r['ok']} | {100 * r['realtime_fraction']:.1f} % | "
           f"{ms(r['ttfa_p50_s'])} | {ms(r['ttfa_p99_s'])} | {x(r['speed_p1'])} | {x(r['speed_p50'])} | {lag} | {r['statuses']} |")
 PY
+{ echo; echo "Per launch (dv-serve's /metrics, each level alone):"; cat "$out/launches.txt" 2>/dev/null; } | tee -a "$out/summary.md"
 rm -rf "$out/bin" "$out/lib"

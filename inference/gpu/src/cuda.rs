@@ -18,6 +18,9 @@ use crate::model::{MultiLayout, SingleLayout, Sizes, Stored, Weights, A};
 use crate::sampling::{rng_state, GpuSampling};
 use crate::source::{MultiKernel, MultiPlan, SinglePlan};
 
+mod pipeline;
+pub use pipeline::{PipeTimes, Pipelined};
+
 fn driver(call: &'static str) -> impl FnOnce(DriverError) -> GpuError {
     move |e| GpuError::Driver { call, reason: e.to_string() }
 }

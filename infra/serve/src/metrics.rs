@@ -207,5 +207,24 @@ impl Metrics {
             sum(&|s| s.samples.load(r)),
             sum(&|s| s.left.load(r)),
         );
+        let seconds = [
+            ("stage", "Host seconds filling launches' conditioning windows (page-locked, while the launch before runs).", sum(&|s| s.stage_us.load(r))),
+            ("upload", "Device seconds copying launches' windows to the GPU (copy stream).", sum(&|s| s.upload_us.load(r))),
+            ("kernel", "Device seconds in the sampling kernel (CPU slots: sampling).", sum(&|s| s.kernel_us.load(r))),
+            ("download", "Device seconds copying launches' codes back.", sum(&|s| s.download_us.load(r))),
+            ("gap", "Device idle seconds between back-to-back launches: the kernel waiting for the host.", sum(&|s| s.gap_us.load(r))),
+            ("wait", "Scheduler seconds blocked waiting for a launch's codes.", sum(&|s| s.wait_us.load(r))),
+            ("scheduler_busy", "Scheduler seconds working while launches were in flight (commands, starts, staging, handing out audio).", sum(&|s| s.busy_us.load(r))),
+        ];
+        for (what, help, us) in seconds {
+            let name = format!("dv_serve_slot_{what}_seconds_total");
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}", us as f64 / 1e6);
+        }
+        let name = "dv_serve_slot_starved_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Slot-launches lost: slots held by a request with nothing to sample yet (conditioning not ready).\n# TYPE {name} counter\n{name} {}",
+            sum(&|s| s.starved.load(r))
+        );
     }
 }

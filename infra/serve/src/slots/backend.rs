@@ -62,8 +62,36 @@ pub trait MultiBackend: Send + 'static {
     /// The slots stop and stay idle until started again.
     fn stop(&mut self, slots: &[usize]) -> Result<(), SlotError>;
 
-    /// Advances every started slot by up to `steps` samples (at most the
-    /// scheduler's block). `out` is `[slots, steps]`: each slot's mu-law
-    /// codes, −1 where it was idle or had finished.
-    fn advance(&mut self, steps: usize, out: &mut [i32]) -> Result<(), SlotError>;
+    /// Launches this backend may have in flight: the scheduler submits up
+    /// to this many before it collects the oldest (2 on the GPU: launch
+    /// k + 1 is prepared and uploaded while launch k runs).
+    fn depth(&self) -> usize {
+        1
+    }
+
+    /// Queues one launch advancing every started slot by up to `steps`
+    /// samples (at most the scheduler's block). Starts and stops made
+    /// after it take effect from the next launch.
+    fn submit(&mut self, steps: usize) -> Result<(), SlotError>;
+
+    /// The oldest submitted launch's codes, waiting for it: `out` is
+    /// `[slots, steps]`, each slot's mu-law codes, −1 where it was idle or
+    /// had finished; and where its time went.
+    fn collect(&mut self, out: &mut [i32]) -> Result<LaunchTimes, SlotError>;
+}
+
+/// Where one launch's time went (seconds), for `/metrics`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LaunchTimes {
+    /// Host time filling the launch's conditioning windows.
+    pub stage_s: f64,
+    /// The windows' copy to the device.
+    pub upload_s: f64,
+    /// The kernel (on the CPU backend: the sampling).
+    pub kernel_s: f64,
+    /// The codes' copy back.
+    pub download_s: f64,
+    /// The device idle between the previous launch and this one while this
+    /// one was already submitted: the kernel waiting for the host.
+    pub gap_s: f64,
 }

@@ -4,13 +4,20 @@
 //! samples are exactly those of `Speaker::render` on the CPU with the same
 //! kernel and options (the sampler's output does not depend on how a
 //! sentence is cut into blocks).
+//!
+//! A launch is sampled when it is submitted and its codes wait in a queue
+//! until collected; [`CpuSlots::with_depth`] lets the scheduler keep more
+//! than one in flight, as it does on the GPU (what the scheduler's
+//! pipelining is tested with).
 
+use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Instant;
 
 use dv_synth::{Kernel, Rng, Sampler, SamplerOptions, Sampling, Scratch, SILENCE};
 use dv_voice::Voice;
 
-use super::backend::{MultiBackend, Prepare, SlotError, SlotSentence};
+use super::backend::{LaunchTimes, MultiBackend, Prepare, SlotError, SlotSentence};
 
 struct Busy {
     sentence: Arc<SlotSentence>,
@@ -27,6 +34,9 @@ pub struct CpuSlots {
     spare: Vec<Scratch>,
     codes: Vec<u8>,
     max_samples: usize,
+    depth: usize,
+    /// Submitted launches' codes (`[slots, steps]`) and sampling seconds.
+    done: VecDeque<(Vec<i32>, f64)>,
 }
 
 impl CpuSlots {
@@ -46,7 +56,15 @@ impl CpuSlots {
             spare: Vec::new(),
             codes: Vec::new(),
             max_samples,
+            depth: 1,
+            done: VecDeque::new(),
         })
+    }
+
+    /// Lets the scheduler keep up to `depth` (≥ 1) launches in flight.
+    pub fn with_depth(mut self, depth: usize) -> Self {
+        self.depth = depth.max(1);
+        self
     }
 }
 
@@ -102,11 +120,19 @@ impl MultiBackend for CpuSlots {
         Ok(())
     }
 
-    fn advance(&mut self, steps: usize, out: &mut [i32]) -> Result<(), SlotError> {
-        out.fill(-1);
-        if out.len() != self.slots.len() * steps {
-            return Err(SlotError::Slot { slot: 0, reason: format!("{} outputs for {steps} steps", out.len()) });
+    fn depth(&self) -> usize {
+        self.depth
+    }
+
+    fn submit(&mut self, steps: usize) -> Result<(), SlotError> {
+        if steps == 0 || self.done.len() >= self.depth {
+            return Err(SlotError::Slot {
+                slot: 0,
+                reason: format!("{steps} steps with {} launches in flight", self.done.len()),
+            });
         }
+        let t = Instant::now();
+        let mut out = vec![-1; self.slots.len() * steps];
         self.codes.resize(steps, 0);
         for (k, place) in self.slots.iter_mut().enumerate() {
             let Some(b) = place else { continue };
@@ -128,6 +154,21 @@ impl MultiBackend for CpuSlots {
                 }
             }
         }
+        self.done.push_back((out, t.elapsed().as_secs_f64()));
         Ok(())
+    }
+
+    fn collect(&mut self, out: &mut [i32]) -> Result<LaunchTimes, SlotError> {
+        let Some((codes, kernel_s)) = self.done.pop_front() else {
+            return Err(SlotError::Slot { slot: 0, reason: "no launch in flight".into() });
+        };
+        if out.len() != codes.len() {
+            return Err(SlotError::Slot {
+                slot: 0,
+                reason: format!("{} outputs for {} codes", out.len(), codes.len()),
+            });
+        }
+        out.copy_from_slice(&codes);
+        Ok(LaunchTimes { kernel_s, ..LaunchTimes::default() })
     }
 }

@@ -1,26 +1,35 @@
 //! [`CudaSlots`]: `dv-gpu`'s kernel 2 (the multi-stream kernel, the
 //! fastest plan for the voice's size and the device) as the scheduler's
-//! backend. Each slot reads its conditioning from its own window of the
-//! device pool ([`MultiStream::with_windows`]), refilled from the slot's
-//! sentence before every launch: one copy of every busy slot's next frames,
-//! one of their offsets, then a launch over the blocks up to the last busy
-//! slot ([`MultiStream::advance_first`]; the scheduler fills the lowest free
-//! slots first), so a launch costs what the busy slots cost.
+//! backend, through [`dv_gpu::Pipelined`]: each slot reads its conditioning
+//! from its own window of the device pool, and nothing a launch needs from
+//! the host is serialized with the kernel before it. While launch k runs,
+//! [`MultiBackend::submit`] fills launch k + 1's windows (every busy slot's
+//! next frames, by the slot's predicted position: a launch advances a slot
+//! by `min(steps, left)`) into page-locked memory on a few threads
+//! ([`fill_windows`]), a copy stream uploads them, and the launch is queued
+//! behind launch k and that upload; starts and stops are queued on the
+//! compute stream between the two, so they take effect at the boundary;
+//! [`MultiBackend::collect`] waits for launch k's codes (copied back
+//! asynchronously). Each launch covers the blocks up to the last busy slot
+//! (the scheduler fills the lowest free slots first), so a launch costs
+//! what the busy slots cost.
 //!
 //! The voice is checked first as `dv bench gpu-streams` checks a plan:
 //! two blocks of slots against the CPU reference with the voice's weights
 //! rounded to bfloat16 (per-step distributions within 1e-3); a voice that
 //! fails is refused.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Instant;
 
 use dv_gpu::parity::{bf16_rounded, multi_parity};
-use dv_gpu::{GpuDevice, GpuSampling, MultiPlan, MultiStream, StreamStart, Weights};
+use dv_gpu::{GpuDevice, GpuSampling, MultiPlan, MultiStream, Pipelined, StreamStart, Weights};
 use dv_synth::random::random_conditioning;
 use dv_synth::{Conditioning, Sampling};
 use dv_voice::Voice;
 
-use super::backend::{MultiBackend, Prepare, SlotError, SlotSentence};
+use super::backend::{LaunchTimes, MultiBackend, Prepare, SlotError, SlotSentence};
 
 /// The bound on the parity check's per-step distributions (bfloat16
 /// weights; `dv bench gpu-streams` uses the same).
@@ -31,17 +40,78 @@ struct Busy {
     pos: usize,
 }
 
-/// Kernel 2 on GPU 0 with conditioning windows.
+/// Fills a launch's windows: for each slot `k` of `sources` (`None`:
+/// idle), `stage[k]` (`[window, width]`) gets frames `pos / hop ..` of its
+/// rows (`[F, width]`, as many as there are, up to `window`), and
+/// `first[k] = pos / hop`; an idle slot's row 0 is zeroed (the kernel reads
+/// it) and its first frame is 0. Spread over `threads` threads (the copy is
+/// memory-bound: about 10 kB per frame, 2.6 MB per stream per second of
+/// audio with the shipped voice). Returns the frames copied.
+pub fn fill_windows(
+    sources: &[Option<(&[f32], usize)>],
+    hop: usize,
+    window: usize,
+    width: usize,
+    stage: &mut [f32],
+    first: &mut Vec<usize>,
+    threads: usize,
+) -> usize {
+    let per = window * width;
+    first.clear();
+    first.extend(sources.iter().map(|s| s.map_or(0, |(_, pos)| pos / hop.max(1))));
+    let stage = &mut stage[..sources.len() * per];
+    let fill = |srcs: &[Option<(&[f32], usize)>], firsts: &[usize], dst: &mut [f32]| -> usize {
+        let mut frames = 0;
+        for ((src, &f0), win) in srcs.iter().zip(firsts).zip(dst.chunks_mut(per)) {
+            match src {
+                Some((rows, _)) => {
+                    let avail = (rows.len() / width).saturating_sub(f0);
+                    let take = window.min(avail);
+                    win[..take * width].copy_from_slice(&rows[f0 * width..(f0 + take) * width]);
+                    frames += take;
+                }
+                None => win[..width].fill(0.0),
+            }
+        }
+        frames
+    };
+    let threads = threads.clamp(1, sources.len().max(1));
+    if threads == 1 {
+        return fill(sources, first, stage);
+    }
+    let chunk = sources.len().div_ceil(threads);
+    std::thread::scope(|sc| {
+        let jobs: Vec<_> = sources
+            .chunks(chunk)
+            .zip(first.chunks(chunk))
+            .zip(stage.chunks_mut(chunk * per))
+            .map(|((srcs, firsts), dst)| sc.spawn(move || fill(srcs, firsts, dst)))
+            .collect();
+        jobs.into_iter().map(|j| j.join().unwrap_or(0)).sum()
+    })
+}
+
+/// Threads filling windows: the cores, at most 8 (the copy is
+/// memory-bound; the rest run the conditioning network).
+fn fill_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8)
+}
+
+/// Kernel 2 on GPU 0 with double-buffered conditioning windows.
 pub struct CudaSlots {
-    gpu: MultiStream,
+    gpu: Pipelined,
     hop: usize,
     width: usize,
     window: usize,
     steps: usize,
     max_samples: usize,
+    /// Each slot's sentence and the position its next launch starts at.
     slots: Vec<Option<Busy>>,
-    staging: Vec<f32>,
     first: Vec<usize>,
+    /// Per launch in flight: whether it ran on the GPU (no busy slot: no
+    /// launch), its steps, and its host staging seconds.
+    flights: VecDeque<(bool, usize, f64)>,
+    threads: usize,
     sampling: GpuSampling,
     weights: Arc<Weights>,
     plan: MultiPlan,
@@ -85,9 +155,9 @@ impl CudaSlots {
                 ),
             }));
         }
-        let gpu = MultiStream::with_windows(dev, &w, plan, slots, steps, max_samples.div_ceil(hop))?;
+        let gpu = Pipelined::new(dev, &w, plan, slots, steps, max_samples.div_ceil(hop))?;
         let n = gpu.slots();
-        let window = gpu.window_frames().unwrap_or(0);
+        let window = gpu.window_frames();
         Ok(Self {
             hop,
             width: w.sizes.conditioning_width(),
@@ -95,8 +165,9 @@ impl CudaSlots {
             steps,
             max_samples,
             slots: (0..n).map(|_| None).collect(),
-            staging: Vec::new(),
             first: Vec::new(),
+            flights: VecDeque::new(),
+            threads: fill_threads(),
             sampling: GpuSampling::new(Sampling::Direct)?,
             weights: Arc::new(w),
             plan,
@@ -174,40 +245,31 @@ impl MultiBackend for CudaSlots {
         Ok(())
     }
 
-    fn advance(&mut self, steps: usize, out: &mut [i32]) -> Result<(), SlotError> {
-        let n = self.slots.len();
-        if steps == 0 || steps > self.steps || out.len() != n * steps {
-            return Err(SlotError::Slot {
-                slot: 0,
-                reason: format!("{steps} steps (at most {}) into {} outputs", self.steps, out.len()),
-            });
+    fn depth(&self) -> usize {
+        Pipelined::DEPTH
+    }
+
+    fn submit(&mut self, steps: usize) -> Result<(), SlotError> {
+        if steps == 0 || steps > self.steps {
+            return Err(SlotError::Slot { slot: 0, reason: format!("{steps} steps (at most {})", self.steps) });
         }
         // Windows for slots 0 ..= the last busy one: the scheduler fills the lowest free slots first.
         let used = self.slots.iter().rposition(Option::is_some).map_or(0, |k| k + 1);
         if used == 0 {
-            out.fill(-1);
+            self.flights.push_back((false, steps, 0.0));
             return Ok(());
         }
-        let (wf, width) = (self.window, self.width);
-        self.staging.clear();
-        self.staging.resize(used * wf * width, 0.0);
-        self.first.clear();
-        for (k, slot) in self.slots[..used].iter().enumerate() {
-            let Some(b) = slot else {
-                self.first.push(0);
-                continue;
-            };
-            let f0 = b.pos / self.hop;
-            let frames = b.sentence.cond.frames();
-            let take = wf.min(frames.saturating_sub(f0));
-            let src = &b.sentence.cond.data()[f0 * width..(f0 + take) * width];
-            self.staging[k * wf * width..k * wf * width + src.len()].copy_from_slice(src);
-            self.first.push(f0);
-        }
-        self.gpu.set_windows(&self.staging, &self.first)?;
-        // Only the blocks up to the last busy slot run.
-        let run = self.gpu.advance_first(used, steps, self.sampling)?;
-        out.copy_from_slice(&run.samples);
+        let t = Instant::now();
+        let (hop, window, width, threads) = (self.hop, self.window, self.width, self.threads);
+        let sources: Vec<Option<(&[f32], usize)>> =
+            self.slots[..used].iter().map(|s| s.as_ref().map(|b| (b.sentence.cond.data(), b.pos))).collect();
+        let stage = self.gpu.stage()?;
+        fill_windows(&sources, hop, window, width, stage, &mut self.first, threads);
+        drop(sources);
+        let stage_s = t.elapsed().as_secs_f64();
+        self.gpu.submit(used, &self.first, steps, self.sampling)?;
+        self.flights.push_back((true, steps, stage_s));
+        // Where the next launch starts: every busy slot moved by min(steps, left).
         for slot in self.slots.iter_mut() {
             if let Some(b) = slot {
                 b.pos = (b.pos + steps).min(b.sentence.samples);
@@ -217,5 +279,26 @@ impl MultiBackend for CudaSlots {
             }
         }
         Ok(())
+    }
+
+    fn collect(&mut self, out: &mut [i32]) -> Result<LaunchTimes, SlotError> {
+        let Some((launched, steps, stage_s)) = self.flights.pop_front() else {
+            return Err(SlotError::Slot { slot: 0, reason: "no launch in flight".into() });
+        };
+        if out.len() != self.slots.len() * steps {
+            return Err(SlotError::Slot { slot: 0, reason: format!("{} outputs for {steps} steps", out.len()) });
+        }
+        if !launched {
+            out.fill(-1);
+            return Ok(LaunchTimes { stage_s, ..LaunchTimes::default() });
+        }
+        let t = self.gpu.collect(out)?;
+        Ok(LaunchTimes {
+            stage_s,
+            upload_s: f64::from(t.upload_ms) / 1e3,
+            kernel_s: f64::from(t.kernel_ms) / 1e3,
+            download_s: f64::from(t.download_ms) / 1e3,
+            gap_s: t.gap_ms.map_or(0.0, |g| f64::from(g) / 1e3),
+        })
     }
 }

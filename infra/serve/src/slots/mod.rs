@@ -34,7 +34,7 @@ mod cpu;
 mod cuda;
 mod scheduler;
 
-pub use backend::{MultiBackend, Prepare, SlotError, SlotSentence};
+pub use backend::{LaunchTimes, MultiBackend, Prepare, SlotError, SlotSentence};
 pub use cpu::CpuSlots;
-pub use cuda::CudaSlots;
+pub use cuda::{fill_windows, CudaSlots};
 pub use scheduler::{Scheduler, SlotEvent, SlotStats, SlotStream};

@@ -6,9 +6,23 @@
 //! members that left, were cancelled or whose receiver is gone (their slot
 //! is stopped and freed at once); give waiting members the lowest free
 //! slots; start every slot whose member has a sentence queued and none
-//! running (one batched `start`); then, if any slot is sampling, one launch
-//! of `block` samples, each slot's codes sent to its member as 16-bit PCM.
-//! With nothing to sample it sleeps on the command channel.
+//! running (one batched `start`); then, if any slot is sampling, submit one
+//! launch of `block` samples; once the backend's [`MultiBackend::depth`]
+//! launches are in flight (or nothing is left to submit), collect the
+//! oldest and send each slot's codes to its member as 16-bit PCM. With
+//! nothing to sample it sleeps on the command channel.
+//!
+//! Pipelining (depth 2 on the GPU): launch k + 1 is submitted before launch
+//! k is collected, so the scheduler's own work (commands, starts, handing
+//! out launch k's audio, staging launch k + 2) runs while the device
+//! samples. Each submitted launch carries its plan: which member's sentence
+//! each slot samples and how many of its samples. A sentence counts as
+//! running until its last samples are submitted (not delivered), so the
+//! member's next sentence starts at the next boundary with no idle launch
+//! between; a member that leaves mid-flight has its slot stopped behind
+//! the launches in flight, whose codes for it are dropped, and a member
+//! whose events end is reaped only once no launch in flight holds its
+//! samples.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -20,7 +34,7 @@ use std::time::{Duration, Instant};
 use dv_speak::CancelToken;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
-use super::backend::{MultiBackend, Prepare, SlotError, SlotSentence};
+use super::backend::{LaunchTimes, MultiBackend, Prepare, SlotError, SlotSentence};
 
 /// What a member hears, in order: each sentence's audio in blocks, then
 /// `SentenceDone`; the channel closes after the last sentence of an ended
@@ -46,9 +60,27 @@ pub struct SlotStats {
     pub sampling: AtomicUsize,
     /// Members waiting for a free slot.
     pub waiting: AtomicUsize,
-    /// Launches, and the microseconds they took (host and device).
+    /// Launches, and the microseconds the scheduler spent submitting and
+    /// collecting them (host and device).
     pub launches: AtomicU64,
     pub launch_us: AtomicU64,
+    /// Where launches' time went ([`LaunchTimes`]), microseconds summed
+    /// over launches: host staging of windows, upload, kernel, download,
+    /// and the device idle between back-to-back launches (kernel waiting
+    /// for the host).
+    pub stage_us: AtomicU64,
+    pub upload_us: AtomicU64,
+    pub kernel_us: AtomicU64,
+    pub download_us: AtomicU64,
+    pub gap_us: AtomicU64,
+    /// The scheduler thread's time blocked in `collect` (waiting for the
+    /// device), and its time doing everything else while launches were in
+    /// flight or submitted (commands, starts, staging, handing out audio).
+    pub wait_us: AtomicU64,
+    pub busy_us: AtomicU64,
+    /// Slot-launches lost: slots held by a member with nothing to sample
+    /// (its next sentence's conditioning not ready), summed over launches.
+    pub starved: AtomicU64,
     /// Slot-samples produced (codes sent).
     pub samples: AtomicU64,
     /// Members dropped because they left early or were cancelled.
@@ -112,9 +144,8 @@ impl Scheduler {
         let (prepare, feeds_lead, max_samples) = (backend.prepare(), backend.feeds_lead(), backend.max_samples());
         let block = block.max(1);
         let st = stats.clone();
-        let thread = std::thread::Builder::new()
-            .name("dv-slots".into())
-            .spawn(move || Loop::new(backend, block, st).run(rx))?;
+        let thread =
+            std::thread::Builder::new().name("dv-slots".into()).spawn(move || Loop::new(backend, block, st).run(rx))?;
         Ok(Scheduler {
             tx,
             next: AtomicU64::new(0),
@@ -176,8 +207,28 @@ struct Member {
     queue: VecDeque<Arc<SlotSentence>>,
     ended: bool,
     slot: Option<usize>,
-    /// Samples sent of the running sentence, if one runs.
+    /// The sentence on the slot and its samples submitted, until its last
+    /// samples are submitted.
     running: Option<(usize, Arc<SlotSentence>)>,
+    /// Launches in flight holding samples of this member.
+    inflight: usize,
+}
+
+impl Member {
+    /// Nothing queued, running or in flight, and no more to come.
+    fn finished(&self) -> bool {
+        self.ended && self.queue.is_empty() && self.running.is_none() && self.inflight == 0
+    }
+}
+
+/// One slot's share of a submitted launch.
+struct Part {
+    slot: usize,
+    id: u64,
+    /// Samples of the launch that are the member's.
+    want: usize,
+    /// The sentence's last samples.
+    last: bool,
 }
 
 struct Loop<B> {
@@ -188,6 +239,9 @@ struct Loop<B> {
     /// The member of each slot.
     owner: Vec<Option<u64>>,
     waiting: VecDeque<u64>,
+    /// Submitted launches' plans, oldest first.
+    flights: VecDeque<Vec<Part>>,
+    depth: usize,
     out: Vec<i32>,
     pcm: [i16; 256],
 }
@@ -203,7 +257,7 @@ fn pcm_table() -> [i16; 256] {
 
 impl<B: MultiBackend> Loop<B> {
     fn new(backend: B, block: usize, stats: Arc<SlotStats>) -> Self {
-        let slots = backend.slots();
+        let (slots, depth) = (backend.slots(), backend.depth().max(1));
         Self {
             backend,
             block,
@@ -211,6 +265,8 @@ impl<B: MultiBackend> Loop<B> {
             members: HashMap::new(),
             owner: vec![None; slots],
             waiting: VecDeque::new(),
+            flights: VecDeque::new(),
+            depth,
             out: vec![-1; slots * block],
             pcm: pcm_table(),
         }
@@ -218,6 +274,7 @@ impl<B: MultiBackend> Loop<B> {
 
     fn run(mut self, rx: mpsc::Receiver<Command>) {
         loop {
+            let t = Instant::now();
             loop {
                 match rx.try_recv() {
                     Ok(c) => self.command(c),
@@ -229,8 +286,17 @@ impl<B: MultiBackend> Loop<B> {
             self.assign();
             self.start_ready();
             self.publish();
-            if self.members.values().any(|m| m.running.is_some()) {
-                self.launch();
+            let sampling = self.members.values().any(|m| m.running.is_some());
+            if sampling && self.flights.len() < self.depth {
+                self.submit();
+            }
+            if !self.flights.is_empty() {
+                let submit_more = self.members.values().any(|m| m.running.is_some()) && self.flights.len() < self.depth;
+                if !submit_more {
+                    let waited = self.collect();
+                    let busy = t.elapsed().saturating_sub(waited);
+                    self.stats.busy_us.fetch_add(busy.as_micros() as u64, Ordering::Relaxed);
+                }
                 continue;
             }
             // Nothing to sample: sleep until a command (a timeout to notice cancellations).
@@ -247,7 +313,15 @@ impl<B: MultiBackend> Loop<B> {
             Command::Join { id, cancel, events } => {
                 self.members.insert(
                     id,
-                    Member { cancel, events, queue: VecDeque::new(), ended: false, slot: None, running: None },
+                    Member {
+                        cancel,
+                        events,
+                        queue: VecDeque::new(),
+                        ended: false,
+                        slot: None,
+                        running: None,
+                        inflight: 0,
+                    },
                 );
                 self.waiting.push_back(id);
             }
@@ -262,7 +336,7 @@ impl<B: MultiBackend> Loop<B> {
                 }
             }
             Command::Leave { id } => {
-                if self.members.get(&id).is_some_and(|m| !(m.ended && m.queue.is_empty() && m.running.is_none())) {
+                if self.members.get(&id).is_some_and(|m| !m.finished()) {
                     self.stats.left.fetch_add(1, Ordering::Relaxed);
                 }
                 self.remove(id);
@@ -277,7 +351,8 @@ impl<B: MultiBackend> Loop<B> {
         if let Some(slot) = m.slot {
             self.owner[slot] = None;
             if m.running.is_some() {
-                // A backend that cannot stop a slot fails its next launch, and its members hear it.
+                // Behind the launches in flight (their codes for it are dropped). A backend that
+                // cannot stop a slot fails its next launch, and its members hear it.
                 let _ = self.backend.stop(&[slot]);
             }
         }
@@ -291,7 +366,7 @@ impl<B: MultiBackend> Loop<B> {
             .filter_map(|(&id, m)| {
                 if m.cancel.is_cancelled() || m.events.is_closed() {
                     Some((id, true))
-                } else if m.ended && m.queue.is_empty() && m.running.is_none() {
+                } else if m.finished() {
                     Some((id, false))
                 } else {
                     None
@@ -361,50 +436,118 @@ impl<B: MultiBackend> Loop<B> {
         self.stats.waiting.store(self.waiting.len(), Ordering::Relaxed);
     }
 
-    /// One launch; each running slot's codes go to its member.
-    fn launch(&mut self) {
+    /// The members of the parts of a failed launch hear `msg` and are
+    /// dropped.
+    fn fail_parts(&mut self, parts: &[Part], msg: &str) {
+        for p in parts {
+            if let Some(m) = self.members.get(&p.id) {
+                let _ = m.events.send(SlotEvent::Failed(msg.to_string()));
+            }
+            self.remove(p.id);
+        }
+    }
+
+    /// Submits one launch: each running slot's share of its sentence.
+    fn submit(&mut self) {
         let t = Instant::now();
         let steps = self.block;
-        let running: Vec<usize> = self
-            .owner
-            .iter()
-            .enumerate()
-            .filter(|(_, o)| o.is_some_and(|id| self.members.get(&id).is_some_and(|m| m.running.is_some())))
-            .map(|(k, _)| k)
-            .collect();
-        self.stats.sampling.store(running.len(), Ordering::Relaxed);
-        let r = self.backend.advance(steps, &mut self.out);
-        self.stats.launches.fetch_add(1, Ordering::Relaxed);
-        self.stats.launch_us.fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
-        if let Err(e) = r {
-            self.fail(&running, &e.to_string());
-            return;
-        }
-        let mut produced = 0u64;
-        for slot in running {
-            let Some(id) = self.owner[slot] else { continue };
+        let mut parts = Vec::new();
+        let mut held = 0u64;
+        for (slot, owner) in self.owner.iter().enumerate() {
+            let Some(id) = *owner else { continue };
             let Some(m) = self.members.get_mut(&id) else { continue };
-            let Some((sent, sentence)) = m.running.as_mut() else { continue };
-            let want = steps.min(sentence.samples - *sent);
-            let row = &self.out[slot * steps..slot * steps + want];
-            let block: Vec<i16> = row.iter().map(|&c| self.pcm[(c.clamp(0, 255)) as usize]).collect();
-            let bad = row.iter().filter(|&&c| !(0..=255).contains(&c)).count();
-            if bad > 0 {
-                let msg = format!("slot {slot}: {bad} of {want} samples missing from the launch");
-                let _ = m.events.send(SlotEvent::Failed(msg));
-                self.remove(id);
+            let Some((submitted, sentence)) = m.running.as_mut() else {
+                if !(m.ended && m.queue.is_empty()) {
+                    held += 1;
+                }
+                continue;
+            };
+            let want = steps.min(sentence.samples - *submitted);
+            *submitted += want;
+            let last = *submitted == sentence.samples;
+            if last {
+                m.running = None;
+            }
+            m.inflight += 1;
+            parts.push(Part { slot, id, want, last });
+        }
+        self.stats.sampling.store(parts.len(), Ordering::Relaxed);
+        self.stats.starved.fetch_add(held, Ordering::Relaxed);
+        let r = self.backend.submit(steps);
+        self.stats.launch_us.fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+        match r {
+            Ok(()) => self.flights.push_back(parts),
+            Err(e) => {
+                // The launches before it are delivered first.
+                while !self.flights.is_empty() {
+                    self.collect();
+                }
+                for p in &parts {
+                    if let Some(m) = self.members.get_mut(&p.id) {
+                        m.inflight -= 1;
+                    }
+                }
+                self.fail_parts(&parts, &e.to_string());
+            }
+        }
+    }
+
+    /// Collects the oldest launch in flight; each part's codes go to its
+    /// member (parts of members gone are dropped). Returns the time spent
+    /// waiting for the backend.
+    fn collect(&mut self) -> Duration {
+        let Some(parts) = self.flights.pop_front() else { return Duration::ZERO };
+        let steps = self.block;
+        let t = Instant::now();
+        let r = self.backend.collect(&mut self.out);
+        let waited = t.elapsed();
+        let st = &self.stats;
+        st.launches.fetch_add(1, Ordering::Relaxed);
+        st.launch_us.fetch_add(waited.as_micros() as u64, Ordering::Relaxed);
+        st.wait_us.fetch_add(waited.as_micros() as u64, Ordering::Relaxed);
+        for p in &parts {
+            if let Some(m) = self.members.get_mut(&p.id) {
+                m.inflight -= 1;
+            }
+        }
+        let times = match r {
+            Ok(t) => t,
+            Err(e) => {
+                self.fail_parts(&parts, &e.to_string());
+                return waited;
+            }
+        };
+        let us = |s: f64| (s.max(0.0) * 1e6) as u64;
+        let LaunchTimes { stage_s, upload_s, kernel_s, download_s, gap_s } = times;
+        st.stage_us.fetch_add(us(stage_s), Ordering::Relaxed);
+        st.upload_us.fetch_add(us(upload_s), Ordering::Relaxed);
+        st.kernel_us.fetch_add(us(kernel_s), Ordering::Relaxed);
+        st.download_us.fetch_add(us(download_s), Ordering::Relaxed);
+        st.gap_us.fetch_add(us(gap_s), Ordering::Relaxed);
+        let mut produced = 0u64;
+        for p in parts {
+            // A member gone (left, cancelled, failed) or on another slot: its codes are dropped.
+            let Some(m) = self.members.get_mut(&p.id) else { continue };
+            if m.slot != Some(p.slot) {
                 continue;
             }
-            *sent += want;
-            produced += want as u64;
-            let done = *sent == sentence.samples;
+            let row = &self.out[p.slot * steps..p.slot * steps + p.want];
+            let bad = row.iter().filter(|&&c| !(0..=255).contains(&c)).count();
+            if bad > 0 {
+                let msg = format!("slot {}: {bad} of {} samples missing from the launch", p.slot, p.want);
+                let _ = m.events.send(SlotEvent::Failed(msg));
+                self.remove(p.id);
+                continue;
+            }
+            let block: Vec<i16> = row.iter().map(|&c| self.pcm[c as usize]).collect();
+            produced += p.want as u64;
             // A send fails only when the receiver is gone: reaped next iteration.
             let _ = m.events.send(SlotEvent::Audio(block));
-            if done {
-                m.running = None;
+            if p.last {
                 let _ = m.events.send(SlotEvent::SentenceDone);
             }
         }
         self.stats.samples.fetch_add(produced, Ordering::Relaxed);
+        waited
     }
 }

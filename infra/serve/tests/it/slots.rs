@@ -6,7 +6,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use dv_serve::slots::{CpuSlots, MultiBackend, Prepare, Scheduler, SlotError, SlotEvent, SlotSentence};
+use dv_serve::slots::{
+    fill_windows, CpuSlots, LaunchTimes, MultiBackend, Prepare, Scheduler, SlotError, SlotEvent, SlotSentence,
+};
 use dv_serve::{SlotBackend, SlotConfig};
 use dv_speak::CancelToken;
 use dv_synth::random::{random_conditioning, random_voice};
@@ -44,13 +46,14 @@ fn alone(v: &Voice, s: &SlotSentence) -> Vec<i16> {
 type Log = Arc<Mutex<Vec<Vec<Vec<i32>>>>>;
 
 /// A backend around [`CpuSlots`] that waits `pace` per launch (so a test can
-/// act between launches), records every launch, and fails the launches
-/// numbered in `fail_at`.
+/// act between launches), records every collected launch, and fails the
+/// submissions numbered in `fail_at`.
 struct Recorded {
     inner: CpuSlots,
     pace: Duration,
     log: Log,
     fail_at: Vec<usize>,
+    submitted: usize,
 }
 
 impl MultiBackend for Recorded {
@@ -72,23 +75,31 @@ impl MultiBackend for Recorded {
     fn stop(&mut self, slots: &[usize]) -> Result<(), SlotError> {
         self.inner.stop(slots)
     }
-    fn advance(&mut self, steps: usize, out: &mut [i32]) -> Result<(), SlotError> {
+    fn depth(&self) -> usize {
+        self.inner.depth()
+    }
+    fn submit(&mut self, steps: usize) -> Result<(), SlotError> {
         std::thread::sleep(self.pace);
-        let mut log = self.log.lock().unwrap();
-        if self.fail_at.contains(&log.len()) {
-            log.push(vec![]);
+        let k = self.submitted;
+        self.submitted += 1;
+        if self.fail_at.contains(&k) {
             return Err(SlotError::Slot { slot: 0, reason: "injected failure".into() });
         }
-        self.inner.advance(steps, out)?;
-        log.push(out.chunks(steps).map(|c| c.to_vec()).collect());
-        Ok(())
+        self.inner.submit(steps)
+    }
+    fn collect(&mut self, out: &mut [i32]) -> Result<LaunchTimes, SlotError> {
+        let t = self.inner.collect(out)?;
+        self.log.lock().unwrap().push(out.chunks(BLOCK).map(|c| c.to_vec()).collect());
+        Ok(t)
     }
 }
 
-fn scheduler(v: &Voice, slots: usize, pace_ms: u64, fail_at: Vec<usize>) -> (Scheduler, Log) {
-    let inner = CpuSlots::new(v, Kernel::detect(), SamplerOptions::default(), slots, 1 << 20).unwrap();
+/// A scheduler on `slots` CPU slots keeping up to `depth` launches in flight.
+fn scheduler(v: &Voice, slots: usize, pace_ms: u64, fail_at: Vec<usize>, depth: usize) -> (Scheduler, Log) {
+    let inner =
+        CpuSlots::new(v, Kernel::detect(), SamplerOptions::default(), slots, 1 << 20).unwrap().with_depth(depth);
     let log = Log::default();
-    let b = Recorded { inner, pace: Duration::from_millis(pace_ms), log: log.clone(), fail_at };
+    let b = Recorded { inner, pace: Duration::from_millis(pace_ms), log: log.clone(), fail_at, submitted: 0 };
     (Scheduler::spawn(b, BLOCK).unwrap(), log)
 }
 
@@ -108,25 +119,42 @@ async fn drain(rx: &mut UnboundedReceiver<SlotEvent>) -> (Vec<i16>, usize, Optio
 
 /// The slot's codes over every launch, idle launches skipped.
 fn slot_codes(log: &Log, slot: usize) -> Vec<i32> {
-    log.lock().unwrap().iter().filter(|l| !l.is_empty()).flat_map(|l| l[slot].iter().copied().filter(|&c| c >= 0)).collect()
+    log.lock()
+        .unwrap()
+        .iter()
+        .filter(|l| !l.is_empty())
+        .flat_map(|l| l[slot].iter().copied().filter(|&c| c >= 0))
+        .collect()
 }
 
 fn codes_of(pcm: &[i16]) -> Vec<i32> {
-    let table: Vec<i16> = (0..=255u8)
-        .map(|c| (dv_audio::mulaw::decode(c) * 32767.0).round().clamp(-32768.0, 32767.0) as i16)
-        .collect();
+    let table: Vec<i16> =
+        (0..=255u8).map(|c| (dv_audio::mulaw::decode(c) * 32767.0).round().clamp(-32768.0, 32767.0) as i16).collect();
     pcm.iter().map(|p| table.iter().position(|t| t == p).unwrap() as i32).collect()
 }
 
 /// Launches in which `slot` produced samples.
 fn active_launches(log: &Log, slot: usize) -> Vec<usize> {
-    log.lock().unwrap().iter().enumerate().filter(|(_, l)| l.get(slot).is_some_and(|r| r[0] >= 0)).map(|(k, _)| k).collect()
+    log.lock()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.get(slot).is_some_and(|r| r[0] >= 0))
+        .map(|(k, _)| k)
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_join_and_leave_mid_flight_and_each_hears_what_it_hears_alone() {
+    // One launch at a time, and pipelined as on the GPU (launch k + 1 submitted before k is handed out).
+    for depth in [1, 2] {
+        join_and_leave(depth).await;
+    }
+}
+
+async fn join_and_leave(depth: usize) {
     let v = voice();
-    let (sched, log) = scheduler(&v, 2, 2, vec![]);
+    let (sched, log) = scheduler(&v, 2, 2, vec![], depth);
     let a1 = sentence(&v, 30, 11, 150); // 1920 samples, 30 launches, its first 150 fed as silence
     let a2 = sentence(&v, 12, 12, 0);
     let b1 = sentence(&v, 20, 21, 70);
@@ -159,9 +187,13 @@ async fn requests_join_and_leave_mid_flight_and_each_hears_what_it_hears_alone()
     // Sample for sample what each sentence gives alone.
     let mut a_alone = alone(&v, &a1);
     a_alone.extend(alone(&v, &a2));
-    assert_eq!(a_pcm, a_alone, "A's audio changed when B and C joined");
-    assert_eq!(b_pcm, alone(&v, &b1), "B's audio differs from B alone");
-    assert_eq!(c_pcm, alone(&v, &c1), "C's audio differs from C alone");
+    assert_eq!(a_pcm, a_alone, "depth {depth}: A's audio changed when B and C joined");
+    assert_eq!(b_pcm, alone(&v, &b1), "depth {depth}: B's audio differs from B alone");
+    assert_eq!(c_pcm, alone(&v, &c1), "depth {depth}: C's audio differs from C alone");
+    // No launch lost at a sentence boundary: A's second sentence starts in the launch after its first ends.
+    let l0 = active_launches(&log, 0);
+    assert_eq!(l0.len(), a1.samples.div_ceil(BLOCK) + a2.samples.div_ceil(BLOCK), "depth {depth}");
+    assert_eq!(l0.last().unwrap() - l0[0] + 1, l0.len(), "depth {depth}: slot 0 idled between A's sentences: {l0:?}");
     assert!(a_pcm[..150].iter().all(|&p| p == a_pcm[0]), "the lead is sent as silence");
     // Slot 0 held A; slot 1 held B, then C (which waited for B, the first to leave).
     assert_eq!(slot_codes(&log, 0), codes_of(&a_pcm));
@@ -174,7 +206,12 @@ async fn requests_join_and_leave_mid_flight_and_each_hears_what_it_hears_alone()
     let shared = l1.iter().filter(|k| l0.contains(k)).count();
     assert!(shared >= 10, "A and B shared only {shared} launches");
     // Everyone left: no slot held.
-    assert!(eventually(Duration::from_secs(5), || async { sched.stats().busy.load(std::sync::atomic::Ordering::Relaxed) == 0 }).await);
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            sched.stats().busy.load(std::sync::atomic::Ordering::Relaxed) == 0
+        })
+        .await
+    );
     assert_eq!(sched.stats().left.load(std::sync::atomic::Ordering::Relaxed), 0);
     drop((a, b, c));
     assert!(sched.is_running());
@@ -182,9 +219,15 @@ async fn requests_join_and_leave_mid_flight_and_each_hears_what_it_hears_alone()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_leaving_or_dropping_the_receiver_frees_the_slot() {
+    for depth in [1, 2] {
+        cancel_leave_drop(depth).await;
+    }
+}
+
+async fn cancel_leave_drop(depth: usize) {
     use std::sync::atomic::Ordering::Relaxed;
     let v = voice();
-    let (sched, _log) = scheduler(&v, 1, 2, vec![]);
+    let (sched, _log) = scheduler(&v, 1, 2, vec![], depth);
     let long = sentence(&v, 400, 1, 0); // 400 launches: never finishes within the test
     let short = sentence(&v, 5, 2, 0);
     for how in ["cancel", "leave", "receiver"] {
@@ -197,7 +240,10 @@ async fn cancelling_leaving_or_dropping_the_receiver_frees_the_slot() {
         let (b, mut b_rx) = sched.join(CancelToken::new()).unwrap();
         b.push(short.clone()).unwrap();
         b.end().unwrap();
-        assert!(eventually(Duration::from_secs(5), || async { sched.stats().waiting.load(Relaxed) == 1 }).await, "{how}");
+        assert!(
+            eventually(Duration::from_secs(5), || async { sched.stats().waiting.load(Relaxed) == 1 }).await,
+            "{how}"
+        );
         let t = Instant::now();
         let mut a_rx = Some(a_rx);
         let mut a = Some(a);
@@ -224,8 +270,14 @@ async fn cancelling_leaving_or_dropping_the_receiver_frees_the_slot() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_backend_fails_its_requests_and_the_scheduler_goes_on() {
+    for depth in [1, 2] {
+        failing_backend(depth).await;
+    }
+}
+
+async fn failing_backend(depth: usize) {
     let v = voice();
-    let (sched, _log) = scheduler(&v, 2, 0, vec![3]);
+    let (sched, _log) = scheduler(&v, 2, 0, vec![3], depth);
     let s = sentence(&v, 10, 5, 0);
     let (a, mut a_rx) = sched.join(CancelToken::new()).unwrap();
     a.push(s.clone()).unwrap();
@@ -355,8 +407,62 @@ async fn on_cuda_slots_without_a_gpu_the_voice_fails_to_load_with_the_reason() {
 fn the_cpu_backend_takes_conditioning_as_the_network_makes_it() {
     let v = voice();
     let b = CpuSlots::new(&v, Kernel::detect(), SamplerOptions::default(), 1, 100).unwrap();
-    let c = Conditioning::new(2, v.config().conditioning_width(), vec![0.5; 2 * v.config().conditioning_width()]).unwrap();
+    let c =
+        Conditioning::new(2, v.config().conditioning_width(), vec![0.5; 2 * v.config().conditioning_width()]).unwrap();
     let p = (b.prepare())(c.clone()).unwrap();
     assert_eq!(p.data(), c.data());
     assert!(b.feeds_lead());
+}
+
+#[test]
+fn windows_hold_each_busy_slot_s_next_frames_and_threads_change_nothing() {
+    let (hop, window, width) = (4, 5, 3);
+    // Slot 0: 12 frames at sample 9 (frame 2); slot 1 idle; slot 2: 7 frames at sample 20 (frame 5: 2 left).
+    let rows = |frames: usize, base: f32| (0..frames * width).map(|i| base + i as f32).collect::<Vec<f32>>();
+    let (r0, r2) = (rows(12, 1000.0), rows(7, 2000.0));
+    let sources = [Some((&r0[..], 9)), None, Some((&r2[..], 20))];
+    let mut want = vec![-1.0f32; 3 * window * width];
+    want[..window * width].copy_from_slice(&r0[2 * width..7 * width]);
+    want[window * width..window * width + width].fill(0.0);
+    want[2 * window * width..2 * window * width + 2 * width].copy_from_slice(&r2[5 * width..]);
+    for threads in [1, 2, 3, 8] {
+        let mut stage = vec![-1.0f32; 4 * window * width];
+        let mut first = vec![99];
+        let frames = fill_windows(&sources, hop, window, width, &mut stage, &mut first, threads);
+        assert_eq!(first, [2, 0, 5], "threads {threads}");
+        assert_eq!(frames, window + 2, "threads {threads}");
+        assert_eq!(&stage[..3 * window * width], &want[..], "threads {threads}");
+        assert!(stage[3 * window * width..].iter().all(|&x| x == -1.0), "threads {threads}: wrote past the used slots");
+    }
+}
+
+#[test]
+fn cpu_slots_keep_launches_in_flight_in_order_and_starts_wait_for_the_boundary() {
+    let v = voice();
+    // Two blocks each.
+    let frames = 2 * BLOCK / v.config().hop();
+    let s1 = Arc::new(sentence(&v, frames, 7, 0));
+    let s2 = Arc::new(sentence(&v, frames, 8, 0));
+    assert_eq!(s1.samples, 2 * BLOCK);
+    let mut b = CpuSlots::new(&v, Kernel::detect(), SamplerOptions::default(), 1, 1 << 20).unwrap().with_depth(2);
+    b.start(&[(0, s1.clone())]).unwrap();
+    let (mut got, mut out) = (Vec::new(), vec![0; BLOCK]);
+    // Both of s1's launches in flight; a third is refused.
+    b.submit(BLOCK).unwrap();
+    b.submit(BLOCK).unwrap();
+    assert!(b.submit(BLOCK).is_err(), "a third launch in flight");
+    b.collect(&mut out).unwrap();
+    got.extend_from_slice(&out);
+    // s2 starts on the slot while s1's last launch is still in flight: from the next launch on.
+    b.start(&[(0, s2.clone())]).unwrap();
+    b.submit(BLOCK).unwrap();
+    for _ in 0..2 {
+        b.collect(&mut out).unwrap();
+        got.extend_from_slice(&out);
+    }
+    assert!(b.collect(&mut out).is_err(), "nothing left in flight");
+    let codes: Vec<i32> = got.iter().copied().filter(|&c| c >= 0).collect();
+    let mut want = codes_of(&alone(&v, &s1));
+    want.extend(codes_of(&alone(&v, &s2))[..BLOCK].iter());
+    assert_eq!(codes, want);
 }
