@@ -186,11 +186,9 @@ pub fn calibrate(
     }
     let c = measure(voice, options)?;
     if let (Some(p), Ok(json)) = (&path, serde_json::to_vec_pretty(&c)) {
-        if let Some(dir) = p.parent() {
-            let tmp = dir.join(format!(".{key}.json.tmp-{}", std::process::id()));
-            let _ = std::fs::create_dir_all(dir)
-                .and_then(|_| std::fs::write(&tmp, &json))
-                .and_then(|_| std::fs::rename(&tmp, p));
+        // A cache: a write that fails only costs a measurement next time.
+        if p.parent().is_some_and(|dir| std::fs::create_dir_all(dir).is_ok()) {
+            let _ = dv_util::write_atomic(p, &json);
         }
     }
     Ok((c, false))

@@ -2,8 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use safetensors::tensor::{Dtype, SafeTensors, TensorView};
 
@@ -201,15 +200,7 @@ pub(crate) fn serialize_safetensors<'a>(
         .map_err(|e| VoiceError::Safetensors { path: path.to_path_buf(), reason: format!("{e:?}") })
 }
 
-/// Writes `bytes` to `path` through `path.tmp-<pid>`, synced, then renamed.
+/// Writes a package file atomically ([`dv_util::write_atomic`]).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), VoiceError> {
-    let mut tmp = PathBuf::from(path);
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    tmp.set_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    let io = |source| VoiceError::Io { path: tmp.clone(), source };
-    let mut f = fs::File::create(&tmp).map_err(io)?;
-    f.write_all(bytes).map_err(io)?;
-    f.sync_all().map_err(io)?;
-    drop(f);
-    fs::rename(&tmp, path).map_err(|source| VoiceError::Io { path: path.to_path_buf(), source })
+    dv_util::write_atomic(path, bytes).map_err(|e| VoiceError::Io { path: e.path, source: e.source })
 }

@@ -173,9 +173,7 @@ fn write_errors(
     for (e, e_ns, w, r, h) in &rows {
         out.push_str(&format!("{w}\t{r}\t{h}\t{e}\t{e_ns}\n"));
     }
-    let tmp = path.with_extension("tsv.partial");
-    std::fs::write(&tmp, out).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
+    crate::write_atomic(path, out.as_bytes())?;
     Ok(rows.len())
 }
 

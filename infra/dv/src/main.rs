@@ -67,15 +67,10 @@ enum Command {
     Serve(serve::ServeArgs),
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same directory
-/// and a rename, so a killed `dv` never leaves a half-written output.
+/// Writes `bytes` to `path` atomically ([`dv_util::write_atomic`]), so a
+/// killed `dv` never leaves a half-written output.
 pub(crate) fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
-    use anyhow::Context;
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".partial");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
+    Ok(dv_util::write_atomic(path, bytes)?)
 }
 
 /// The current time as an RFC 3339 UTC timestamp (`2026-11-23T02:00:00Z`).

@@ -33,11 +33,11 @@
 //! No reference phones, a phone outside the inventory, times that do not
 //! fit (non-finite, decreasing, overlapping), a sample rate other than
 //! `hop × 256`, or a malformed column: the utterance and its chunks are
-//! skipped and counted ([`ChunkSkips`]), never fatal. Validation is by
+//! skipped and counted ([`Skipped`]), never fatal. Validation is by
 //! utterance id ([`crate::is_validation`]), so no utterance is in both sets.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use dv_text::{
     conditioning_features, conditioning_frames, F0Contour, F0Normalization, Phoneme, Stress, StressedPhoneme,
@@ -48,8 +48,9 @@ use serde::{Deserialize, Serialize};
 use tch::{Device, Tensor};
 
 use crate::data::Dataset;
-use crate::features::{data_err, is_validation, local_dir};
+use crate::features::{data_err, is_validation, local_dir, parquet_files};
 use crate::model::Batch;
+use crate::skipped::{Reason, Skipped};
 use crate::wavenet::SILENCE_CODE;
 use crate::TrainError;
 
@@ -73,35 +74,6 @@ pub struct ChunksConfig {
 
 fn default_validation_fraction() -> f64 {
     0.05
-}
-
-/// Utterances and chunks left out, by reason.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct ChunkSkips {
-    pub no_reference: usize,
-    pub unknown_phone: usize,
-    pub bad_times: usize,
-    pub wrong_sample_rate: usize,
-    pub malformed: usize,
-    /// Chunks whose window does not start on a conditioning frame, or that
-    /// name an utterance that was skipped or is absent.
-    pub chunks_unusable: usize,
-}
-
-impl std::fmt::Display for ChunkSkips {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "skipped utterances: no reference phones {}, unknown phone {}, bad times {}, wrong sample rate {}, \
-             malformed {}; unusable chunks {}",
-            self.no_reference,
-            self.unknown_phone,
-            self.bad_times,
-            self.wrong_sample_rate,
-            self.malformed,
-            self.chunks_unusable
-        )
-    }
 }
 
 /// One utterance kept in memory.
@@ -151,25 +123,9 @@ pub struct Chunks {
 pub struct ChunkSplit {
     pub train: Chunks,
     pub validation: Chunks,
-    pub skipped: ChunkSkips,
+    pub skipped: Skipped,
     pub utterances: usize,
     pub shards: usize,
-}
-
-fn parquet_files(dir: &Path) -> Result<Vec<PathBuf>, TrainError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| data_err(dir, e))?;
-    let mut v = Vec::new();
-    for e in entries {
-        let p = e.map_err(|e| data_err(dir, e))?.path();
-        if p.extension().is_some_and(|x| x == "parquet") {
-            v.push(p);
-        }
-    }
-    v.sort();
-    if v.is_empty() {
-        return Err(data_err(dir, "no *.parquet files (run `dv featurize` first)"));
-    }
-    Ok(v)
 }
 
 /// Parses a reference phone: festival's name with an optional stress digit.
@@ -184,27 +140,7 @@ pub fn stressed_phone(name: &str) -> Option<StressedPhoneme> {
     Some(StressedPhoneme::new(p.phoneme, stress))
 }
 
-enum Reason {
-    NoReference,
-    UnknownPhone,
-    BadTimes,
-    WrongRate,
-    Malformed,
-}
-
-impl ChunkSkips {
-    fn count(&mut self, r: Reason) {
-        *match r {
-            Reason::NoReference => &mut self.no_reference,
-            Reason::UnknownPhone => &mut self.unknown_phone,
-            Reason::BadTimes => &mut self.bad_times,
-            Reason::WrongRate => &mut self.wrong_sample_rate,
-            Reason::Malformed => &mut self.malformed,
-        } += 1;
-    }
-}
-
-fn read_utterances(path: &Path, rate: u32, skips: &mut ChunkSkips) -> Result<Vec<ChunkUtterance>, TrainError> {
+fn read_utterances(path: &Path, rate: u32, skips: &mut Skipped) -> Result<Vec<ChunkUtterance>, TrainError> {
     let cols = ["id", "sample_rate", "mulaw", "f0_hz", "f0_start", "ref_phones", "ref_phone_starts", "ref_phone_ends"];
     let file = std::fs::File::open(path).map_err(|e| data_err(path, e))?;
     let df = ParquetReader::new(file)
@@ -233,7 +169,7 @@ fn read_utterances(path: &Path, rate: u32, skips: &mut ChunkSkips) -> Result<Vec
             continue;
         };
         if r != rate {
-            skips.count(Reason::WrongRate);
+            skips.count(Reason::WrongSampleRate);
             continue;
         }
         let hz: Option<Vec<f32>> =
@@ -322,7 +258,7 @@ impl Chunks {
     pub fn load(config: &ChunksConfig, hop: usize) -> Result<ChunkSplit, TrainError> {
         let dir = local_dir(&config.url)?;
         let rate = (hop * CONDITIONING_RATE as usize) as u32;
-        let mut skipped = ChunkSkips::default();
+        let mut skipped = Skipped::default();
         let shards = parquet_files(&dir.join("shards"))?;
         let mut utterances = Vec::new();
         for s in &shards {
@@ -361,7 +297,7 @@ impl Chunks {
                         train.push(c)
                     }
                 }
-                _ => skipped.chunks_unusable += 1,
+                _ => skipped.count(Reason::ChunkUnusable),
             }
         }
         let utterances = std::sync::Arc::new(utterances);

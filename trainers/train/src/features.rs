@@ -47,6 +47,7 @@ use tch::{Device, Tensor};
 use crate::data::Dataset;
 use crate::model::Batch;
 use crate::sampler::splitmix64;
+use crate::skipped::{Reason, Skipped};
 use crate::TrainError;
 
 /// MFCCs per 10 ms frame in featurize output (§3.2: 20).
@@ -76,62 +77,6 @@ pub struct FeaturesConfig {
 
 fn default_validation_fraction() -> f64 {
     0.05
-}
-
-/// Why utterances were left out, counted.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Skipped {
-    /// `ref_phones` null or empty.
-    pub no_reference: usize,
-    /// A phone name outside the inventory of App. A.3.
-    pub unknown_phone: usize,
-    /// Fewer frames than labels plus repeated neighbouring labels.
-    pub too_short_for_ctc: usize,
-    /// More frames than `max_frames`.
-    pub over_max_frames: usize,
-    /// MFCCs null, non-finite, or not `mfcc_frames × 20` values.
-    pub malformed: usize,
-}
-
-/// Why one utterance was left out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Reason {
-    NoReference,
-    UnknownPhone,
-    TooShortForCtc,
-    OverMaxFrames,
-    Malformed,
-}
-
-impl Skipped {
-    fn count(&mut self, reason: Reason) {
-        *match reason {
-            Reason::NoReference => &mut self.no_reference,
-            Reason::UnknownPhone => &mut self.unknown_phone,
-            Reason::TooShortForCtc => &mut self.too_short_for_ctc,
-            Reason::OverMaxFrames => &mut self.over_max_frames,
-            Reason::Malformed => &mut self.malformed,
-        } += 1;
-    }
-
-    pub fn total(&self) -> usize {
-        self.no_reference + self.unknown_phone + self.too_short_for_ctc + self.over_max_frames + self.malformed
-    }
-}
-
-impl std::fmt::Display for Skipped {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "skipped {}: no reference phones {}, unknown phone {}, too short for CTC {}, over max_frames {}, malformed {}",
-            self.total(),
-            self.no_reference,
-            self.unknown_phone,
-            self.too_short_for_ctc,
-            self.over_max_frames,
-            self.malformed
-        )
-    }
 }
 
 /// One usable utterance.
@@ -243,6 +188,24 @@ pub(crate) fn local_dir(url: &str) -> Result<PathBuf, TrainError> {
     Ok(PathBuf::from(url))
 }
 
+/// The `*.parquet` files of a featurize output's `dir` (`shards/` or
+/// `chunks/`), sorted; none is an error.
+pub(crate) fn parquet_files(dir: &Path) -> Result<Vec<PathBuf>, TrainError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| data_err(dir, e))?;
+    let mut v = Vec::new();
+    for e in entries {
+        let p = e.map_err(|e| data_err(dir, e))?.path();
+        if p.extension().is_some_and(|x| x == "parquet") {
+            v.push(p);
+        }
+    }
+    v.sort();
+    if v.is_empty() {
+        return Err(data_err(dir, "no *.parquet shards (run `dv featurize` first)"));
+    }
+    Ok(v)
+}
+
 pub(crate) fn data_err(path: &Path, reason: impl std::fmt::Display) -> TrainError {
     TrainError::Features { path: path.display().to_string(), reason: reason.to_string() }
 }
@@ -258,19 +221,7 @@ impl Features {
     /// it (module docs).
     pub fn load(config: &FeaturesConfig) -> Result<FeatureSplit, TrainError> {
         let dir = local_dir(&config.url)?;
-        let shard_dir = dir.join("shards");
-        let entries = std::fs::read_dir(&shard_dir).map_err(|e| data_err(&shard_dir, e))?;
-        let mut shards: Vec<PathBuf> = Vec::new();
-        for e in entries {
-            let p = e.map_err(|e| data_err(&shard_dir, e))?.path();
-            if p.extension().is_some_and(|x| x == "parquet") {
-                shards.push(p);
-            }
-        }
-        shards.sort();
-        if shards.is_empty() {
-            return Err(data_err(&shard_dir, "no *.parquet shards (run `dv featurize` first)"));
-        }
+        let shards = parquet_files(&dir.join("shards"))?;
         let mut skipped = Skipped::default();
         let mut rows: Vec<(String, Utterance)> = Vec::new();
         for shard in &shards {

@@ -74,20 +74,21 @@ pub mod qrnn;
 mod rendezvous;
 mod sampler;
 mod segmentation;
+mod skipped;
 mod stop;
 mod tracking;
 mod trainer;
 mod wavenet;
 
 pub use checkpoint::{CheckpointData, CheckpointState};
-pub use chunks::{stressed_phone, ChunkSkips, ChunkSplit, ChunkUtterance, Chunks, ChunksConfig};
+pub use chunks::{stressed_phone, ChunkSplit, ChunkUtterance, Chunks, ChunksConfig};
 pub use collective::{Collective, CollectiveError, LocalCollective};
 pub use config::{CheckpointConfig, DataConfig, InitConfig, ModelConfig, RunConfig, TrackingConfig, TrainConfig};
 pub use data::{Dataset, Synthetic, SyntheticConfig};
 pub use duration::{DurationConfig, DurationModel};
 pub use error::TrainError;
 pub use features::{
-    ctc_min_frames, is_validation, pair_labels, reference_boundaries, FeatureSplit, Features, FeaturesConfig, Skipped,
+    ctc_min_frames, is_validation, pair_labels, reference_boundaries, FeatureSplit, Features, FeaturesConfig,
     FEATURE_MFCC, FRAME_SECONDS, PAIR_CLASSES,
 };
 pub use g2p::{G2p, G2pConfig};
@@ -98,8 +99,9 @@ pub use pronunciation::{G2pMetrics, LexiconConfig, Pronunciations};
 pub use prosody::{Prosody, ProsodyConfig, ProsodyExample, ProsodyMetrics};
 pub use rendezvous::{first_host, share_id, RankEnv, SLURM_PORT_BASE, SLURM_PORT_SPAN};
 pub use sampler::{splitmix64, Buckets, Sampler};
-pub use stop::stop_flag;
 pub use segmentation::{Segmentation, SegmentationConfig};
+pub use skipped::Skipped;
+pub use stop::stop_flag;
 pub use tracking::{curves, loss_chart, Tracker};
 pub use trainer::{device_of, train_rank, train_threads, Lead, Log, RunSummary, BUCKET_FLOATS};
 pub use wavenet::{Wavenet, WavenetConfig, SILENCE_CODE};

@@ -25,13 +25,7 @@ pub struct Sampler {
 }
 
 /// splitmix64: a tiny, well-mixed generator for permutations and seeds.
-pub fn splitmix64(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = x;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+pub use dv_util::splitmix64;
 
 impl Sampler {
     /// Batches per epoch.

@@ -13,12 +13,10 @@ use super::{Tools, SAMPLE_RATE};
 use crate::label::{write_est_f0, write_xwaves_lab};
 use crate::{CorpusError, F0Track, PhoneSpan};
 
-/// Writes a file through a temporary name and a rename, so that a crash
-/// leaves the old file or the new one, never half of one.
+/// Writes a file atomically ([`dv_util::write_atomic`]): a crash leaves
+/// the old file or the new one, never half of one.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CorpusError> {
-    let tmp = path.with_extension("tmp-write");
-    std::fs::write(&tmp, bytes).map_err(CorpusError::io(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(CorpusError::io(path))
+    dv_util::write_atomic(path, bytes).map_err(|e| CorpusError::Io { path: e.path, source: e.source })
 }
 
 fn run(cmd: &mut Command) -> Result<(), CorpusError> {

@@ -114,25 +114,12 @@ pub fn collect(dir: &Path, lexicon: &HashSet<String>) -> Result<Vec<String>, Cor
     Ok(out)
 }
 
-/// SplitMix64: a fixed generator, so that the shuffle never changes with a
-/// dependency's version.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
-
-/// Fisher–Yates shuffle under a seed.
+/// Fisher–Yates shuffle under a seed, drawn from SplitMix64 (a fixed
+/// generator, so that the shuffle never changes with a dependency's version).
 pub fn shuffle<T>(v: &mut [T], seed: u64) {
-    let mut rng = SplitMix64(seed);
+    let mut rng = dv_util::SplitMix64::new(seed);
     for i in (1..v.len()).rev() {
-        let j = (rng.next() % (i as u64 + 1)) as usize;
+        let j = (rng.next_u64() % (i as u64 + 1)) as usize;
         v.swap(i, j);
     }
 }

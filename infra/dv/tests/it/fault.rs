@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use dv_process_group::ProcessGroup;
 
+use crate::train::{losses, train_config};
+
 /// A tmpfs of a given size mounted on a directory while this lives.
 struct Tmpfs {
     dir: PathBuf,
@@ -163,57 +165,6 @@ fn featurize_on_a_full_disk_names_the_path_and_completes_once_there_is_room() {
     let o = featurize(&corpus, &out).output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
     assert!(files(&out) == want, "the output after space was freed differs from the undisturbed run's");
-}
-
-fn train_config(dir: &Path, checkpoints: &Path, steps: u64) -> PathBuf {
-    let text = format!(
-        r#"
-[model]
-kind = "segmentation"
-preset = "tiny"
-
-[data]
-kind = "synthetic"
-examples = 96
-features = 20
-classes = 16
-seed = 5
-
-[optimizer]
-lr = 3e-3
-
-[schedule]
-rate = 0.9
-every = 20
-
-[train]
-steps = {steps}
-batch = 8
-seed = 1
-
-[checkpoint]
-url = "{ck}"
-every = 5
-keep_last = 2
-
-[tracking]
-jsonl = "{jsonl}"
-"#,
-        ck = checkpoints.display(),
-        jsonl = dir.join("metrics.jsonl").display()
-    );
-    let path = dir.join("run.toml");
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-fn losses(path: &Path) -> Vec<(u64, u64)> {
-    let mut by_step = BTreeMap::new();
-    for line in std::fs::read_to_string(path).unwrap().lines() {
-        let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        by_step.insert(v["step"].as_u64().unwrap(), v["loss"].as_f64().unwrap().to_bits());
-    }
-    by_step.into_iter().collect()
 }
 
 /// The file is a whole safetensors file: its header parses and its last

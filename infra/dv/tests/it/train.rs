@@ -7,7 +7,16 @@ use std::time::{Duration, Instant};
 
 use dv_process_group::ProcessGroup;
 
+/// A tiny synthetic segmentation run of `steps` steps in `dir`, with its
+/// checkpoints under `dir/ck` ([`train_config`]).
 fn write_config(dir: &Path, steps: u64) -> std::path::PathBuf {
+    train_config(dir, &dir.join("ck"), steps)
+}
+
+/// A tiny synthetic segmentation run of `steps` steps: `dir/run.toml`,
+/// metrics in `dir/metrics.jsonl`, a checkpoint every 5 steps to
+/// `checkpoints` (the last 2 kept).
+pub(crate) fn train_config(dir: &Path, checkpoints: &Path, steps: u64) -> std::path::PathBuf {
     let text = format!(
         r#"
 [model]
@@ -41,7 +50,7 @@ keep_last = 2
 [tracking]
 jsonl = "{jsonl}"
 "#,
-        ck = dir.join("ck").display(),
+        ck = checkpoints.display(),
         jsonl = dir.join("metrics.jsonl").display()
     );
     let path = dir.join("run.toml");
@@ -49,7 +58,8 @@ jsonl = "{jsonl}"
     path
 }
 
-fn losses(path: &Path) -> Vec<(u64, u64)> {
+/// Each logged step's loss, as bits, from a metrics JSONL file.
+pub(crate) fn losses(path: &Path) -> Vec<(u64, u64)> {
     let mut by_step = std::collections::BTreeMap::new();
     for line in std::fs::read_to_string(path).unwrap().lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();

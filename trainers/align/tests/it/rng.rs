@@ -1,19 +1,16 @@
-//! SplitMix64 (Steele, Lea & Flood 2014): a small, seeded, deterministic
-//! generator for tests and the GPU example (no `rand` needed).
+//! Random test inputs from SplitMix64 ([`dv_util::SplitMix64`]): small,
+//! seeded and deterministic, for the tests and the GPU example (no `rand`
+//! needed).
 
-pub struct SplitMix64(u64);
+pub struct SplitMix64(dv_util::SplitMix64);
 
 impl SplitMix64 {
     pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64(seed)
+        SplitMix64(dv_util::SplitMix64::new(seed))
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in `lo..=hi`.
