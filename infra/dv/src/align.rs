@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use dv_align::{
     clamp_edge_pauses, constrained_pair_beam, ctc_prefix_beam, ctc_viterbi, edit_distance, phone_timing, quarantine,
     speech_extent, BoundaryErrors, PhoneInterval, TextGrid,
@@ -27,6 +27,33 @@ use dv_train::checkpoint::decode;
 use dv_train::{Dataset, Features, FeaturesConfig, RunConfig, Segmentation, FRAME_SECONDS, PAIR_CLASSES};
 use polars::prelude::*;
 use serde_json::json;
+
+/// `--decoder`: where the boundaries come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Decoder {
+    /// CTC Viterbi over each utterance's known pair sequence.
+    Viterbi,
+    /// §3.2's beam search over chained pairs.
+    Beam,
+}
+
+impl Decoder {
+    fn name(self) -> &'static str {
+        match self {
+            Decoder::Viterbi => "viterbi",
+            Decoder::Beam => "beam",
+        }
+    }
+}
+
+/// `--viterbi`: where the Viterbi decoder runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ViterbiOn {
+    Cpu,
+    Cuda,
+    /// cuda when `--device` is a GPU.
+    Auto,
+}
 
 #[derive(Args)]
 pub(crate) struct AlignArgs {
@@ -47,12 +74,12 @@ pub(crate) struct AlignArgs {
     batch: usize,
     /// Boundaries from `viterbi` (exact, over each utterance's known pair sequence) or `beam`
     /// (§3.2's decoder: a beam search over chained pairs, no transcript needed).
-    #[arg(long, default_value = "viterbi")]
-    decoder: String,
+    #[arg(long, value_enum, default_value_t = Decoder::Viterbi)]
+    decoder: Decoder,
     /// Where `--decoder viterbi` runs: `cpu`, `cuda` (dv-align's CUDA kernel, a batch per
     /// launch, bit-identical paths) or `auto` (cuda when `--device` is a GPU).
-    #[arg(long, default_value = "auto")]
-    viterbi: String,
+    #[arg(long, value_enum, default_value_t = ViterbiOn::Auto)]
+    viterbi: ViterbiOn,
     /// Beam width of `--decoder beam` (§3.2: 50).
     #[arg(long, default_value_t = 50)]
     beam_width: usize,
@@ -246,16 +273,12 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
     let mut trimmed = 0usize;
     // `--decoder beam`: utterances whose decoded pairs differ from the reference (not scored).
     let mut different = 0usize;
-    if a.decoder != "viterbi" && a.decoder != "beam" {
-        bail!("--decoder {}: viterbi or beam", a.decoder);
-    }
-    let gpu = match (a.viterbi.as_str(), device) {
-        ("cpu", _) | ("auto", tch::Device::Cpu) => None,
-        ("cuda", tch::Device::Cpu) => Some(dv_align::GpuAligner::new(0)?),
-        ("cuda" | "auto", tch::Device::Cuda(n)) => Some(dv_align::GpuAligner::new(n)?),
-        (v, _) => bail!("--viterbi {v}: cpu, cuda or auto"),
+    let gpu = match (a.decoder, a.viterbi, device) {
+        (Decoder::Beam, _, _) | (_, ViterbiOn::Cpu, _) | (_, ViterbiOn::Auto, tch::Device::Cpu) => None,
+        (_, ViterbiOn::Cuda, tch::Device::Cpu) => Some(dv_align::GpuAligner::new(0)?),
+        (_, ViterbiOn::Cuda | ViterbiOn::Auto, tch::Device::Cuda(n)) => Some(dv_align::GpuAligner::new(n)?),
+        (_, _, d) => bail!("--device {d:?}: not a CPU or CUDA device"),
     };
-    let gpu = if a.decoder == "viterbi" { gpu } else { None };
     if let Some(g) = &gpu {
         eprintln!("CTC Viterbi on {} (CUDA kernel, one launch per batch)", g.device_name());
     }
@@ -306,7 +329,7 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
             }
             let reference_labels = labels.clone();
             let mut labels = labels;
-            let timing = if a.decoder == "beam" {
+            let timing = if a.decoder == Decoder::Beam {
                 let pair = |c: u32| {
                     c.checked_sub(1)
                         .and_then(|k| PhonemePair::from_index(k as usize))
@@ -412,7 +435,7 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
             "within_25ms": s.within_25ms,
         })),
         "without_reference": unscored,
-        "decoder": a.decoder,
+        "decoder": a.decoder.name(),
         "trim_db": a.trim_db,
         "edge_boundaries_trimmed": trimmed,
         "viterbi": if gpu.is_some() { "cuda" } else { "cpu" },
@@ -445,14 +468,14 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
         ),
         None => println!("boundaries     no reference boundaries to compare with"),
     }
-    if a.decoder == "viterbi" {
+    if a.decoder == Decoder::Viterbi {
         println!(
             "viterbi        {} s on the {}",
             format_args!("{viterbi_s:.3}"),
             if gpu.is_some() { "GPU" } else { "CPU" }
         );
     }
-    if a.decoder == "beam" {
+    if a.decoder == Decoder::Beam {
         println!("decoder        beam of {} over chained pairs: {different} utterance(s) decoded other pairs than the reference (their boundaries are not scored)", a.beam_width);
     }
     if a.pper_beam > 0 && pair_refs > 0 {

@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use dv_gpu::parity::{multi_parity, single_parity};
 use dv_gpu::{GpuDevice, GpuSampling, MultiKernel, MultiPlan, MultiStream, SinglePlan, SingleStream, Weights};
 use dv_synth::random::{random_conditioning, random_voice};
@@ -64,8 +64,8 @@ pub struct Common {
     #[arg(long, default_value_t = 512)]
     parity_steps: usize,
     /// Precisions: f32, bf16 or both.
-    #[arg(long, default_value = "both")]
-    precision: String,
+    #[arg(long, value_enum, default_value_t = PrecisionArg::Both)]
+    precision: PrecisionArg,
     /// Append results here as JSON lines.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -130,8 +130,8 @@ pub struct StreamsArgs {
     /// (wavenet_cols.cu: the streams as the warpgroup MMAs' N dimension, any
     /// multiple of 8 per block up to 64; r = 64) and/or `panels`
     /// (wavenet_multi.cu).
-    #[arg(long, value_delimiter = ',', default_value = "fastest")]
-    kernels: Vec<String>,
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "fastest")]
+    kernels: Vec<Kernel2>,
     /// Stream slots per block.
     #[arg(long, value_delimiter = ',', default_value = "64")]
     per_block: Vec<usize>,
@@ -179,13 +179,46 @@ fn voices(c: &Common) -> anyhow::Result<Vec<(String, Voice)>> {
     Ok(out)
 }
 
-fn precisions(c: &Common) -> anyhow::Result<Vec<bool>> {
-    Ok(match c.precision.as_str() {
-        "f32" => vec![false],
-        "bf16" => vec![true],
-        "both" => vec![false, true],
-        p => anyhow::bail!("--precision {p}: f32, bf16 or both"),
-    })
+/// `--precision`: the weight precisions to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PrecisionArg {
+    F32,
+    Bf16,
+    Both,
+}
+
+/// `--kernels`: the kernel-2 sources of `dv bench gpu-streams`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Kernel2 {
+    #[value(name = "fastest")]
+    Fastest,
+    #[value(name = "tiles")]
+    Tiles,
+    #[value(name = "tiles-f16")]
+    TilesF16,
+    #[value(name = "tiles-wg")]
+    TilesWg,
+    #[value(name = "tiles-wg-f16")]
+    TilesWgF16,
+    #[value(name = "cols")]
+    Cols,
+    #[value(name = "panels")]
+    Panels,
+}
+
+impl std::fmt::Display for Kernel2 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.to_possible_value().expect("no variant is skipped").get_name())
+    }
+}
+
+/// Whether each precision to run is bfloat16.
+fn precisions(c: &Common) -> Vec<bool> {
+    match c.precision {
+        PrecisionArg::F32 => vec![false],
+        PrecisionArg::Bf16 => vec![true],
+        PrecisionArg::Both => vec![false, true],
+    }
 }
 
 struct JsonOut(Option<std::fs::File>);
@@ -300,7 +333,7 @@ fn single(a: SingleArgs) -> anyhow::Result<()> {
         let w = Weights::from_voice(&voice)?;
         let frames = n.div_ceil(w.sizes.hop).max(a.common.parity_steps.div_ceil(w.sizes.hop));
         let cond = random_conditioning(voice.config(), frames, 3);
-        for &bf16 in &precisions(&a.common)? {
+        for &bf16 in &precisions(&a.common) {
             // Cluster sizes for wavenet_single, helper counts for wavenet_small,
             // then (layers per block, chain warps) for wavenet_chain.
             let kinds = a
@@ -458,36 +491,32 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
             fl.streams_by_flops, fl.flop_per_sample / 1e6, a.peak_flops / 1e12, fl.streams_by_bytes, fl.dram_bytes_per_sample, a.peak_bytes / 1e12
         );
         let hop = w.sizes.hop;
-        for kernel in &a.kernels {
-            for &bf16 in &precisions(&a.common)? {
-                let per_blocks = if kernel == "fastest" { &a.per_block[..1] } else { &a.per_block[..] };
+        for &kernel in &a.kernels {
+            for &bf16 in &precisions(&a.common) {
+                let per_blocks = if kernel == Kernel2::Fastest { &a.per_block[..1] } else { &a.per_block[..] };
                 for &per_block in per_blocks {
                     let mma = bf16;
                     let smem = dev.shared_memory_limit();
-                    let plan = match kernel.as_str() {
-                        "fastest" if bf16 => MultiPlan::fastest(&w.sizes, dev.compute_capability(), smem),
-                        "panels" => MultiPlan::new(&w.sizes, per_block, a.threads, bf16, a.stages, a.panel_bytes, smem),
-                        "tiles" | "tiles-f16" if bf16 => {
-                            let f16 = kernel == "tiles-f16";
+                    use Kernel2::*;
+                    let plan = match kernel {
+                        Fastest if bf16 => MultiPlan::fastest(&w.sizes, dev.compute_capability(), smem),
+                        Panels => MultiPlan::new(&w.sizes, per_block, a.threads, bf16, a.stages, a.panel_bytes, smem),
+                        Tiles | TilesF16 if bf16 => {
+                            let f16 = kernel == TilesF16;
                             MultiPlan::tiles(&w.sizes, per_block, a.threads, a.stages, a.panel_bytes, f16, smem)
                         }
-                        "tiles-wg" | "tiles-wg-f16" if bf16 && per_block == 64 => {
-                            let f16 = kernel == "tiles-wg-f16";
+                        TilesWg | TilesWgF16 if bf16 && per_block == 64 => {
+                            let f16 = kernel == TilesWgF16;
                             MultiPlan::tiles_wg(&w.sizes, a.threads, a.stages, a.panel_bytes, f16, smem)
                         }
-                        "tiles-wg" | "tiles-wg-f16" if bf16 => {
+                        TilesWg | TilesWgF16 if bf16 => {
                             println!("{kernel}: not run at {per_block} streams per block: warpgroup MMAs take 64");
                             continue;
                         }
-                        "cols" if bf16 => MultiPlan::cols(&w.sizes, per_block, a.stages, a.panel_bytes, smem),
-                        "tiles" | "tiles-f16" | "tiles-wg" | "tiles-wg-f16" | "cols" | "fastest" => {
+                        Cols if bf16 => MultiPlan::cols(&w.sizes, per_block, a.stages, a.panel_bytes, smem),
+                        Tiles | TilesF16 | TilesWg | TilesWgF16 | Cols | Fastest => {
                             println!("{kernel}, f32: not run: the tile kernel takes bfloat16 weights only");
                             continue;
-                        }
-                        other => {
-                            anyhow::bail!(
-                                "unknown kernel-2 source {other:?} (fastest, tiles, tiles-f16, tiles-wg, tiles-wg-f16, cols or panels)"
-                            )
                         }
                     };
                     let plan = match plan {

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use dv_speak::{CancelToken, Device, RenderOptions, Speaker, SpeakerOptions, WavWriter};
 use dv_synth::{Kernel, Nonlinearity, Precision};
 use dv_text::F0Normalization;
@@ -62,16 +62,16 @@ pub struct SynthArgs {
     #[arg(long)]
     approx: bool,
     /// scalar (the reference) or simd (AVX2/FMA when the CPU has it).
-    #[arg(long, default_value = "simd")]
-    kernel: String,
+    #[arg(long, value_enum, default_value_t = KernelArg::Simd)]
+    kernel: KernelArg,
     /// Stop after this many seconds of audio.
     #[arg(long)]
     max_seconds: Option<f64>,
     /// cpu, or cuda for the one-launch GPU kernel (dv-gpu kernel 1: each
     /// sentence in one launch on a thread-block cluster; needs compute
     /// capability 9.0).
-    #[arg(long, default_value = "cpu")]
-    device: String,
+    #[arg(long, value_enum, default_value_t = DeviceArg::Cpu)]
+    device: DeviceArg,
     /// (cuda) bfloat16 weight matrices instead of float32.
     #[arg(long)]
     bf16: bool,
@@ -94,15 +94,33 @@ pub struct SynthArgs {
     cmudict: Option<PathBuf>,
 }
 
+/// `--kernel`: the CPU sampler's kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum KernelArg {
+    /// The scalar reference.
+    Scalar,
+    /// AVX2/FMA when the CPU has it, else the scalar reference.
+    Simd,
+}
+
+/// `--device`: where the WaveNet samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum DeviceArg {
+    Cpu,
+    Cuda,
+}
+
 impl SynthArgs {
     fn speaker_options(&self) -> anyhow::Result<SpeakerOptions> {
-        let kernel = match self.kernel.as_str() {
-            "scalar" => Kernel::Scalar,
-            "simd" => Kernel::detect(),
-            k => bail!("--kernel {k}: scalar or simd"),
+        let kernel = match self.kernel {
+            KernelArg::Scalar => Kernel::Scalar,
+            KernelArg::Simd => Kernel::detect(),
         };
         Ok(SpeakerOptions {
-            device: self.device.parse().context("--device")?,
+            device: match self.device {
+                DeviceArg::Cpu => Device::Cpu,
+                DeviceArg::Cuda => Device::Cuda,
+            },
             kernel,
             precision: if self.int16 { Precision::Int16 } else { Precision::F32 },
             nonlinearity: if self.approx { Nonlinearity::Approximate } else { Nonlinearity::Exact },
