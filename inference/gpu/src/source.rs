@@ -358,8 +358,8 @@ pub struct MultiPlan {
     pub wgmma: bool,
     /// With `wgmma`: operands in the 128-byte-swizzled layout (`WG_SW`;
     /// r and s multiples of 64) instead of unswizzled core matrices. The
-    /// environment variable `DV_GPU_NO_SWIZZLE` (an experiment switch, as
-    /// `DV_GPU_DEFINES`) turns it off.
+    /// environment variable `DV_GPU_NO_SWIZZLE` (a developer switch, as
+    /// `DV_GPU_DEFINES`: `docs/environment.md`) turns it off.
     pub wg_swizzle: bool,
     pub smem_bytes: usize,
 }

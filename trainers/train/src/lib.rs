@@ -14,7 +14,8 @@
 //!   gradient buffer (which also carries the step's loss sum) per step, and
 //!   zeroing, clipping and Adam are a few kernels over the buffers;
 //!   otherwise gradients are summed in flat buckets of at most 4 MiB
-//!   ([`BUCKET_FLOATS`]). `DV_TRAIN_FLAT=0` forces the bucketed path. Rank 0's parameters are
+//!   ([`BUCKET_FLOATS`]). `DV_TRAIN_FLAT=0` forces the bucketed path (a developer
+//!   switch, with the others in `docs/environment.md`). Rank 0's parameters are
 //!   broadcast at start. Collectives sit behind [`Collective`]:
 //!   [`LocalCollective`] runs ranks as threads of one process (CPU; what CI
 //!   tests); an NCCL implementation serves GPUs.
