@@ -1,82 +1,107 @@
-//! WaveNet sampling on CUDA GPUs (Deep Voice §5.2, App. D; issue 9), over
-//! the same voice packages as the CPU sampler (`dv_synth`), whose scalar
-//! reference is the oracle of both kernels ([`parity`]).
+//! WaveNet sampling on CUDA GPUs (Deep Voice §5.2, App. D), over the same
+//! voice packages as the CPU sampler (`dv_synth`), whose scalar reference is
+//! the oracle of every kernel here ([`parity`]).
 //!
-//! # Two kinds of kernel
+//! # The kernels
 //!
-//! 1. [`SingleStream`] (`kernels/wavenet_single.cu`): one utterance in one
-//!    launch, lowest latency. A thread-block cluster of C blocks (one per
-//!    multiprocessor, C ≤ 16 on Hopper) splits every layer's gate units,
-//!    one or two gate warps per block ([`SinglePlan::with_gate_warps`]);
-//!    each layer's residual sum crosses blocks through distributed shared
-//!    memory behind one cluster barrier, ℓ + 2 barriers per sample. The
-//!    W_cur/W_prev/W_res slices stay in shared memory for the whole launch
-//!    when they fit ([`SinglePlan::smem_weights`]); every W_prev product
-//!    is taken off the layer chain (x_i(t − d_i) is known before the sample
-//!    starts). Needs compute capability 9.0.
-//!    For r = 32 in bfloat16 (Table 2's (20, 32, 128)) the chain fits one
-//!    SM: [`SinglePlan::chain_block`] selects `kernels/wavenet_small.cu`,
-//!    where one to four warps run the whole chain (lane j = unit j, each
-//!    product split over the warps by input), the block's other warps
-//!    compute the next sample's W_prev rows meanwhile, and helper blocks
-//!    take the skip and output layers: 4 cluster barriers per sample.
-//!    For r = 64 in bfloat16, [`SinglePlan::chain_split`] selects
-//!    `kernels/wavenet_chain.cu`: the chain split by layers over several
-//!    blocks, each holding its layers' W_cur and W_res, x handed from block
-//!    to block by `st.async` on the next block's `mbarrier` (no cluster
-//!    barrier per sample), one block for the relu layer and one for the
-//!    output layer and sampling; those two layers run on `mma.sync` with
-//!    their weights in registers, and the output block draws by the
-//!    Gumbel-max rule ([`sampling::DrawRule`]: the softmax's distribution,
-//!    other samples for a seed than the inverse CDF of the CPU sampler).
-//! 2. [`MultiStream`] (`kernels/wavenet_multi.cu`): many independent
-//!    streams, highest throughput. Each block owns a group of stream slots
-//!    and advances them one sample per step with no inter-block
-//!    synchronization; each step's products are `[streams, K] × [K, N]`
-//!    matrix products (tensor cores with bfloat16 weights and split hi + lo
-//!    bfloat16 activations, float32 accumulation; or float32 FMAs), the
-//!    weights streamed through shared memory in `cp.async` panels.
-//!    [`MultiPlan::tiles`] selects `kernels/wavenet_tiles.cu` instead (the
-//!    faster one, bfloat16 weights only): every product a tensor-core tile
-//!    grid whose warps own fixed output columns (`ldmatrix` fragments, the
-//!    gate, the residual stream and the skip sum in registers), weights in
-//!    chunks through 2–3 shared-memory slots, activations as two bfloat16
-//!    terms or, with `f16`, in half precision. On Hopper (sm_90),
-//!    [`MultiPlan::tiles_wg`] is the fastest: the same kernel with every
-//!    product a warpgroup MMA (`wgmma`, both operands from shared memory
-//!    tiled into core matrices, 64 streams per block), weight chunks by TMA
-//!    bulk copies, and the conditioning pool and history rings in per-thread
-//!    vector order. [`MultiPlan::cols`] (`kernels/wavenet_cols.cu`, r = 64)
-//!    swaps the MMA operands: the weights are the 64-row A operand and a
-//!    block's streams the N dimension, so a block holds any multiple of 8
-//!    streams (40 by [`MultiPlan::fastest`]); it is the one whose streams
-//!    each run in real time at 5,000 streams of (20, 64, 128) on an H100.
-//!    Slot state stays on the device between
-//!    launches, so streams join ([`MultiStream::start`]) and leave (reaching
-//!    their length) between launches. For serving,
-//!    [`MultiStream::with_windows`] gives each slot a window of conditioning
-//!    rows refilled before every launch ([`MultiStream::set_windows`]), so
-//!    streams of any text join without a pool holding all of them.
+//! Six CUDA sources in `kernels/` (with `common.cuh` and `wgmma.cuh`), in
+//! two families. A plan ([`SinglePlan`], [`MultiPlan`]) picks the source
+//! and its shape from the voice's sizes and the device; the source is
+//! specialised to the plan (sizes and layout as constants) and compiled for
+//! that voice at run time.
+//!
+//! **Kernel 1: one utterance per launch** ([`SingleStream`]; lowest latency;
+//! `dv synth --device cuda`). The whole utterance is one launch on a
+//! thread-block cluster (compute capability 9.0); the residual chain is the
+//! critical path, and the three sources split it differently:
+//!
+//! | source | plan | how the chain is split |
+//! | --- | --- | --- |
+//! | `wavenet_single.cu` | [`SinglePlan::new`] | every layer's gate units split over the cluster's C blocks (C ≤ 16), one or two gate warps per block; each layer's residual sum crosses blocks through distributed shared memory behind a cluster barrier (ℓ + 2 barriers per sample); any size, float32 or bfloat16 weights |
+//! | `wavenet_small.cu` | [`SinglePlan::chain_block`] | the whole chain in one block (r = 32, bfloat16), helper blocks for the skip, relu and output layers: 4 cluster barriers per sample |
+//! | `wavenet_chain.cu` | [`SinglePlan::chain_split`] | the chain split by layers over chain blocks, `x` handed from block to block by `st.async` on the next block's `mbarrier` (no cluster barrier per sample); one block for the relu layer, one for the output layer and sampling (r = 32 or 64, bfloat16) |
+//!
+//! Every kernel-1 variant takes W_prev·x(t − d) off the chain (it is known
+//! before the sample starts) and keeps the weights in shared memory when
+//! they fit. `wavenet_chain` draws by the Gumbel-max rule
+//! ([`sampling::DrawRule`]): the softmax's distribution, but other samples
+//! for a seed than the CPU's inverse CDF.
+//!
+//! **Kernel 2: many streams** ([`MultiStream`]; highest throughput;
+//! `dv serve --device cuda`). Each block owns a group of stream slots and
+//! advances them one sample per step with no synchronisation between
+//! blocks; each step's products are `[streams, K] × [K, N]` matrix
+//! products on the tensor cores (bfloat16 weights; activations as two
+//! bfloat16 terms or in half precision; float32 sums), weights streamed
+//! through shared memory:
+//!
+//! | source | plan ([`MultiKernel`]) | products |
+//! | --- | --- | --- |
+//! | `wavenet_multi.cu` | [`MultiPlan::new`] (`Panels`) | weight panels by `cp.async`, panel by panel; float32 FMAs or tensor cores |
+//! | `wavenet_tiles.cu` | [`MultiPlan::tiles`], [`MultiPlan::tiles_wg`] (`Tiles`) | tile grids whose warps own fixed output columns (`mma.sync`), or on sm_90a warpgroup MMAs (`wgmma`, 64 streams per block, weight chunks by TMA) |
+//! | `wavenet_cols.cu` | [`MultiPlan::cols`] (`Cols`) | warpgroup MMAs with the weights as the 64-row A operand and the streams as N: any multiple of 8 streams per block (r = 64, sm_90a) |
+//!
+//! [`MultiPlan::fastest`] is the measured best for a size and device.
+//! Slot state stays on the device between launches, so streams join
+//! ([`MultiStream::start`]) and leave (at their length) between launches;
+//! [`MultiStream::with_windows`] gives each slot a window of conditioning
+//! rows refilled before each launch ([`MultiStream::set_windows`]), so
+//! streams of any text join without a pool holding all of them;
+//! [`Pipelined`] does the same with every host-side cost of a launch
+//! overlapped with the launch before it (what `dv serve --device cuda`
+//! runs).
 //!
 //! # Units and invariants
 //!
-//! Audio is 8-bit mu-law at the voice's rate (16384 Hz), sample n reads
-//! conditioning row n / hop (hop = 64), y(t) = 128 and every history is 0
-//! before t = 0, exactly as FORMAT.md and the CPU sampler. Direct, mode and
-//! temperature sampling use the CPU's xoshiro256++ stream
-//! ([`sampling::rng_state`]), one uniform per sample. Weight matrices are
-//! float32 or bfloat16 ([`model::Stored`]); biases, embeddings, activations
-//! and sums are float32.
+//! Audio is 8-bit mu-law at the voice's rate (16384 Hz); sample n reads
+//! conditioning row n / hop (hop = 64); y(t) = 128 and every history is 0
+//! before t = 0, as in `inference/voice/FORMAT.md` and the CPU sampler.
+//! Direct, mode and temperature sampling continue the CPU's xoshiro256++
+//! stream ([`sampling::rng_state`]), one uniform per sample. Weight
+//! matrices are float32 or bfloat16 ([`model::Stored`]); biases,
+//! embeddings, sums and the residual stream are float32.
 //!
-//! Figures, floors and every variant tried, measured on an H200:
-//! `benchmarks/gpu.md`.
+//! # Dynamic loading
 //!
-//! # Without a GPU
+//! `cudarc` loads the driver (`libcuda.so.1`) and NVRTC (`libnvrtc.so.13`)
+//! with `dlopen` on first use, so this crate builds and links on any
+//! machine and nothing here needs the CUDA toolkit at build time.
+//! [`driver_available`] and [`nvrtc_available`] say whether each loads;
+//! without them every entry point returns [`GpuError::CudaUnavailable`]
+//! with the reason. The kernels are compiled by NVRTC to PTX
+//! ([`compile_ptx`]) for the device's architecture (`compute_90`;
+//! `compute_90a` for the warpgroup-MMA kernels) when a plan is opened on
+//! it. All `unsafe` (launches, device memory) is in the `cuda` module.
 //!
-//! The driver and NVRTC are loaded with `dlopen` when first used, so this
-//! crate builds everywhere; the layouts, plans, sources and sampling state
-//! are plain host code tested in CI, and NVRTC compiles both kernels there
-//! whenever its library can be loaded (it needs no GPU).
+//! # CPU emulation
+//!
+//! [`emulate`] is a CPU model of the tile kernels' activation rounding: the
+//! scalar reference step with the same four roundings the kernel makes. Its
+//! [`emulate::drift`] predicts, without a GPU, how far a voice's
+//! distributions will be from the reference in bfloat16 or half precision,
+//! which is what the device's parity check then measures.
+//!
+//! # What is tested where
+//!
+//! - In CI (no GPU; `cargo test -p dv-gpu`): the weight layouts hold exactly
+//!   the voice's weights where each kernel indexes them; the plans keep
+//!   each kernel's invariants and refuse what it cannot run; serving
+//!   windows hold every frame a launch reads; NVRTC compiles every source
+//!   for every Table 2 size and variant (NVRTC from the torch wheel loads
+//!   without a GPU), and a broken source is an error carrying the compiler
+//!   log; the sampling modes and both draw rules; the emulation equals
+//!   `dv_synth`'s scalar reference when it does not round.
+//! - On the device (`dv bench gpu-single`, `dv bench gpu-streams`, and
+//!   `benchmarks/gpu/*.sh`): [`parity`] with the CPU scalar reference,
+//!   teacher-forced distributions (max |Δp|) and free-running mode samples
+//!   (identical with float32 weights), for every plan, before any timing is
+//!   taken; a plan that fails parity is not timed and fails the command
+//!   (`--force-timing` times it anyway, for ablations). The figures and every
+//!   variant tried: `benchmarks/gpu.md`.
+//!
+//! The developer switches `DV_GPU_DEFINES`, `DV_GPU_NO_SWIZZLE` and
+//! `DV_GPU_DUMP_PTX` change how the kernels are compiled for experiments
+//! (`docs/environment.md`).
 
 mod bench;
 mod cuda;
