@@ -38,7 +38,7 @@ pub fn decode(path: &Path) -> Result<Decoded, AudioError> {
     }
     let file_len = file.metadata().map_or(0, |m| m.len());
     let mss = MediaSourceStream::new(Box::new(file), Default::default());
-    let mut format = symphonia::default::get_probe()
+    let mut format = crate::probe::coded_probe()
         .format(&hint, mss, &FormatOptions::default(), &MetadataOptions::default())
         .map_err(|e| malformed(e.to_string()))?
         .format;

@@ -2,11 +2,13 @@
 
 use std::fs::File;
 use std::path::Path;
+use std::sync::OnceLock;
 
 use symphonia::core::formats::FormatOptions;
 use symphonia::core::io::MediaSourceStream;
 use symphonia::core::meta::MetadataOptions;
-use symphonia::core::probe::Hint;
+use symphonia::core::probe::{Hint, Probe};
+use symphonia::default::formats::{FlacReader, MpaReader};
 
 use crate::{wav, AudioError};
 
@@ -64,6 +66,22 @@ pub fn probe(path: &Path) -> Result<AudioInfo, AudioError> {
     probe_coded(path)
 }
 
+/// The container readers asked of Symphonia: FLAC and MP3, the formats
+/// decoded through it (WAV is read natively, from its `RIFF` magic).
+/// Symphonia's probe scans past leading bytes for any marker it knows, so
+/// with its WAV reader registered a file of other bytes followed by `RIFF…`
+/// reached that reader, whose sample rate of 0 panicked in
+/// `TimeBase::new` (found by fuzzing: `fuzz/regressions/audio_decode/`).
+pub(crate) fn coded_probe() -> &'static Probe {
+    static PROBE: OnceLock<Probe> = OnceLock::new();
+    PROBE.get_or_init(|| {
+        let mut probe = Probe::default();
+        probe.register_all::<FlacReader>();
+        probe.register_all::<MpaReader>();
+        probe
+    })
+}
+
 fn probe_coded(path: &Path) -> Result<AudioInfo, AudioError> {
     let file = File::open(path).map_err(|source| AudioError::Io { path: path.to_path_buf(), source })?;
     let mut hint = Hint::new();
@@ -71,7 +89,7 @@ fn probe_coded(path: &Path) -> Result<AudioInfo, AudioError> {
         hint.with_extension(ext);
     }
     let mss = MediaSourceStream::new(Box::new(file), Default::default());
-    let probed = symphonia::default::get_probe()
+    let probed = coded_probe()
         .format(&hint, mss, &FormatOptions::default(), &MetadataOptions::default())
         .map_err(|e| AudioError::Malformed { path: path.to_path_buf(), reason: e.to_string() })?;
     let track = probed
