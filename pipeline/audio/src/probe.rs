@@ -9,6 +9,7 @@ use symphonia::core::io::MediaSourceStream;
 use symphonia::core::meta::MetadataOptions;
 use symphonia::core::probe::{Hint, Probe};
 use symphonia::default::formats::{FlacReader, MpaReader};
+use symphonia_metadata::id3v2::Id3v2Reader;
 
 use crate::{wav, AudioError};
 
@@ -67,7 +68,8 @@ pub fn probe(path: &Path) -> Result<AudioInfo, AudioError> {
 }
 
 /// The container readers asked of Symphonia: FLAC and MP3, the formats
-/// decoded through it (WAV is read natively, from its `RIFF` magic).
+/// decoded through it (WAV is read natively, from its `RIFF` magic), and
+/// the ID3v2 tags that MP3 files open with.
 /// Symphonia's probe scans past leading bytes for any marker it knows, so
 /// with its WAV reader registered a file of other bytes followed by `RIFF…`
 /// reached that reader, whose sample rate of 0 panicked in
@@ -78,6 +80,7 @@ pub(crate) fn coded_probe() -> &'static Probe {
         let mut probe = Probe::default();
         probe.register_all::<FlacReader>();
         probe.register_all::<MpaReader>();
+        probe.register_all::<Id3v2Reader>();
         probe
     })
 }

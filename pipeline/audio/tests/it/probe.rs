@@ -122,3 +122,23 @@ fn flac_length_comes_from_streaminfo() {
     assert_eq!((info.container, info.sample_rate, info.channels, info.frames), (Container::Flac, 16_000, 1, 4000));
     assert_eq!(info.format, SampleFormat::Coded(Some(16)));
 }
+
+/// Silent MPEG-1 Layer III frames (128 kb/s, 44.1 kHz, 417 bytes each,
+/// 1152 samples), behind an ID3v2.4 tag of 64 bytes of padding.
+#[test]
+fn an_mp3_behind_an_id3v2_tag_probes_and_decodes() {
+    let d = tempfile::tempdir().unwrap();
+    let mut b = b"ID3\x04\x00\x00\x00\x00\x00\x40".to_vec();
+    b.extend_from_slice(&[0u8; 64]);
+    for _ in 0..20 {
+        b.extend_from_slice(&[0xFF, 0xFB, 0x90, 0x64]);
+        b.extend_from_slice(&[0u8; 413]);
+    }
+    let path = d.path().join("tagged.mp3");
+    std::fs::write(&path, b).unwrap();
+    let info = dv_audio::probe(&path).unwrap();
+    assert_eq!((info.container, info.sample_rate, info.channels), (dv_audio::Container::Mp3, 44_100, 2));
+    let decoded = dv_audio::decode(&path).unwrap();
+    assert!(decoded.samples.len() >= 18 * 1152, "{} samples", decoded.samples.len());
+    assert!(decoded.samples.iter().all(|&s| s == 0.0));
+}
