@@ -1,14 +1,15 @@
-//! Links `dv` against libtorch so that the one binary works on CPU and GPU
-//! machines without `LD_LIBRARY_PATH`: an rpath to the libtorch directory the
-//! build found, and `libtorch_cuda` forced into the needed list (the linker
-//! would drop it under `--as-needed`, since no symbol of it is named, and
-//! CUDA would then be silently unavailable). The rpath goes on every target,
-//! so the integration tests that call into `dv-train` load libtorch too.
+//! Links `dv` against libtorch with the arguments `dv-torch` gives
+//! (`trainers/torch/build.rs` owns them and says why), so that the one binary
+//! runs on CPU and GPU machines without `LD_LIBRARY_PATH`. The rpath goes on
+//! every target, so the integration tests that call into `dv-train` load
+//! libtorch too; `libtorch_cuda` is forced into the binary only.
 fn main() {
-    println!("cargo:rerun-if-env-changed=DEP_TCH_LIBTORCH_LIB");
-    let Ok(lib) = std::env::var("DEP_TCH_LIBTORCH_LIB") else { return };
-    println!("cargo:rustc-link-arg=-Wl,-rpath,{lib}");
-    if std::path::Path::new(&lib).join("libtorch_cuda.so").exists() {
-        println!("cargo:rustc-link-arg-bins=-Wl,--no-as-needed,-ltorch_cuda,--as-needed");
+    println!("cargo:rerun-if-env-changed=DEP_DV_TORCH_RPATH_ARG");
+    println!("cargo:rerun-if-env-changed=DEP_DV_TORCH_CUDA_ARG");
+    if let Ok(rpath) = std::env::var("DEP_DV_TORCH_RPATH_ARG") {
+        println!("cargo:rustc-link-arg={rpath}");
+    }
+    if let Ok(cuda) = std::env::var("DEP_DV_TORCH_CUDA_ARG") {
+        println!("cargo:rustc-link-arg-bins={cuda}");
     }
 }

@@ -1,11 +1,11 @@
-//! Links this crate's examples and tests against libtorch as `dv` is linked (an
-//! rpath to the libtorch directory, `libtorch_cuda` forced in); see
-//! `trainers/torch/build.rs` for why.
+//! Links this crate's test and example binaries against libtorch with the
+//! arguments `dv-torch` gives (an rpath to libtorch, `libtorch_cuda` forced
+//! in): `trainers/torch/build.rs` owns them and says why.
 fn main() {
-    println!("cargo:rerun-if-env-changed=DEP_TCH_LIBTORCH_LIB");
-    let Ok(lib) = std::env::var("DEP_TCH_LIBTORCH_LIB") else { return };
-    println!("cargo:rustc-link-arg=-Wl,-rpath,{lib}");
-    if std::path::Path::new(&lib).join("libtorch_cuda.so").exists() {
-        println!("cargo:rustc-link-arg=-Wl,--no-as-needed,-ltorch_cuda,--as-needed");
+    for key in ["DEP_DV_TORCH_RPATH_ARG", "DEP_DV_TORCH_CUDA_ARG"] {
+        println!("cargo:rerun-if-env-changed={key}");
+        if let Ok(arg) = std::env::var(key) {
+            println!("cargo:rustc-link-arg={arg}");
+        }
     }
 }

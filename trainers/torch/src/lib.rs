@@ -8,11 +8,14 @@
 //! # Linking
 //!
 //! libtorch comes from the `torch==2.11.0` wheel on PyPI
-//! (`LIBTORCH_USE_PYTORCH=1`). Binaries that use this crate must carry an
-//! rpath to libtorch's directory and force-link `libtorch_cuda`; see this
-//! crate's `build.rs` and `infra/dv/build.rs`. Without the forced link a CUDA
-//! wheel still loads, but [`LibtorchInfo::cuda_devices`] is 0 on a GPU
-//! machine.
+//! (`LIBTORCH_USE_PYTORCH=1`). Binaries that load it must carry an rpath to
+//! libtorch's directory and force-link `libtorch_cuda`. This crate's
+//! `build.rs` is the one place that works out those link arguments: it
+//! applies them to this crate's tests and hands them, through Cargo's `links`
+//! metadata, to the build script of every crate that depends on this one
+//! (`DEP_DV_TORCH_RPATH_ARG`, `DEP_DV_TORCH_CUDA_ARG`), which prints them for
+//! its own binaries. Without the forced link a CUDA wheel still loads, but
+//! [`LibtorchInfo::cuda_devices`] is 0 on a GPU machine.
 #![forbid(unsafe_code)]
 
 mod info;
