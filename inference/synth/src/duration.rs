@@ -49,16 +49,17 @@ impl DurationModel {
     pub fn new(voice: &Voice) -> Result<Self, SynthError> {
         let c = voice.config();
         let config = c.duration.ok_or(SynthError::NoModel { what: "duration" })?;
-        let grus =
-            (0..config.gru_layers).map(|k| Gru::load(voice, &format!("duration.gru.{k}"))).collect::<Result<_, _>>()?;
+        let grus = (0..config.gru_layers)
+            .map(|k| Gru::load(voice.weights(), &format!("duration.gru.{k}")))
+            .collect::<Result<_, _>>()?;
         Ok(Self {
             config,
             phonemes: c.phonemes.len(),
             stress_levels: c.stress_levels,
-            fc1: Dense::load(voice, "duration.fc1")?,
-            fc2: Dense::load(voice, "duration.fc2")?,
+            fc1: Dense::load(voice.weights(), "duration.fc1")?,
+            fc2: Dense::load(voice.weights(), "duration.fc2")?,
             grus,
-            out: Dense::load(voice, "duration.out")?,
+            out: Dense::load(voice.weights(), "duration.out")?,
         })
     }
 

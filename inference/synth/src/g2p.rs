@@ -9,11 +9,11 @@
 //! It runs once per word missing from the lexicon, a dozen letters, so it is
 //! written for accuracy, not speed: f64 throughout (`gru.rs`).
 
-use dv_voice::{G2pConfig, Voice, MAX_BEAM};
+use dv_voice::{g2p_tensors, G2pConfig, Voice, VoiceError, Weights, MAX_BEAM};
 
 use crate::beam::{Decoder, Search};
 use crate::error::SynthError;
-use crate::gru::{dot, Dense, Gru};
+use crate::gru::{dot, tensor, Dense, Gru};
 
 /// The G2P model of a voice.
 #[derive(Debug, Clone)]
@@ -52,27 +52,47 @@ impl G2p {
     pub fn new(voice: &Voice) -> Result<Self, SynthError> {
         let c = voice.config();
         let config = c.g2p.clone().ok_or(SynthError::NoModel { what: "g2p" })?;
+        Self::from_weights(config, c.stress_levels, voice.weights())
+    }
+
+    /// The model of `config` from the `g2p.*` tensors of `weights`, outside
+    /// a voice package (a G2P checkpoint converted to the voice format, as
+    /// `dv export --g2p` converts it); `stress_levels` as in the voice
+    /// config. A tensor missing or of another shape than
+    /// [`dv_voice::g2p_tensors`] gives is a [`SynthError::Voice`] error.
+    pub fn from_weights(config: G2pConfig, stress_levels: usize, weights: &Weights) -> Result<Self, SynthError> {
+        if stress_levels == 0 || config.outputs == 0 || !(config.outputs - 1).is_multiple_of(stress_levels) {
+            let reason = format!("{} outputs are not 1 + phonemes × {stress_levels} stress levels", config.outputs);
+            return Err(SynthError::InvalidOption { what: "stress_levels", reason });
+        }
+        for (name, shape) in g2p_tensors(&config) {
+            let t = tensor(weights, &name)?;
+            if t.shape() != shape.as_slice() {
+                let got = t.shape().to_vec();
+                return Err(VoiceError::ShapeMismatch { name, expected: shape, got }.into());
+            }
+        }
         let enc = (0..config.layers)
             .map(|k| {
-                Ok([Gru::load(voice, &format!("g2p.enc.{k}.fwd"))?, Gru::load(voice, &format!("g2p.enc.{k}.bwd"))?])
+                Ok([Gru::load(weights, &format!("g2p.enc.{k}.fwd"))?, Gru::load(weights, &format!("g2p.enc.{k}.bwd"))?])
             })
             .collect::<Result<_, SynthError>>()?;
-        let dec = (0..config.layers).map(|k| Gru::load(voice, &format!("g2p.dec.{k}"))).collect::<Result<_, _>>()?;
+        let dec = (0..config.layers).map(|k| Gru::load(weights, &format!("g2p.dec.{k}"))).collect::<Result<_, _>>()?;
         let attention = if config.attention {
             Some(Attention {
-                w: voice.tensor("g2p.att.w")?.data().to_vec(),
-                combine: Dense::load(voice, "g2p.att.combine")?,
+                w: tensor(weights, "g2p.att.w")?.data().to_vec(),
+                combine: Dense::load(weights, "g2p.att.combine")?,
             })
         } else {
             None
         };
         Ok(Self {
-            stress_levels: c.stress_levels,
-            enc_embed: voice.tensor("g2p.enc_embed")?.data().to_vec(),
-            dec_embed: voice.tensor("g2p.dec_embed")?.data().to_vec(),
+            stress_levels,
+            enc_embed: tensor(weights, "g2p.enc_embed")?.data().to_vec(),
+            dec_embed: tensor(weights, "g2p.dec_embed")?.data().to_vec(),
             enc,
             dec,
-            out: Dense::load(voice, "g2p.out")?,
+            out: Dense::load(weights, "g2p.out")?,
             attention,
             config,
         })

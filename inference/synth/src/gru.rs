@@ -3,9 +3,14 @@
 //! Both run once per utterance or word over short sequences, so they are
 //! written for accuracy, not speed.
 
-use dv_voice::Voice;
+use dv_voice::{VoiceError, Weights};
 
 use crate::error::SynthError;
+
+/// The tensor `name` of `weights`.
+pub(crate) fn tensor<'a>(weights: &'a Weights, name: &str) -> Result<&'a dv_voice::Tensor, SynthError> {
+    Ok(weights.get(name).ok_or_else(|| VoiceError::MissingTensor { name: name.to_string(), expected: vec![] })?)
+}
 
 /// A `[rows, cols]` matrix `[out, in]` and its bias: `y = W x + b`.
 #[derive(Debug, Clone)]
@@ -16,16 +21,16 @@ pub(crate) struct Dense {
 }
 
 impl Dense {
-    /// `{prefix}.weight` and `{prefix}.bias` (the package has checked their
-    /// shapes against its config).
-    pub(crate) fn load(voice: &Voice, prefix: &str) -> Result<Self, SynthError> {
-        Self::from_names(voice, &format!("{prefix}.weight"), &format!("{prefix}.bias"))
+    /// `{prefix}.weight` and `{prefix}.bias` of a voice's weights (the
+    /// package has checked their shapes against its config).
+    pub(crate) fn load(weights: &Weights, prefix: &str) -> Result<Self, SynthError> {
+        Self::from_names(weights, &format!("{prefix}.weight"), &format!("{prefix}.bias"))
     }
 
-    fn from_names(voice: &Voice, weight: &str, bias: &str) -> Result<Self, SynthError> {
-        let w = voice.tensor(weight)?;
+    fn from_names(weights: &Weights, weight: &str, bias: &str) -> Result<Self, SynthError> {
+        let w = tensor(weights, weight)?;
         let cols = w.shape().get(1).copied().unwrap_or(0);
-        Ok(Self { w: w.data().to_vec(), b: voice.tensor(bias)?.data().to_vec(), cols })
+        Ok(Self { w: w.data().to_vec(), b: tensor(weights, bias)?.data().to_vec(), cols })
     }
 
     /// Output width.
@@ -55,11 +60,11 @@ pub(crate) struct Gru {
 
 impl Gru {
     /// The layer whose tensors are `{prefix}.weight_ih_l0` and so on.
-    pub(crate) fn load(voice: &Voice, prefix: &str) -> Result<Self, SynthError> {
+    pub(crate) fn load(weights: &Weights, prefix: &str) -> Result<Self, SynthError> {
         let name = |n: &str| format!("{prefix}.{n}_l0");
         Ok(Self {
-            ih: Dense::from_names(voice, &name("weight_ih"), &name("bias_ih"))?,
-            hh: Dense::from_names(voice, &name("weight_hh"), &name("bias_hh"))?,
+            ih: Dense::from_names(weights, &name("weight_ih"), &name("bias_ih"))?,
+            hh: Dense::from_names(weights, &name("weight_hh"), &name("bias_hh"))?,
         })
     }
 

@@ -57,7 +57,7 @@ pub fn expected_tensors(config: &VoiceConfig) -> Vec<(String, Vec<usize>)> {
 /// model"), in order: the two embeddings, each encoder layer (forward then
 /// backward), each decoder layer, out, and attention's when it has it. Every GRU carries the `_l0` suffix of
 /// a one-layer `torch.nn.GRU`.
-fn g2p_tensors(g: &G2pConfig) -> Vec<(String, Vec<usize>)> {
+pub fn g2p_tensors(g: &G2pConfig) -> Vec<(String, Vec<usize>)> {
     let (e, h) = (g.embed, g.hidden);
     let gru = |t: &mut Vec<(String, Vec<usize>)>, prefix: String, input: usize| {
         t.push((format!("{prefix}.weight_ih_l0"), vec![3 * h, input]));

@@ -68,7 +68,7 @@ pub use config::{
 };
 pub use error::VoiceError;
 pub use golden::{DurationGolden, G2pGolden, G2pWord, Golden};
-pub use layout::expected_tensors;
+pub use layout::{expected_tensors, g2p_tensors};
 pub use checksum::CHECKSUM_FILE;
 pub use package::{read_config, Voice, Weights, CONFIG_FILE, GOLDEN_FILE, MODEL_FILE};
 pub use tensor::Tensor;

@@ -253,11 +253,22 @@ fn add_duration(voice: &Path, duration: &Path, features: Option<&String>, out: &
     Ok(())
 }
 
-/// Adds a G2P model to the voice package in `voice`, written to `out`.
-fn add_g2p(voice: &Path, g2p: &Path, golden_words: usize, out: &Path) -> anyhow::Result<()> {
-    let v = Voice::read(voice).with_context(|| format!("reading {}", voice.display()))?;
-    let name = g2p.display().to_string();
-    let bytes = std::fs::read(g2p).with_context(|| format!("reading {name}"))?;
+/// A left-to-right G2P checkpoint of `dv train` in the voice format: its
+/// config for `phonemes` phonemes and `stress_levels` stress levels, its
+/// `g2p.*` tensors, and the libtorch model, its sizes, data and step.
+pub(crate) struct G2pCheckpoint {
+    pub config: dv_voice::G2pConfig,
+    pub weights: Weights,
+    model: dv_train::G2p,
+    sizes: dv_train::G2pConfig,
+    lexicon: dv_train::LexiconConfig,
+    step: u64,
+}
+
+/// Reads the G2P checkpoint `path` (see [`G2pCheckpoint`]).
+pub(crate) fn g2p_checkpoint(path: &Path, phonemes: usize, stress_levels: usize) -> anyhow::Result<G2pCheckpoint> {
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).with_context(|| format!("reading {name}"))?;
     let ck = decode(&name, &bytes)?;
     let cfg = RunConfig::from_toml(&format!("{name} (its run config)"), &ck.state.config)?;
     let sizes = cfg.g2p_sizes(&name).with_context(|| format!("{name} is not a G2P checkpoint"))?;
@@ -267,22 +278,42 @@ fn add_g2p(voice: &Path, g2p: &Path, golden_words: usize, out: &Path) -> anyhow:
     }
     let model = dv_train::G2p::new(&sizes, tch::Device::Cpu)?;
     dv_train::checkpoint::load_model_weights(&name, &ck, &model)?;
-    let mut config = v.config().clone();
-    let mut gc = dv_voice::G2pConfig::new(
+    let mut config = dv_voice::G2pConfig::new(
         sizes.embed as usize,
         sizes.hidden as usize,
         sizes.layers as usize,
-        config.phonemes.len(),
-        config.stress_levels,
+        phonemes,
+        stress_levels,
     );
-    gc.beam = sizes.beam;
-    gc.attention = sizes.attention;
-    config.g2p = Some(gc);
-    let mut weights = v.weights().clone();
-    weights.retain(|k, _| !k.starts_with("g2p."));
+    config.beam = sizes.beam;
+    config.attention = sizes.attention;
+    let mut weights = Weights::new();
     for (n, t) in model.named_parameters() {
         weights.insert(n.clone(), to_voice_tensor(&n, &t)?);
     }
+    Ok(G2pCheckpoint { config, weights, model, sizes, lexicon, step: ck.state.step })
+}
+
+/// The G2P checkpoint `path` as the inference side runs it (`dv_synth::G2p`,
+/// as in a voice package), over `dv_text`'s phonemes and stress levels: what
+/// `dv g2p` and `dv synth` use for words missing from the lexicon.
+pub(crate) fn load_g2p(path: &Path) -> anyhow::Result<dv_synth::G2p> {
+    let g = g2p_checkpoint(path, Phoneme::COUNT, dv_text::Stress::COUNT)?;
+    dv_synth::G2p::from_weights(g.config, dv_text::Stress::COUNT, &g.weights)
+        .with_context(|| format!("{}: the G2P model in the voice format", path.display()))
+}
+
+/// Adds a G2P model to the voice package in `voice`, written to `out`.
+fn add_g2p(voice: &Path, g2p: &Path, golden_words: usize, out: &Path) -> anyhow::Result<()> {
+    let v = Voice::read(voice).with_context(|| format!("reading {}", voice.display()))?;
+    let name = g2p.display().to_string();
+    let mut config = v.config().clone();
+    let G2pCheckpoint { config: gc, weights: g2p_weights, model, sizes, lexicon, step } =
+        g2p_checkpoint(g2p, config.phonemes.len(), config.stress_levels)?;
+    config.g2p = Some(gc);
+    let mut weights = v.weights().clone();
+    weights.retain(|k, _| !k.starts_with("g2p."));
+    weights.extend(g2p_weights);
     let split = dv_train::Pronunciations::load(&lexicon)?;
     let mut words = Vec::new();
     for i in 0..split.test.len().min(golden_words) {
@@ -306,7 +337,7 @@ fn add_g2p(voice: &Path, g2p: &Path, golden_words: usize, out: &Path) -> anyhow:
         "wrote {}: {} plus the G2P model of {name} (step {}, {}+{} GRU layers x {}{}, beam {}, {} golden words)",
         out.display(),
         voice.display(),
-        ck.state.step,
+        step,
         sizes.layers,
         sizes.layers,
         sizes.hidden,

@@ -250,17 +250,36 @@ impl Store {
     /// Names (relative to the prefix) and sizes in bytes of every object
     /// under `dir` (`""` for all of them), sorted by name.
     pub async fn list_sizes(&self, dir: &str) -> Result<Vec<(String, u64)>, StoreError> {
+        Ok(self.list_objects(dir).await?.into_iter().map(|o| (o.name, o.size)).collect())
+    }
+
+    /// Every object under `dir` (`""` for all of them) with its size and
+    /// entity tag, sorted by name.
+    pub async fn list_objects(&self, dir: &str) -> Result<Vec<ObjectInfo>, StoreError> {
         let base = self.path(dir);
         let metas: Vec<_> = self.store.list(Some(&base)).try_collect().await.map_err(|e| self.err(dir, e))?;
         let prefix_len = self.prefix.parts().count();
-        let mut out: Vec<(String, u64)> = metas
+        let mut out: Vec<ObjectInfo> = metas
             .into_iter()
             .map(|m| {
                 let parts: Vec<String> = m.location.parts().skip(prefix_len).map(|p| p.as_ref().to_string()).collect();
-                (parts.join("/"), m.size)
+                ObjectInfo { name: parts.join("/"), size: m.size, e_tag: m.e_tag }
             })
             .collect();
         out.sort();
         Ok(out)
     }
+}
+
+/// One object of a listing.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ObjectInfo {
+    /// The name relative to the store's prefix.
+    pub name: String,
+    /// Bytes.
+    pub size: u64,
+    /// The store's entity tag: it changes when the object's content does
+    /// (S3's ETag; on local disks `object_store` derives it from the file's
+    /// inode, size and modification time). `None` where the store gives none.
+    pub e_tag: Option<String>,
 }

@@ -18,7 +18,7 @@
 //!
 //! A corpus given as an object-store URL is mirrored into a local staging
 //! directory first ([`stage_corpus`]): already-staged files of the right size
-//! are not fetched again.
+//! and entity tag are not fetched again.
 //!
 //! Utterances are sorted by id and dealt to shards round-robin (utterance
 //! `k` of the sorted list goes to shard `k mod N`), so N independent workers
@@ -49,8 +49,9 @@ mod job;
 mod shard;
 mod stage;
 
+pub use dv_store::ObjectInfo;
 pub use dv_store::{Store, StoreError};
 pub use error::FeaturizeError;
 pub use features::{featurize_utterance, UtteranceFeatures, MAX_UTTERANCE_SECONDS};
 pub use job::{run, Job, Report, ShardSpec};
-pub use stage::{is_remote, stage_corpus, Staged};
+pub use stage::{corpus_listing, is_remote, runtime, stage_corpus, Staged};

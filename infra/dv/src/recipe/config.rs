@@ -143,15 +143,32 @@ fn sixteen() -> usize {
     16
 }
 
-/// `[g2p]`: the grapheme-to-phoneme model put in the voice for words
-/// missing from the lexicon.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// `[g2p]`: the grapheme-to-phoneme model that pronounces the transcripts'
+/// words missing from CMUDict (phones from text, in featurize) and that the
+/// voice carries for words missing from its lexicon.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct G2pStage {
-    /// A G2P checkpoint, e.g. the shipped `trainers/train/models/g2p-compact.safetensors`;
-    /// none: the voice speaks lexicon words only.
-    #[serde(default)]
-    pub model: Option<String>,
+    /// A G2P checkpoint of `dv train` (default: the shipped
+    /// `trainers/train/models/g2p-compact.safetensors`); `"none"`: no model,
+    /// so an utterance with a word missing from CMUDict is left out and the
+    /// voice speaks lexicon words only.
+    #[serde(default = "shipped_g2p")]
+    pub model: String,
+}
+
+impl Default for G2pStage {
+    fn default() -> Self {
+        G2pStage { model: shipped_g2p() }
+    }
+}
+
+/// The shipped compact G2P model, in the source tree dv was built from.
+fn shipped_g2p() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../trainers/train/models/g2p-compact.safetensors")
+        .display()
+        .to_string()
 }
 
 /// `[export]`: as `dv export`.
@@ -236,6 +253,12 @@ impl Loaded {
         }
     }
 
+    /// The `[g2p] model` resolved, `None` for `"none"`.
+    pub fn g2p_model(&self) -> Option<String> {
+        let m = self.recipe.g2p.model.as_str();
+        (m != "none").then(|| self.resolve(m))
+    }
+
     /// The output directory.
     pub fn out(&self) -> PathBuf {
         PathBuf::from(self.resolve(&self.recipe.out))
@@ -299,10 +322,11 @@ fn check_init(name: &str, from: &str, cfg: &RunConfig) -> anyhow::Result<()> {
     }
     let file = dir.join("config.json");
     let text = std::fs::read_to_string(&file).with_context(|| format!("{name}: init: reading {}", file.display()))?;
-    let voice: dv_voice::VoiceConfig =
-        serde_json::from_str(&text).with_context(|| format!("{name}: init: {} is not a voice config", file.display()))?;
+    let voice: dv_voice::VoiceConfig = serde_json::from_str(&text)
+        .with_context(|| format!("{name}: init: {} is not a voice config", file.display()))?;
     if let Ok(w) = cfg.wavenet_sizes(name) {
-        let (theirs, ours) = (&voice.wavenet, (w.layers as usize, w.residual_channels as usize, w.skip_channels as usize));
+        let (theirs, ours) =
+            (&voice.wavenet, (w.layers as usize, w.residual_channels as usize, w.skip_channels as usize));
         if (theirs.layers, theirs.residual_channels, theirs.skip_channels) != ours {
             bail!(
                 "{name}: init = {from} holds a ({}, {}, {}) WaveNet, this stage trains a {ours:?} one: \

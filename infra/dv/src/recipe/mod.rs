@@ -15,7 +15,13 @@
 //! names what each reads). Outputs go under the recipe's `out` directory:
 //! `manifest.parquet` and `bad.tsv`, `features/`, `features-text/` (the
 //! same with phones from the transcripts: `labels = "text"`, the default,
-//! never reads the corpus's labels), `runs/<stage>/<key>/` (checkpoints,
+//! never reads the corpus's labels; CMUDict's pronunciations, and the
+//! `[g2p] model`'s, default the shipped compact G2P, for words missing from
+//! it, as `dv g2p` and `dv synth` pronounce them, the words it pronounced
+//! named in the featurize log; only an utterance with nothing speakable is
+//! left out), `corpus-cache/` (an object-store corpus, `s3://…` or any URL
+//! dv-store opens, mirrored once: an object is fetched again only when its
+//! size or ETag changed; [`corpus`]), `runs/<stage>/<key>/` (checkpoints,
 //! metrics.jsonl), `aligned/` (with `quarantine.tsv`), `features-aligned/`
 //! (phones and times from the aligner, quarantined utterances without: what
 //! the duration/F0 model and the WaveNet train on), `g2p/`, `voice/`,
@@ -29,7 +35,9 @@
 //! A stage's key is the SHA-256 of three parts: its configuration (the
 //! canonical JSON of its recipe section, with a training stage's run config
 //! merged in), its inputs' content (the corpus tree's relative paths, sizes
-//! and content hashes; for every later stage the output digests that the
+//! and content hashes, or an object-store corpus's listing of names, sizes
+//! and ETags, so an unchanged bucket is a no-op; featurize's also the G2P
+//! model's digest; for every later stage the output digests that the
 //! stages it reads recorded in the lock), and the code version (dv's version
 //! and git revision). `out/recipe.lock` (JSON) holds, per finished stage,
 //! the key, the three parts, the outputs and their digest, and the time it
@@ -47,13 +55,9 @@
 //!
 //! # Not yet
 //!
-//! Phones from text use CMUDict alone:
-//! an utterance with a word missing from it is left out (counted in the
-//! featurize log), not pronounced by the G2P model. With `labels = "text"`
+//! With `labels = "text"`
 //! a corpus's own labels do not score the aligner. `features-text/` and
-//! `features-aligned/` are full copies of the shards. The inspect stage and
-//! phones from text read the corpus with `dv_corpus::read` (a local path or
-//! file:// URL); featurize alone stages object-store corpora. A stage's log
+//! `features-aligned/` are full copies of the shards. A stage's log
 //! holds the recipe's lines and the trainer's; what the in-process `dv
 //! align`/`export`/`synth` paths print goes to the terminal only. Training
 //! runs on one process (CPU ranks as threads, or one GPU), except as cluster
@@ -61,6 +65,7 @@
 
 mod command;
 mod config;
+mod corpus;
 mod emit;
 mod kube;
 mod lock;

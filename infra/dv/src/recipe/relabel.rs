@@ -1,7 +1,7 @@
 //! The phones in a featurize output's shards (`ref_phones`,
 //! `ref_phone_starts`, `ref_phone_ends`), rewritten into a copy of it:
-//! from the transcripts (CMUDict pronunciations, silences at the ends and at
-//! pauses, no times) for the segmentation model and the aligner, so that a
+//! from the transcripts (CMUDict pronunciations, the G2P model's for words
+//! missing from it, silences at the ends and at pauses, no times) for the segmentation model and the aligner, so that a
 //! corpus's own labels are never needed; and from the aligner's phones and
 //! times for the duration/F0 model and the WaveNet. Everything but the
 //! shards (`chunks/`, `manifest.json`) is copied as it is.
@@ -12,6 +12,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use dv_manifest::write_parquet;
+use dv_speak::SpeakError;
 use dv_text::{Lexicon, Phoneme, StressedPhoneme};
 use polars::prelude::*;
 
@@ -21,10 +22,71 @@ type Phones = Option<(Vec<String>, Option<(Vec<f64>, Vec<f64>)>)>;
 /// An aligned utterance: phones, their starts and ends (seconds).
 pub(crate) type Aligned = (Vec<String>, Vec<f64>, Vec<f64>);
 
-/// The phones of `text` from the lexicon with silences, or `None` when a
-/// word is missing from it.
-pub(crate) fn phones_of_text(text: &str, lexicon: &Lexicon) -> Option<Vec<String>> {
-    let sentences = dv_speak::pronounce(text, lexicon, None).ok()?;
+/// The phones of many transcripts, by utterance id, with what went to the
+/// G2P model and what was left out.
+#[derive(Debug, Default)]
+pub(crate) struct TextPhones {
+    /// `None`: the utterance is left out (see `left_out`).
+    pub phones: HashMap<String, Option<Vec<String>>>,
+    /// Words missing from the lexicon that the G2P model pronounced, with
+    /// their counts, the most frequent first.
+    pub g2p_words: Vec<(String, usize)>,
+    /// Utterances with at least one such word.
+    pub g2p_utterances: usize,
+    /// `(id, why)` of each utterance left out.
+    pub left_out: Vec<(String, String)>,
+}
+
+/// The phones of each `(id, transcript)` as dv-speak pronounces text
+/// ([`dv_speak::pronounce`], as `dv g2p` and `dv synth` do): the lexicon's
+/// first pronunciation, then the G2P checkpoint `g2p` (loaded on the first
+/// word the lexicon lacks) for words missing from it; silences at the ends
+/// and at pauses. An utterance is left out only when nothing in it is
+/// speakable: no word, a word the lexicon lacks and no G2P model, or a word
+/// the model cannot read (a letter outside its alphabet).
+pub(crate) fn phones_of_texts(
+    texts: &[(&str, &str)],
+    lexicon: &Lexicon,
+    g2p: Option<&Path>,
+) -> anyhow::Result<TextPhones> {
+    let mut out = TextPhones::default();
+    let mut model: Option<dv_synth::G2p> = None;
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for (id, text) in texts {
+        let pronounced = match (dv_speak::pronounce(text, lexicon, None), g2p) {
+            (Err(SpeakError::OutOfVocabulary { words }), Some(path)) => {
+                let m = match &mut model {
+                    Some(m) => m,
+                    None => model.insert(crate::export::load_g2p(path)?),
+                };
+                let r = dv_speak::pronounce(text, lexicon, Some(m));
+                if r.is_ok() {
+                    out.g2p_utterances += 1;
+                    for w in words {
+                        *counts.entry(w).or_default() += 1;
+                    }
+                }
+                r
+            }
+            (r, _) => r,
+        };
+        let phones = match pronounced {
+            Ok(sentences) => phones_of(sentences).ok_or_else(|| "nothing to say".to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(why) = &phones {
+            out.left_out.push((id.to_string(), why.clone()));
+        }
+        out.phones.insert(id.to_string(), phones.ok());
+    }
+    out.g2p_words = counts.into_iter().collect();
+    out.g2p_words.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    Ok(out)
+}
+
+/// The phone names of pronounced sentences, consecutive silences merged;
+/// `None` when there is no phone besides the framing silences.
+fn phones_of(sentences: Vec<dv_speak::Pronounced>) -> Option<Vec<String>> {
     let mut out: Vec<StressedPhoneme> = Vec::new();
     for s in sentences {
         for p in s.phonemes {

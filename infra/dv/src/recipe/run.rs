@@ -77,15 +77,6 @@ impl Ctx<'_> {
     }
 }
 
-/// The corpus as a local path, when it is one.
-fn local_corpus(loaded: &Loaded) -> Option<PathBuf> {
-    let c = loaded.resolve(&loaded.recipe.corpus);
-    if c.contains("://") && !c.starts_with("file://") {
-        return None;
-    }
-    Some(PathBuf::from(c.strip_prefix("file://").unwrap_or(&c)))
-}
-
 fn train_stage<'a>(loaded: &'a Loaded, name: &str) -> (&'static str, &'a TrainStage) {
     let r = &loaded.recipe;
     match name {
@@ -106,18 +97,26 @@ pub(crate) fn parts_of(loaded: &Loaded, name: &str, lock: &Lock) -> anyhow::Resu
             json!({ "run": loaded.train_table(field, t)?, "ranks": t.ranks })
         }
         "align" => json!(r.align),
-        "g2p" => json!(r.g2p.model.as_ref().map(|m| loaded.resolve(m))),
+        "g2p" => json!(loaded.g2p_model()),
         "export" => json!(r.export),
         "evaluate" => json!(r.evaluate),
         _ => json!({}),
     };
     let inputs = match name {
-        "inspect" | "featurize" => match local_corpus(loaded) {
-            Some(p) => path_digest(&p)?,
-            None => sha256_hex(loaded.resolve(&r.corpus).as_bytes()),
+        "inspect" => super::corpus::digest(loaded)?,
+        // Phones from the transcripts ask the G2P model for words missing
+        // from CMUDict: a changed model reruns featurize (its finished
+        // shards are kept) and every stage after it.
+        "featurize" => match (r.labels, loaded.g2p_model()) {
+            (Labels::Text, Some(m)) => {
+                let text =
+                    format!("corpus\t{}\ng2p\t{}\n", super::corpus::digest(loaded)?, path_digest(Path::new(&m))?);
+                sha256_hex(text.as_bytes())
+            }
+            _ => super::corpus::digest(loaded)?,
         },
-        "g2p" => match &r.g2p.model {
-            Some(m) => path_digest(Path::new(&loaded.resolve(m)))?,
+        "g2p" => match loaded.g2p_model() {
+            Some(m) => path_digest(Path::new(&m))?,
             None => "none".into(),
         },
         _ => {
@@ -126,7 +125,8 @@ pub(crate) fn parts_of(loaded: &Loaded, name: &str, lock: &Lock) -> anyhow::Resu
             // A fine-tuned model's starting weights are an input too.
             if let (Some(init), "train-duration" | "train-wavenet") = (&r.init, name) {
                 let from = loaded.resolve(init);
-                let digest = if from.contains("://") { sha256_hex(from.as_bytes()) } else { path_digest(Path::new(&from))? };
+                let digest =
+                    if from.contains("://") { sha256_hex(from.as_bytes()) } else { path_digest(Path::new(&from))? };
                 s.push_str(&format!("init\t{digest}\n"));
             }
             for d in deps {
@@ -180,7 +180,7 @@ fn inspect(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     let r = &ctx.loaded.recipe;
     let format =
         r.format.as_deref().map(str::parse::<dv_corpus::CorpusKind>).transpose().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let corpus = dv_corpus::read(&ctx.loaded.resolve(&r.corpus), format)?;
+    let corpus = dv_corpus::read(&super::corpus::local(ctx.loaded, log)?, format)?;
     let lexicon = crate::text::load_lexicon(None).ok().map(|(_, l)| l);
     let mut df = utterances_frame(&corpus.utterances)?;
     write_parquet(&mut df, &ctx.out.join("manifest.parquet"))?;
@@ -209,7 +209,7 @@ fn featurize(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     let r = &ctx.loaded.recipe;
     let jobs = r.featurize.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
     let job = dv_featurize::Job {
-        corpus: ctx.loaded.resolve(&r.corpus),
+        corpus: super::corpus::local(ctx.loaded, log)?,
         out: ctx.features(),
         staging: Some(crate::dv_home().join("staging")),
         shards: r.featurize.shards,
@@ -253,17 +253,31 @@ fn featurize(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
         r.format.as_deref().map(str::parse::<dv_corpus::CorpusKind>).transpose().map_err(|e| anyhow::anyhow!("{e}"))?;
     let corpus = dv_corpus::read(&job.corpus, format)?;
     let (_, lexicon) = crate::text::load_lexicon(None)?;
-    let phones: std::collections::HashMap<String, Option<Vec<String>>> = corpus
-        .utterances
-        .iter()
-        .map(|u| (u.id.clone(), super::relabel::phones_of_text(&u.transcript, &lexicon)))
-        .collect();
+    let model = ctx.loaded.g2p_model();
+    let texts: Vec<(&str, &str)> = corpus.utterances.iter().map(|u| (u.id.as_str(), u.transcript.as_str())).collect();
+    let t = super::relabel::phones_of_texts(&texts, &lexicon, model.as_deref().map(Path::new))?;
     let (with, without) = super::relabel::rewrite(Path::new(&ctx.features()), &ctx.phones(), &|id| {
-        phones.get(id).cloned().flatten().map(|p| (p, None))
+        t.phones.get(id).cloned().flatten().map(|p| (p, None))
     })?;
+    let source = match &model {
+        Some(m) => format!("CMUDict, then the G2P model {m} for words missing from it"),
+        None => "CMUDict alone: no [g2p] model".into(),
+    };
     log.line(&format!(
-        "phones from the transcripts (CMUDict; the corpus's labels ignored): {with} utterances, {without} left out for a word missing from the lexicon"
+        "phones from the transcripts ({source}; the corpus's labels ignored): {with} utterances, {without} left out"
     ));
+    if !t.g2p_words.is_empty() {
+        let examples: Vec<String> = t.g2p_words.iter().take(10).map(|(w, n)| format!("{w} ({n})")).collect();
+        log.line(&format!(
+            "G2P: {} distinct words missing from CMUDict pronounced by the model, in {} utterances; e.g. {}",
+            t.g2p_words.len(),
+            t.g2p_utterances,
+            examples.join(", ")
+        ));
+    }
+    for (id, why) in t.left_out.iter().take(20) {
+        log.line(&format!("  left out: {id}: {why}"));
+    }
     Ok(vec!["features".into(), "featurize.json".into(), "features-text".into()])
 }
 
@@ -333,11 +347,10 @@ fn align(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
 fn g2p(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     let dir = ctx.out.join("g2p");
     fresh_dir(&dir)?;
-    let Some(model) = &ctx.loaded.recipe.g2p.model else {
+    let Some(from) = ctx.loaded.g2p_model() else {
         log.line("no [g2p] model: the voice speaks lexicon words only");
         return Ok(vec![]);
     };
-    let from = ctx.loaded.resolve(model);
     std::fs::copy(&from, dir.join("g2p.safetensors")).with_context(|| format!("copying {from}"))?;
     log.line(&format!("G2P model {from}"));
     Ok(vec!["g2p/g2p.safetensors".into()])

@@ -4,7 +4,8 @@
 //! and only what reads it, a run killed (SIGKILL) during WaveNet training
 //! resumes and ends with the losses of an uninterrupted run, and a corpus
 //! with bad items (a transcript without audio, a corrupt WAV) completes
-//! with them reported.
+//! with them reported; a transcript with a word missing from CMUDict is
+//! pronounced by the G2P model, not left out.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -24,7 +25,7 @@ fn configs() -> PathBuf {
 }
 
 /// A recipe of the smallest sizes and a few steps each.
-fn recipe(dir: &Path, name: &str, corpus: &Path, out: &Path, wavenet_steps: u64) -> PathBuf {
+pub(super) fn recipe(dir: &Path, name: &str, corpus: &Path, out: &Path, wavenet_steps: u64) -> PathBuf {
     let c = configs();
     let text = format!(
         r#"
@@ -78,7 +79,7 @@ fn run(recipe: &Path) -> String {
 }
 
 /// The stages a run's output says it ran.
-fn ran(stdout: &str) -> Vec<String> {
+pub(super) fn ran(stdout: &str) -> Vec<String> {
     stdout
         .lines()
         .filter(|l| l.contains(": running ("))
@@ -120,7 +121,7 @@ fn recipe_runs_skips_reruns_and_resumes() {
         assert!(out.join(f).exists(), "{f} missing");
     }
     let log = std::fs::read_to_string(out.join("logs/featurize.log")).unwrap();
-    assert!(log.contains("phones from the transcripts (CMUDict; the corpus's labels ignored): 10 utterances"), "{log}");
+    assert!(log.contains("the corpus's labels ignored): 10 utterances, 0 left out"), "{log}");
     let log = std::fs::read_to_string(out.join("logs/align.log")).unwrap();
     assert!(log.contains("features-aligned: ") && log.contains("with the aligner's phones and times"), "{log}");
     let wav = std::fs::read(out.join("evaluate/samples/sample-00.wav")).unwrap();
@@ -239,6 +240,63 @@ fn recipe_runs_skips_reruns_and_resumes() {
     assert!(bad_tsv.contains("slt_fortune_09999") && bad_tsv.contains("slt_fortune_09998"), "{bad_tsv}");
     let report = std::fs::read_to_string(out2.join("report.md")).unwrap();
     assert!(report.contains("Bad items: 2") && report.contains("slt_fortune_09999"), "{report}");
+}
+
+#[test]
+fn recipe_pronounces_words_missing_from_cmudict_with_the_g2p_model() {
+    let d = tempfile::tempdir().unwrap();
+    let corpus = d.path().join("slt");
+    ok(&dv(&["corpus", "make-default", "--utterances", "10", "--out", corpus.to_str().unwrap()]));
+    // A made-up word in one transcript: CMUDict lacks it.
+    let txt = corpus.join("etc/txt.done.data");
+    let text = std::fs::read_to_string(&txt).unwrap();
+    let first = text.lines().next().unwrap();
+    let (head, _) = first.rsplit_once('"').unwrap();
+    let changed = text.replacen(first, &format!("{head} zorblax\" )"), 1);
+    assert_ne!(changed, text);
+    std::fs::write(&txt, changed).unwrap();
+    let id = first.split_whitespace().nth(1).unwrap().to_string();
+
+    let out = d.path().join("out");
+    let r = recipe(d.path(), "r.toml", &corpus, &out, 2);
+    let printed = ok(&dv(&["recipe", "run", r.to_str().unwrap(), "--stop-stage", "featurize"]));
+    assert_eq!(ran(&printed), ["inspect", "featurize"], "{printed}");
+    let log = std::fs::read_to_string(out.join("logs/featurize.log")).unwrap();
+    assert!(log.contains("then the G2P model") && log.contains("): 10 utterances, 0 left out"), "{log}");
+    assert!(log.contains("G2P: 1 distinct words missing from CMUDict") && log.contains("zorblax (1)"), "{log}");
+    // The utterance's phones end with the model's pronunciation of the word,
+    // as `dv g2p` gives it (the shipped voice carries the same model), before
+    // the closing silence.
+    let g2p = ok(&dv(&["g2p", "zorblax"]));
+    let said: Vec<String> = g2p
+        .split('\t')
+        .nth(2)
+        .unwrap_or_else(|| panic!("{g2p}"))
+        .split_whitespace()
+        .map(|p| p.trim_end_matches(|c: char| c.is_ascii_digit()).to_string())
+        .collect();
+    let shard = std::fs::read_dir(out.join("features-text/shards")).unwrap().next().unwrap().unwrap().path();
+    use polars::prelude::SerReader;
+    let df = polars::prelude::ParquetReader::new(std::fs::File::open(&shard).unwrap()).finish().unwrap();
+    let ids = df.column("id").unwrap().str().unwrap().clone();
+    let row = (0..df.height()).find(|&i| ids.get(i) == Some(id.as_str())).expect("the utterance is in shard 0");
+    let phones = df.column("ref_phones").unwrap().list().unwrap().get_as_series(row).unwrap();
+    let phones: Vec<&str> = phones.str().unwrap().iter().map(Option::unwrap).collect();
+    assert!(said.len() > 2 && phones.len() > said.len() + 1, "{g2p} {phones:?}");
+    let tail = &phones[phones.len() - 1 - said.len()..phones.len() - 1];
+    assert_eq!(tail, said.iter().map(String::as_str).collect::<Vec<_>>(), "zorblax's phones in {phones:?}");
+
+    // Without a G2P model the utterance is left out, and the log says why.
+    let r = d.path().join("none.toml");
+    let text = std::fs::read_to_string(d.path().join("r.toml")).unwrap();
+    let text = text.replace(&format!("{}", out.display()), &format!("{}", d.path().join("out-none").display()));
+    let at = text.find("[g2p]\nmodel = ").unwrap();
+    let end = at + text[at..].find('\n').unwrap() + 1 + text[at..].split('\n').nth(1).unwrap().len();
+    std::fs::write(&r, format!("{}[g2p]\nmodel = \"none\"{}", &text[..at], &text[end..])).unwrap();
+    ok(&dv(&["recipe", "run", r.to_str().unwrap(), "--stop-stage", "featurize"]));
+    let log = std::fs::read_to_string(d.path().join("out-none/logs/featurize.log")).unwrap();
+    assert!(log.contains("): 9 utterances, 1 left out") && log.contains(&format!("left out: {id}:")), "{log}");
+    assert!(log.contains("zorblax"), "{log}");
 }
 
 fn copy_dir(from: &Path, to: &Path) {

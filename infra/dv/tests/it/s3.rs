@@ -1,6 +1,6 @@
-//! `dv featurize` against a real S3-compatible server (moto_server from
-//! PyPI's `moto[server]`, which the test command installs), including a
-//! job killed mid-run and resumed. The server and the background job are
+//! `dv featurize` and `dv recipe` against a real S3-compatible server
+//! (moto_server from PyPI's `moto[server]`, which the test command
+//! installs), including a job killed mid-run and resumed. The server and the background job are
 //! process groups, ended when their guards drop, panics included.
 
 use std::io::{Read, Write};
@@ -29,11 +29,16 @@ fn http(port: u16, method: &str, path: &str) -> Option<(u16, String)> {
 }
 
 fn put(port: u16, path: &str, body: &[u8]) -> u16 {
+    put_with(port, path, body, "")
+}
+
+/// [`put`] with extra header lines (each ending in `\r\n`).
+fn put_with(port: u16, path: &str, body: &[u8], headers: &str) -> u16 {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     write!(
         s,
-        "PUT {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "PUT {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     )
     .unwrap();
@@ -188,4 +193,72 @@ fn featurize_reads_a_corpus_from_s3_and_stages_it_once() {
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("s3://corpora/nothing") && err.contains("no objects"), "{err}");
+}
+
+#[test]
+fn recipe_runs_from_a_corpus_on_s3_and_skips_an_unchanged_bucket() {
+    let moto = start_moto();
+    assert_eq!(http(moto.port, "PUT", "/corpora").map(|r| r.0), Some(200), "create the bucket");
+    let d = tempfile::tempdir().unwrap();
+    let corpus = corpus(d.path(), 10);
+    // Audio and text only, as in the local recipe test.
+    std::fs::remove_dir_all(corpus.join("lab")).unwrap();
+    std::fs::remove_dir_all(corpus.join("f0")).unwrap();
+    let objects = upload(moto.port, &corpus, "corpora", "slt");
+    let out = d.path().join("out");
+    let r = super::recipe::recipe(d.path(), "r.toml", Path::new("s3://corpora/slt"), &out, 2);
+    let secret = "moto-secret-never-logged";
+    let dv = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_dv"))
+            .args(args)
+            .env("AWS_ENDPOINT", format!("http://127.0.0.1:{}", moto.port))
+            .env("AWS_ALLOW_HTTP", "true")
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", secret)
+            .env("AWS_REGION", "us-east-1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(o.status.success(), "{text}\n{}", String::from_utf8_lossy(&o.stderr));
+        assert!(!text.contains(secret) && !String::from_utf8_lossy(&o.stderr).contains(secret));
+        text
+    };
+    let recipe = r.to_str().unwrap();
+
+    // Every stage runs from the bucket, staged once under out/corpus-cache/.
+    let printed = dv(&["recipe", "run", recipe]);
+    assert_eq!(super::recipe::ran(&printed).len(), 10, "{printed}");
+    let log = std::fs::read_to_string(out.join("logs/inspect.log")).unwrap();
+    assert!(log.contains(&format!("staged {objects} objects of s3://corpora/slt")), "{log}");
+    assert!(log.contains(&format!("{objects} fetched")) && log.contains("utterances     10"), "{log}");
+    let log = std::fs::read_to_string(out.join("logs/featurize.log")).unwrap();
+    assert!(log.contains(": 0 fetched") && log.contains("): 10 utterances, 0 left out"), "{log}");
+    assert!(out.join("corpus-cache").is_dir() && out.join("voice/config.json").exists());
+    for e in std::fs::read_dir(out.join("logs")).unwrap() {
+        let text = std::fs::read_to_string(e.unwrap().path()).unwrap();
+        assert!(!text.contains(secret), "a log holds the secret");
+    }
+
+    // An unchanged bucket: every stage is skipped.
+    let printed = dv(&["recipe", "run", recipe]);
+    assert!(super::recipe::ran(&printed).is_empty(), "{printed}");
+    assert_eq!(printed.matches("skipped (key unchanged, outputs present)").count(), 10, "{printed}");
+
+    // A transcript rewritten in the bucket at the same size: its new ETag
+    // changes the corpus's digest, and staging fetches it again.
+    let txt = corpus.join("etc/txt.done.data");
+    let mut text = std::fs::read_to_string(&txt).unwrap().into_bytes();
+    let quote = text.iter().position(|&b| b == b'"').unwrap();
+    let at = quote + text[quote..].iter().position(u8::is_ascii_lowercase).unwrap();
+    text[at] = text[at].to_ascii_uppercase();
+    // moto refuses an anonymous overwrite; it does not check signatures.
+    let auth = "Authorization: AWS test:unsigned\r\n";
+    assert_eq!(put_with(moto.port, "/corpora/slt/etc/txt.done.data", &text, auth), 200);
+    let dry = dv(&["recipe", "run", recipe, "--dry-run"]);
+    assert!(dry.contains("inspect: would run (key changed: inputs)"), "{dry}");
+    assert!(dry.contains("featurize: would run (key changed: inputs)"), "{dry}");
+    let printed = dv(&["recipe", "run", recipe, "--stop-stage", "inspect"]);
+    assert_eq!(super::recipe::ran(&printed), ["inspect"], "{printed}");
+    let log = std::fs::read_to_string(out.join("logs/inspect.log")).unwrap();
+    assert!(log.contains(&format!("staged {objects} objects of s3://corpora/slt")) && log.contains(": 1 fetched"), "{log}");
 }
