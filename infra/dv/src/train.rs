@@ -70,8 +70,23 @@ pub(crate) fn run(a: TrainArgs) -> anyhow::Result<()> {
     // SIGTERM: stop after the current step with a checkpoint of it (dv_train::stop_flag).
     signal_hook::flag::register(signal_hook::consts::SIGTERM, dv_train::stop_flag())
         .context("installing the SIGTERM handler")?;
-    if let Some(env) = env {
-        return gpu_rank(&cfg, env);
+    match env {
+        // One task of a launcher (srun, torchrun) training on the CPU: this
+        // process's threads, as without a launcher. Several CPU processes
+        // have no collective between them.
+        Some(env) if cfg.train.device == "cpu" => {
+            if env.world > 1 {
+                bail!(
+                    "{}: [train] device = \"cpu\" in a launcher's world of {} processes (this is rank {}): \
+                     CPU ranks are threads of one process; launch one task and pass --ranks N",
+                    a.config,
+                    env.world,
+                    env.rank
+                );
+            }
+        }
+        Some(env) => return gpu_rank(&cfg, env),
+        None => {}
     }
     let mut log = |line: &str| eprintln!("{line}");
     let s = match train_threads(&cfg, a.ranks, &mut log) {
