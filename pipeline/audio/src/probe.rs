@@ -9,7 +9,6 @@ use symphonia::core::io::MediaSourceStream;
 use symphonia::core::meta::MetadataOptions;
 use symphonia::core::probe::{Hint, Probe};
 use symphonia::default::formats::{FlacReader, MpaReader};
-use symphonia_metadata::id3v2::Id3v2Reader;
 
 use crate::{wav, AudioError};
 
@@ -68,8 +67,9 @@ pub fn probe(path: &Path) -> Result<AudioInfo, AudioError> {
 }
 
 /// The container readers asked of Symphonia: FLAC and MP3, the formats
-/// decoded through it (WAV is read natively, from its `RIFF` magic), and
-/// the ID3v2 tags that MP3 files open with.
+/// decoded through it (WAV is read natively, from its `RIFF` magic). Not its
+/// ID3v2 reader either, which panicked on a fuzzed tag: the probe scans past
+/// a tag to the first MPEG frame instead.
 /// Symphonia's probe scans past leading bytes for any marker it knows, so
 /// with its WAV reader registered a file of other bytes followed by `RIFF…`
 /// reached that reader, whose sample rate of 0 panicked in
@@ -80,7 +80,6 @@ pub(crate) fn coded_probe() -> &'static Probe {
         let mut probe = Probe::default();
         probe.register_all::<FlacReader>();
         probe.register_all::<MpaReader>();
-        probe.register_all::<Id3v2Reader>();
         probe
     })
 }
