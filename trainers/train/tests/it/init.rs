@@ -60,19 +60,21 @@ fn a_voice_package_directory_in_half_precision_is_read_by_parameter_name() {
     let src = tempfile::tempdir().unwrap();
     train_threads(&config(src.path(), 4, 4), 1, &mut |_: &str| {}).unwrap();
     // As a voice package stores them: bare parameter names, binary16, other models' tensors beside.
-    let halves: Vec<(String, Vec<usize>, Vec<u8>, Vec<f32>)> = weights(src.path(), 4)
+    // (name, binary16 bytes, the values they hold)
+    type Half = (String, Vec<u8>, Vec<f32>);
+    let halves: Vec<Half> = weights(src.path(), 4)
         .into_iter()
         .map(|(n, v)| {
             let h: Vec<half::f16> = v.iter().map(|&x| half::f16::from_f32(x)).collect();
             let bytes = h.iter().flat_map(|x| x.to_le_bytes()).collect();
-            (n, vec![v.len()], bytes, h.iter().map(|x| x.to_f32()).collect())
+            (n, bytes, h.iter().map(|x| x.to_f32()).collect())
         })
         .collect();
     let shapes = decode("ck", &std::fs::read(src.path().join("ck").join(step_name(4))).unwrap()).unwrap();
     let extra = [0u8; 8];
     let mut views: Vec<(String, TensorView<'_>)> = halves
         .iter()
-        .map(|(n, _, b, _)| {
+        .map(|(n, b, _)| {
             let shape = shapes.tensors[&format!("model.{n}")].size().iter().map(|&s| s as usize).collect();
             (n.clone(), TensorView::new(Dtype::F16, shape, b).unwrap())
         })
@@ -86,7 +88,7 @@ fn a_voice_package_directory_in_half_precision_is_read_by_parameter_name() {
     log.unwrap();
     let got = weights(d.path(), 1);
     assert_eq!(got.len(), halves.len());
-    for ((n, v), (m, _, _, want)) in got.iter().zip(&halves) {
+    for ((n, v), (m, _, want)) in got.iter().zip(&halves) {
         assert_eq!(n, m);
         assert_eq!(v, want, "{n}");
     }
