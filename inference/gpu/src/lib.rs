@@ -91,6 +91,11 @@
 //!   without a GPU), and a broken source is an error carrying the compiler
 //!   log; the sampling modes and both draw rules; the emulation equals
 //!   `dv_synth`'s scalar reference when it does not round.
+//! - Everywhere, the conformance suite (`tests/it/conformance.rs`, one
+//!   harness with `dv-align` and `dv-fused`): the CPU samplers always, and
+//!   kernel 1 (f32, bf16, chain) and kernel 2 through [`parity`] where a
+//!   device opens (else reported skipped); on the GPU machine as the test
+//!   binary built here (`benchmarks/conformance/gpu.sh`).
 //! - On the device (`dv bench gpu-single`, `dv bench gpu-streams`, and
 //!   `benchmarks/gpu/*.sh`): [`parity`] with the CPU scalar reference,
 //!   teacher-forced distributions (max |Δp|) and free-running mode samples

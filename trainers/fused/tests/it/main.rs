@@ -1,6 +1,10 @@
 //! NVRTC compiles the gate kernels (no GPU needed); without NVRTC the error
-//! says how to provide it. Their arithmetic is checked against dv-train's
-//! libtorch reference on the GPU each time `dv train` loads them.
+//! says how to provide it. The conformance suite checks the gate on the CPU
+//! (libtorch operations) and, on a device, the kernels against an f64
+//! oracle; `dv train` also checks the kernels against dv-train's libtorch
+//! reference each time it loads them.
+mod conformance;
+
 use dv_fused::{compile_ptx, FusedError};
 
 #[test]
