@@ -3,6 +3,7 @@
 //! here from random weights (`dv_synth::random`) in a temporary folder passed
 //! as the search path.
 
+mod abuse;
 mod browser;
 mod errors;
 mod ops;
