@@ -31,24 +31,9 @@ cluster="$work/cluster"
 t0=$SECONDS
 step() { printf 'featurize_array [%3d s]: %s\n' $((SECONDS - t0)) "$*" >&2; }
 
-cleanup() {
-    local rc=$?
-    if ! "$here/cluster.sh" stop "$cluster"; then
-        rc=1
-    fi
-    if [ "$rc" -eq 0 ] && [ "${KEEP:-0}" != 1 ]; then
-        rm -rf "$work"
-    else
-        step "kept $work"
-    fi
-    exit "$rc"
-}
-trap cleanup EXIT
-
-step "starting a single-node Slurm in $cluster"
-"$here/cluster.sh" start "$cluster"
-export SLURM_CONF="$cluster/slurm.conf"
-version="$(sinfo --version)"
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+start_cluster
 
 step "rendering the embedded corpus (20 utterances)"
 "$DV" corpus make-default --utterances 20 --out "$work/corpus" >"$work/make-default.log" 2>&1 \

@@ -29,24 +29,9 @@ t0=$SECONDS
 step() { printf 'recipe_jobs [%3d s]: %s\n' $((SECONDS - t0)) "$*" >&2; }
 fail() { echo "recipe_jobs: $*" >&2; exit 1; }
 
-cleanup() {
-    local rc=$?
-    if ! "$here/cluster.sh" stop "$cluster"; then
-        rc=1
-    fi
-    if [ "$rc" -eq 0 ] && [ "${KEEP:-0}" != 1 ]; then
-        rm -rf "$work"
-    else
-        step "kept $work"
-    fi
-    exit "$rc"
-}
-trap cleanup EXIT
-
-step "starting a single-node Slurm in $cluster"
-"$here/cluster.sh" start "$cluster"
-export SLURM_CONF="$cluster/slurm.conf"
-version="$(sinfo --version)"
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+start_cluster
 
 step "rendering the embedded corpus (10 utterances)"
 "$DV" corpus make-default --utterances 10 --out "$work/corpus" >"$work/make-default.log" 2>&1 \
