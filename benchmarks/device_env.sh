@@ -38,9 +38,18 @@ mps_on() {
 # `work_env HERE OUT`: the G2P device scripts' common start: OUT and the work directory $work
 # ($WORK, default /root/dvwork) made, HERE/.carry/dv.xz unpacked there (device_env), DV_HOME and
 # DV_CMUDICT (HERE/.carry/cmudict.dict) set.
+# Without HERE/.carry/dv.xz (a later call of one hold that carries other things), the dv an
+# earlier call unpacked there is used.
 work_env() {
     work=${WORK:-/root/dvwork}
     mkdir -p "$work" "$2"
-    device_env "$1/.carry/dv.xz" "$work"
+    if [ -f "$1/.carry/dv.xz" ]; then
+        device_env "$1/.carry/dv.xz" "$work"
+    else
+        local site
+        site=$(python3 -c 'import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))')
+        export LD_LIBRARY_PATH="$work/lib:$site/torch/lib:$site/nvidia/cu13/lib:$site/nvidia/nccl/lib:${LD_LIBRARY_PATH:-}"
+        dv=$work/bin/dv
+    fi
     export DV_HOME=$work DV_CMUDICT=$1/.carry/cmudict.dict
 }

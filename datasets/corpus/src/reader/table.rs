@@ -4,9 +4,13 @@
 //! those columns (`path`/`audio`/`wav`/`file`, `text`/`transcript`/
 //! `sentence`, `speaker`) is a header and may order them freely; otherwise
 //! the columns are positional. Relative paths are relative to the table's
-//! directory. The id is the audio path relative to that directory, without
-//! extension; the speaker defaults to `default`.
+//! directory. The id is the audio file's name without extension when no two
+//! audio files of the table share it (LJSpeech's and Piper's ids), else the
+//! path relative to the table's directory without extension, `/` written
+//! `-` (ids name files: TextGrids, plots, samples); the speaker defaults to
+//! `default`.
 
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use crate::collect::{Candidate, Collector};
@@ -36,6 +40,7 @@ pub(crate) fn read(file: &Path) -> Result<Collector, CorpusError> {
     }
     let base = file.parent().unwrap_or(Path::new("."));
     let mut out = Collector::default();
+    let mut rows = Vec::new();
     let mut cols = Columns { path: 0, text: 1, speaker: Some(2) };
     for (n, row) in rb.from_reader(bytes.as_slice()).byte_records().enumerate() {
         let line = n + 1;
@@ -72,7 +77,7 @@ pub(crate) fn read(file: &Path) -> Result<Collector, CorpusError> {
             .map(|s| String::from_utf8_lossy(s).trim().to_string())
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| "default".into());
-        out.push(Candidate {
+        rows.push(Candidate {
             audio: if rel_path.is_absolute() { rel_path.to_path_buf() } else { base.join(rel_path) },
             id,
             speaker,
@@ -82,5 +87,24 @@ pub(crate) fn read(file: &Path) -> Result<Collector, CorpusError> {
             reference: None,
         });
     }
+    // File names as ids unless two different files share one.
+    let mut paths_of: HashMap<String, HashSet<String>> = HashMap::new();
+    for c in &rows {
+        paths_of.entry(stem_of(&c.id).to_string()).or_default().insert(c.id.clone());
+    }
+    let stems_unique = paths_of.values().all(|p| p.len() == 1);
+    for mut c in rows {
+        c.id = if stems_unique {
+            stem_of(&c.id).to_string()
+        } else {
+            c.id.replace(['/', '\\'], "-").trim_start_matches('-').to_string()
+        };
+        out.push(c);
+    }
     Ok(out)
+}
+
+/// The last component of a relative id (`wav/ked_001` → `ked_001`).
+fn stem_of(id: &str) -> &str {
+    id.rsplit(['/', '\\']).next().unwrap_or(id)
 }

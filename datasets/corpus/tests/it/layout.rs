@@ -213,22 +213,38 @@ fn tables_read_tsv_with_header_csv_with_quotes_and_positional_rows() {
     write(&r.join("list.tsv"), "speaker\ttext\tpath\nann\tHello \"there\".\taudio/a.wav\nbob\tMissing.\taudio/none.wav\n\tNo speaker.\taudio/b.wav\n");
     let c = read(r.join("list.tsv").to_str().unwrap(), None).unwrap();
     assert_eq!(c.kind, CorpusKind::Table);
-    assert_eq!(ids(&c), ["audio/a", "audio/b"]);
+    assert_eq!(ids(&c), ["a", "b"], "file names are the ids when no two files share one");
     assert_eq!(c.utterances[0].speaker, "ann");
     assert_eq!(c.utterances[0].transcript, "Hello \"there\".");
     assert_eq!(c.utterances[1].speaker, "default");
-    assert_eq!(reasons(&c).get("audio/none"), Some(&BadReason::MissingAudio));
+    assert_eq!(reasons(&c).get("none"), Some(&BadReason::MissingAudio));
 
     write(&r.join("list.csv"), "audio/a.wav,\"Hello, world\",ann\naudio/b.wav\naudio/a.wav,Again,ann\n");
     let c = read(r.join("list.csv").to_str().unwrap(), None).unwrap();
-    assert_eq!(ids(&c), ["audio/a"]);
+    assert_eq!(ids(&c), ["a"]);
     assert_eq!(c.utterances[0].transcript, "Hello, world");
     let want: BTreeMap<String, BadReason> =
-        [("line 2", BadReason::MalformedIndex), ("audio/a", BadReason::DuplicateId)]
+        [("line 2", BadReason::MalformedIndex), ("a", BadReason::DuplicateId)]
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))
             .collect();
     assert_eq!(reasons(&c), want);
+}
+
+#[test]
+fn table_ids_are_file_names_unless_two_files_share_one() {
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path();
+    wav(&r.join("ann/001.wav"), 16_000, 1600);
+    wav(&r.join("bob/001.wav"), 16_000, 1600);
+    wav(&r.join("bob/002.flac.wav"), 16_000, 1600);
+    write(&r.join("list.tsv"), "ann/001.wav\tOne.\n./bob/001.wav\tTwo.\nbob/002.flac.wav\tThree.\n");
+    let c = read(r.join("list.tsv").to_str().unwrap(), None).unwrap();
+    // 001 names two files: every id is then the relative path, no `/` in it
+    assert_eq!(ids(&c), ["ann-001", "bob-001", "bob-002.flac"]);
+    write(&r.join("one.tsv"), "bob/001.wav\tTwo.\nbob/002.flac.wav\tThree.\n");
+    let c = read(r.join("one.tsv").to_str().unwrap(), None).unwrap();
+    assert_eq!(ids(&c), ["001", "002.flac"]);
 }
 
 #[test]

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Issue 30's proof on the GPU machine: the recipe on a speaker the project never saw (ked, made on
+# the dev VM by make_ked.py and pack.sh), twice at once: from scratch (ked-scratch.toml) and
+# fine-tuned from the shipped voice (ked-finetune.toml). Both run in the background (setsid, so
+# they outlive a call) and resume stage by stage if started again on the same machine.
+#
+# The corpus (FLAC, about 80 MB) is larger than one call carries, so it comes in parts over the
+# calls of one hold: each call carries some of .carry/ked/part-* and `stash` keeps them in $work.
+#   benchmarks/newspeaker/gpu.sh stash  $OUT   # keep the carried parts
+#   benchmarks/newspeaker/gpu.sh start  $OUT   # stash, unpack (all parts there), start both recipes
+#   benchmarks/newspeaker/gpu.sh watch  $OUT   # sleep WATCH_S (default 0); each recipe's progress
+#   benchmarks/newspeaker/gpu.sh finish $OUT   # wait for both (at most FINISH_S, default 540 s);
+#                                              # return what they made (no checkpoints or features)
+set -uo pipefail
+phase=$1 out=$2
+here=$(cd "$(dirname "$0")/../.." && pwd)
+source "$here/benchmarks/device_env.sh"
+work_env "$here" "$out"   # $work, $dv (LD_LIBRARY_PATH), DV_HOME, DV_CMUDICT
+[ -f "$here/.carry/cmudict.dict" ] && cp "$here/.carry/cmudict.dict" "$work/cmudict.dict"
+export DV_CMUDICT=$work/cmudict.dict
+recipes=(ked-scratch ked-finetune)
+stamp() { echo "[$(date +%T)] $*" | tee -a "$out/phases.txt"; }
+
+stash() {
+    mkdir -p "$work/ked-parts"
+    for p in "$here"/.carry/ked/part-*; do
+        [ -e "$p" ] && cp "$p" "$work/ked-parts/" && stamp "stashed $(basename "$p")"
+    done
+    (cd "$work/ked-parts" && ls)
+}
+
+snapshot() {
+    for r in "${recipes[@]}"; do
+        local o=$work/recipes/$r
+        [ -d "$o" ] || continue
+        mkdir -p "$out/$r"
+        cp "$work/$r.log" "$out/$r/recipe.log" 2>/dev/null
+        for m in "$o"/runs/*/*/metrics.jsonl; do
+            [ -f "$m" ] && cp "$m" "$out/$r/$(basename "$(dirname "$(dirname "$m")")").metrics.jsonl"
+        done
+        stamp "$r: $(grep -E '^\[[0-9]+/10\]' "$work/$r.log" | tail -1); $(tail -c 300 "$o"/logs/train-wavenet.log 2>/dev/null | tr '\r' '\n' | grep step | tail -1)"
+    done
+}
+
+case $phase in
+stash) stash ;;
+start)
+    stash
+    n=$(ls "$work/ked-parts" | wc -l)
+    [ "$n" -eq "${PARTS:-4}" ] || { stamp "have $n of ${PARTS:-4} parts: not starting"; exit 1; }
+    mkdir -p "$work/corpora"
+    cat "$work"/ked-parts/part-* | tar x -C "$work/corpora"
+    stamp "corpus: $(wc -l < "$work/corpora/ked/metadata.tsv") utterances, $(du -sh "$work/corpora/ked" | cut -f1)"
+    for r in "${recipes[@]}"; do
+        (cd "$work" && setsid nohup "$dv" recipe run "$here/benchmarks/newspeaker/$r.toml" > "$r.log" 2>&1 &)
+        stamp "$r started (background)"
+    done
+    while [ "$SECONDS" -lt "${START_S:-300}" ]; do sleep 10; done
+    snapshot
+    ;;
+watch)
+    sleep "${WATCH_S:-0}"
+    snapshot
+    ;;
+finish)
+    while [ "$SECONDS" -lt "${FINISH_S:-540}" ] && pgrep -f "recipe run .*ked-" > /dev/null; do sleep 10; done
+    snapshot
+    for r in "${recipes[@]}"; do
+        o=$work/recipes/$r
+        [ -d "$o" ] || continue
+        # everything small: logs, the lock, reports, PNGs, samples, the aligner's output, the voice
+        (cd "$o" && find . -path ./features -prune -o -path ./features-text -prune -o -path ./features-aligned -prune \
+            -o -name '*.safetensors' -path '*/runs/*' -prune -o -path ./corpus-cache -prune \
+            -o -type f -size -16M -print0 | tar cf - --null -T - | xz -T0 -6 > "$out/$r.tar.xz")
+        stamp "$r: returned $(du -b "$out/$r.tar.xz" | cut -f1) bytes ($(pgrep -f "recipe run .*$r.toml" > /dev/null && echo 'still running' || echo done))"
+    done
+    ;;
+esac
