@@ -65,7 +65,7 @@ pub(crate) fn run(a: TrainArgs) -> anyhow::Result<()> {
     }
     let env = RankEnv::from_env()?;
     if let (None, Some(gpus)) = (&env, a.gpus) {
-        return launch(&a.config, a.steps, gpus, cfg.train.collective_timeout_s);
+        return launch(&a.config, a.steps, gpus, cfg.train.collective_timeout());
     }
     // SIGTERM: stop after the current step with a checkpoint of it (dv_train::stop_flag).
     signal_hook::flag::register(signal_hook::consts::SIGTERM, dv_train::stop_flag())
@@ -99,7 +99,7 @@ pub(crate) fn run(a: TrainArgs) -> anyhow::Result<()> {
 
 /// One GPU rank: rendezvous, NCCL communicator, the shared loop.
 fn gpu_rank(cfg: &RunConfig, env: RankEnv) -> anyhow::Result<()> {
-    let timeout = Duration::from_secs_f64(cfg.train.collective_timeout_s);
+    let timeout = cfg.train.collective_timeout();
     let id = if env.rank == 0 { Some(unique_id()?) } else { None };
     let id = share_id(&env, id.as_deref(), UNIQUE_ID_BYTES, timeout.max(Duration::from_secs(60)))?;
     let mut coll = NcclCollective::new(&id, env.rank, env.world, env.local_rank, timeout)?;
@@ -128,7 +128,7 @@ fn gpu_rank(cfg: &RunConfig, env: RankEnv) -> anyhow::Result<()> {
 
 /// Starts one process per GPU and waits; when a rank fails, the others get
 /// the collective timeout (plus a margin) to fail on their own, then are killed.
-fn launch(config: &str, steps: Option<u64>, gpus: usize, timeout_s: f64) -> anyhow::Result<()> {
+fn launch(config: &str, steps: Option<u64>, gpus: usize, timeout: Duration) -> anyhow::Result<()> {
     if gpus == 0 {
         bail!("--gpus must be at least 1");
     }
@@ -149,7 +149,7 @@ fn launch(config: &str, steps: Option<u64>, gpus: usize, timeout_s: f64) -> anyh
         })
         .collect::<Result<_, _>>()?;
     let mut failed: Option<(usize, String, Instant)> = None;
-    let grace = Duration::from_secs_f64(timeout_s + 30.0);
+    let grace = timeout + Duration::from_secs(30);
     loop {
         let mut running = 0;
         for (rank, slot) in children.iter_mut().enumerate() {

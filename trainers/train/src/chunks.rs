@@ -44,7 +44,6 @@ use dv_text::{
     TimedPhoneme, CONDITIONING_DIM, CONDITIONING_RATE,
 };
 use polars::prelude::*;
-use serde::{Deserialize, Serialize};
 use tch::{Device, Tensor};
 
 use crate::data::Dataset;
@@ -54,27 +53,8 @@ use crate::skipped::{Reason, Skipped};
 use crate::wavenet::SILENCE_CODE;
 use crate::TrainError;
 
-/// `[data] kind = "chunks"`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ChunksConfig {
-    /// A `dv featurize --out` directory: a local path or a `file://` URL.
-    pub url: String,
-    /// Share of utterances held out for validation, in `[0, 1)`.
-    #[serde(default = "default_validation_fraction")]
-    pub validation_fraction: f64,
-    #[serde(default)]
-    pub seed: u64,
-    /// Fixed F0 normalization range (Hz); both or neither.
-    #[serde(default)]
-    pub f0_min_hz: Option<f32>,
-    #[serde(default)]
-    pub f0_max_hz: Option<f32>,
-}
-
-fn default_validation_fraction() -> f64 {
-    0.05
-}
+// Defined in dv-config with the run config, which parses them without libtorch.
+pub use dv_config::ChunksConfig;
 
 /// One utterance kept in memory.
 #[derive(Debug, Clone)]

@@ -2,7 +2,6 @@
 //! indices alone, so the sampler's order fully determines what each step
 //! sees.
 
-use serde::{Deserialize, Serialize};
 use tch::{Device, Tensor};
 
 use crate::model::Batch;
@@ -23,34 +22,8 @@ pub trait Dataset: Send + Sync {
     }
 }
 
-/// A learnable stand-in for MFCC frames and phoneme-pair labels, generated
-/// from the seed alone: every label `c` has a fixed random mean vector, an
-/// example is 2–8 labels, each held for 3–6 frames of that mean plus
-/// Gaussian-like noise. CTC can learn it; tests and throughput benchmarks use
-/// it where the real corpus is not needed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SyntheticConfig {
-    pub examples: usize,
-    /// Features per frame.
-    pub features: i64,
-    /// Label classes, excluding the CTC blank (labels are `1..=classes`).
-    pub classes: i64,
-    /// Frames per label, inclusive range.
-    #[serde(default = "default_frames")]
-    pub frames_per_label: (usize, usize),
-    /// Labels per example, inclusive range.
-    #[serde(default = "default_labels")]
-    pub labels: (usize, usize),
-    pub seed: u64,
-}
-
-fn default_frames() -> (usize, usize) {
-    (3, 6)
-}
-fn default_labels() -> (usize, usize) {
-    (2, 8)
-}
+// Defined in dv-config with the run config, which parses them without libtorch.
+pub use dv_config::SyntheticConfig;
 
 pub struct Synthetic {
     config: SyntheticConfig,
@@ -67,11 +40,8 @@ fn unit(state: &mut u64) -> f64 {
 
 impl Synthetic {
     pub fn new(config: &SyntheticConfig) -> Result<Synthetic, TrainError> {
+        config.check()?;
         let c = config.clone();
-        let (f, l) = (c.frames_per_label, c.labels);
-        if c.examples == 0 || c.features < 1 || c.classes < 1 || f.0 < 1 || f.0 > f.1 || l.0 < 1 || l.0 > l.1 {
-            return Err(TrainError::Config { path: "[data]".into(), reason: format!("bad synthetic data {c:?}") });
-        }
         let mut state = splitmix64(c.seed ^ 0x6d65616e);
         let means = (0..(c.classes + 1) * c.features).map(|_| (2.0 * unit(&mut state) - 1.0) as f32).collect();
         Ok(Synthetic { config: c, means, frame_seconds: 0.01 })

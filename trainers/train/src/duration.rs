@@ -25,7 +25,6 @@
 //! (a gentle smoothness penalty: a 100 Hz jump between neighbouring points
 //! costs 0.005).
 
-use serde::{Deserialize, Serialize};
 use tch::nn::{self, Module, RNN};
 use tch::{Kind, Tensor};
 
@@ -39,79 +38,8 @@ pub const F0_UNIT_HZ: f64 = 100.0;
 /// One-hot width: 40 phonemes and 5 stress levels (App. A.3).
 pub const DURATION_INPUT: i64 = 45;
 
-/// Sizes and loss weights of the duration/F0 model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DurationConfig {
-    /// Fully connected layers' units (§3.3: 2 × 256).
-    #[serde(default = "two_five_six")]
-    pub fc: i64,
-    /// GRU cells per layer (§3.3: 128).
-    #[serde(default = "one_two_eight")]
-    pub gru: i64,
-    /// Unidirectional GRU layers (§3.3: 2).
-    #[serde(default = "two")]
-    pub gru_layers: i64,
-    /// F0 values per phoneme (§3.3: 20).
-    #[serde(default = "twenty")]
-    pub f0_points: i64,
-    /// Drop probability after the fully connected layers and the last GRU.
-    /// §3.3 writes "dropout with a probability of 0.8", read as a keep
-    /// probability (as for the segmentation model): drop 0.2.
-    #[serde(default = "point_two")]
-    pub dropout: f64,
-    /// λ1, λ2, λ3 of eq. 27 (module docs).
-    #[serde(default = "default_lambdas")]
-    pub lambdas: [f64; 3],
-}
-
-fn two_five_six() -> i64 {
-    256
-}
-fn one_two_eight() -> i64 {
-    128
-}
-fn two() -> i64 {
-    2
-}
-fn twenty() -> i64 {
-    20
-}
-fn point_two() -> f64 {
-    0.2
-}
-fn default_lambdas() -> [f64; 3] {
-    [1.0, 1.0 / 20.0, 0.1 / 20.0]
-}
-
-impl DurationConfig {
-    pub fn paper() -> DurationConfig {
-        DurationConfig { fc: 256, gru: 128, gru_layers: 2, f0_points: 20, dropout: 0.2, lambdas: default_lambdas() }
-    }
-
-    pub fn tiny() -> DurationConfig {
-        DurationConfig { fc: 16, gru: 8, ..DurationConfig::paper() }
-    }
-
-    pub fn preset(name: &str) -> Option<DurationConfig> {
-        match name {
-            "paper" => Some(DurationConfig::paper()),
-            "tiny" => Some(DurationConfig::tiny()),
-            _ => None,
-        }
-    }
-
-    /// Outputs per phoneme: duration, voicing logit, F0 points.
-    pub fn outputs(&self) -> i64 {
-        2 + self.f0_points
-    }
-
-    /// Target columns per phoneme in a [`Batch`]: duration, voiced share,
-    /// F0 points, and their voiced mask.
-    pub fn target_width(&self) -> i64 {
-        2 + 2 * self.f0_points
-    }
-}
+// Defined in dv-config with the run config, which parses them without libtorch.
+pub use dv_config::DurationConfig;
 
 pub struct DurationModel {
     pub config: DurationConfig,
@@ -124,10 +52,8 @@ pub struct DurationModel {
 
 impl DurationModel {
     pub fn new(config: &DurationConfig, device: tch::Device) -> Result<DurationModel, TrainError> {
+        config.check()?;
         let c = config.clone();
-        if c.fc < 1 || c.gru < 1 || c.gru_layers < 1 || c.f0_points < 2 || !(0.0..1.0).contains(&c.dropout) {
-            return Err(TrainError::Config { path: "[model]".into(), reason: format!("bad duration sizes {c:?}") });
-        }
         let vs = nn::VarStore::new(device);
         let p = vs.root() / "duration";
         let fc1 = nn::linear(&p / "fc1", DURATION_INPUT, c.fc, Default::default());

@@ -1,3 +1,4 @@
+use dv_config::ConfigError;
 use dv_store::StoreError;
 
 /// Errors of a training run. Each names what the user can act on.
@@ -46,4 +47,10 @@ pub enum TrainError {
     /// A rank's thread panicked.
     #[error("rank {rank} panicked: {message}")]
     Panicked { rank: usize, message: String },
+}
+
+impl From<ConfigError> for TrainError {
+    fn from(e: ConfigError) -> TrainError {
+        TrainError::Config { path: e.path, reason: e.reason }
+    }
 }

@@ -41,7 +41,6 @@ use std::path::{Path, PathBuf};
 
 use dv_text::{phoneme_pairs, Phoneme};
 use polars::prelude::*;
-use serde::{Deserialize, Serialize};
 use tch::{Device, Tensor};
 
 use crate::data::Dataset;
@@ -50,34 +49,8 @@ use crate::sampler::splitmix64;
 use crate::skipped::{Reason, Skipped};
 use crate::TrainError;
 
-/// MFCCs per 10 ms frame in featurize output (§3.2: 20).
-pub const FEATURE_MFCC: usize = 20;
-/// Seconds per MFCC frame.
-pub const FRAME_SECONDS: f64 = 0.01;
-/// Output classes of a segmentation model trained on these labels: 1600
-/// phoneme pairs plus the CTC blank.
-pub const PAIR_CLASSES: i64 = dv_text::PhonemePair::COUNT as i64 + 1;
-
-/// `[data] kind = "features"`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FeaturesConfig {
-    /// A `dv featurize --out` directory: a local path or a `file://` URL.
-    pub url: String,
-    /// Share of utterances held out for validation, in `[0, 1)`.
-    #[serde(default = "default_validation_fraction")]
-    pub validation_fraction: f64,
-    /// Seeds the validation split (see the module docs).
-    #[serde(default)]
-    pub seed: u64,
-    /// Utterances longer than this many frames are skipped (memory bound).
-    #[serde(default)]
-    pub max_frames: Option<usize>,
-}
-
-fn default_validation_fraction() -> f64 {
-    0.05
-}
+// Defined in dv-config with the run config, which parses them without libtorch.
+pub use dv_config::{FeaturesConfig, FEATURE_MFCC, FRAME_SECONDS, PAIR_CLASSES};
 
 /// One usable utterance.
 #[derive(Debug, Clone)]

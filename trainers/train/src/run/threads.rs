@@ -1,7 +1,5 @@
 //! Ranks as threads of one process, joined by the in-process collective.
 
-use std::time::Duration;
-
 use super::lead::{Lead, Log};
 use super::rank::{device_of, train_rank, RunSummary};
 use crate::collective::{Collective, LocalCollective};
@@ -19,7 +17,7 @@ pub fn train_threads(cfg: &RunConfig, ranks: usize, log: Log<'_>) -> Result<RunS
     // thread); a fixed count keeps CPU runs bitwise reproducible.
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let per_rank = cfg.train.threads_per_rank.unwrap_or(cores / ranks).max(1) as i32;
-    let timeout = Duration::from_secs_f64(cfg.train.collective_timeout_s);
+    let timeout = cfg.train.collective_timeout();
     let handles = LocalCollective::group(ranks, timeout);
     std::thread::scope(|s| {
         let mut lead = Some(lead);

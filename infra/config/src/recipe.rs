@@ -1,0 +1,302 @@
+//! The recipe file of `dv recipe` (TOML): the corpus, the output directory and
+//! each stage's settings, parsed and checked here without reading anything
+//! else; `dv` resolves its paths (relative to the recipe file's directory, or
+//! under `$DV_HOME/`; URLs kept), reads each training stage's run config and
+//! hands it to [`stage_table`] and [`stage_run_config`].
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{ConfigError, DataConfig, RunConfig};
+
+/// A recipe that does not parse, or names an unknown corpus format.
+#[derive(Debug, thiserror::Error)]
+#[error("recipe {path}: {reason}")]
+pub struct RecipeError {
+    pub path: String,
+    pub reason: String,
+}
+
+/// One recipe file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recipe {
+    /// The corpus: a directory, a .tsv/.csv manifest, or an object-store URL.
+    pub corpus: String,
+    /// Its layout when detection should be overridden: ljspeech, arctic,
+    /// blizzard2013, vctk, table.
+    #[serde(default)]
+    pub format: Option<String>,
+    /// Where the phones that the segmentation model learns and the aligner
+    /// aligns come from: `text` (default: the transcripts through CMUDict;
+    /// the corpus's own labels are ignored) or `corpus` (its phone labels,
+    /// e.g. the embedded corpus's exact ones; then the held-out duration/F0
+    /// error is measured against them).
+    #[serde(default)]
+    pub labels: Labels,
+    /// When the corpus directory is missing, generate the embedded default
+    /// corpus (festival + hts_engine slt, `dv corpus make-default`) of this
+    /// many utterances there first.
+    #[serde(default)]
+    pub make_default: Option<usize>,
+    /// Where every stage writes (created when missing).
+    pub out: String,
+    /// A voice package (or its URL) to start the WaveNet and the duration/F0
+    /// model from: fine-tuning. Their run configs get `[init] from`
+    /// ([`InitConfig`](crate::InitConfig)); the model sizes must be the package's.
+    #[serde(default)]
+    pub init: Option<String>,
+    #[serde(default)]
+    pub featurize: FeaturizeStage,
+    /// The segmentation model (§3.2), trained on the featurized phones.
+    pub train_segmentation: TrainStage,
+    #[serde(default)]
+    pub align: AlignStage,
+    /// The duration/F0 model (§3.3), trained on the aligner's phone times.
+    pub train_duration: TrainStage,
+    #[serde(default)]
+    pub g2p: G2pStage,
+    /// The WaveNet (App. A), trained on the featurized chunks.
+    pub train_wavenet: TrainStage,
+    #[serde(default)]
+    pub export: ExportStage,
+    #[serde(default)]
+    pub evaluate: EvaluateStage,
+}
+
+/// Where the phones come from (see [`Recipe::labels`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Labels {
+    #[default]
+    Text,
+    Corpus,
+}
+
+/// `[featurize]`: as `dv featurize`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeaturizeStage {
+    /// Model sample rate, Hz (default 16,384).
+    #[serde(default = "rate")]
+    pub sample_rate: u32,
+    /// Shards (default: one per 256 utterances).
+    #[serde(default)]
+    pub shards: Option<usize>,
+    /// DSP threads (default: all cores). Not part of the stage's key.
+    #[serde(default, skip_serializing)]
+    pub jobs: Option<usize>,
+}
+
+impl Default for FeaturizeStage {
+    fn default() -> Self {
+        FeaturizeStage { sample_rate: rate(), shards: None, jobs: None }
+    }
+}
+
+fn rate() -> u32 {
+    16_384
+}
+
+/// A training stage: a `dv train` run config, with values changed by `set`.
+/// The recipe replaces the config's `[data] url` (and drops `alignments`:
+/// the duration/F0 model and the WaveNet read `features-aligned/`, whose
+/// shards carry the aligner's phones and times),
+/// `[checkpoint] url` and `[tracking] jsonl` with paths under `out`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainStage {
+    /// The run config to start from (e.g. `trainers/train/configs/segmentation-embedded.toml`).
+    pub config: String,
+    /// Values merged into it, table by table: `set.train.steps = 40`.
+    #[serde(default)]
+    pub set: toml::Table,
+    /// CPU data-parallel ranks (threads of this process).
+    #[serde(default = "one")]
+    pub ranks: usize,
+}
+
+fn one() -> usize {
+    1
+}
+
+/// `[align]`: as `dv align`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AlignStage {
+    /// `cpu`, `cuda` or `cuda:N`.
+    #[serde(default = "cpu")]
+    pub device: String,
+    /// Utterances per forward pass.
+    #[serde(default = "sixteen")]
+    pub batch: usize,
+    /// Quarantine below median − k × 1.4826 × MAD (default: dv align's).
+    #[serde(default)]
+    pub quarantine_k: Option<f64>,
+    /// Utterances whose spectrogram and boundaries are drawn (default: the first featurized one).
+    #[serde(default)]
+    pub plot: Vec<String>,
+}
+
+impl Default for AlignStage {
+    fn default() -> Self {
+        AlignStage { device: cpu(), batch: sixteen(), quarantine_k: None, plot: Vec::new() }
+    }
+}
+
+fn cpu() -> String {
+    "cpu".into()
+}
+fn sixteen() -> usize {
+    16
+}
+
+/// `[g2p]`: the grapheme-to-phoneme model that pronounces the transcripts'
+/// words missing from CMUDict (phones from text, in featurize) and that the
+/// voice carries for words missing from its lexicon.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct G2pStage {
+    /// A G2P checkpoint of `dv train` (default: the shipped
+    /// `trainers/train/models/g2p-compact.safetensors`); `"none"`: no model,
+    /// so an utterance with a word missing from CMUDict is left out and the
+    /// voice speaks lexicon words only.
+    #[serde(default = "shipped_g2p")]
+    pub model: String,
+}
+
+impl Default for G2pStage {
+    fn default() -> Self {
+        G2pStage { model: shipped_g2p() }
+    }
+}
+
+/// The shipped compact G2P model, in the source tree dv was built from.
+fn shipped_g2p() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../trainers/train/models/g2p-compact.safetensors")
+        .display()
+        .to_string()
+}
+
+/// `[export]`: as `dv export`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExportStage {
+    /// Store the weights in half precision.
+    #[serde(default)]
+    pub half: bool,
+}
+
+/// `[evaluate]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvaluateStage {
+    /// Sentences spoken from text by the exported voice into `evaluate/samples/`.
+    #[serde(default = "sentences")]
+    pub sentences: Vec<String>,
+    /// Longest sample, seconds.
+    #[serde(default = "ten")]
+    pub max_seconds: f64,
+    /// Held-out utterances (the WaveNet run's validation split) whose
+    /// recordings and the voice's rendering of their transcripts
+    /// pocketsphinx recognises, when python3 has it (0: none).
+    #[serde(default = "ten_utterances")]
+    pub wer_utterances: usize,
+}
+
+fn ten_utterances() -> usize {
+    10
+}
+
+impl Default for EvaluateStage {
+    fn default() -> Self {
+        EvaluateStage { sentences: sentences(), max_seconds: ten(), wer_utterances: ten_utterances() }
+    }
+}
+
+fn sentences() -> Vec<String> {
+    vec!["The recipe trained this voice.".into(), "Deep Voice reads text and speaks it.".into()]
+}
+fn ten() -> f64 {
+    10.0
+}
+
+impl Recipe {
+    /// Parses and checks a recipe's text; `path` names it in errors.
+    pub fn from_toml(path: &str, text: &str) -> Result<Recipe, RecipeError> {
+        let bad = |reason: String| RecipeError { path: path.into(), reason };
+        let recipe: Recipe = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
+        if let Some(f) = &recipe.format {
+            f.parse::<dv_corpus::CorpusKind>().map_err(|e| bad(format!("format: {e}")))?;
+        }
+        Ok(recipe)
+    }
+
+    /// The three training stages by field name, in the order they run.
+    pub fn train_stages(&self) -> [(&'static str, &TrainStage); 3] {
+        [
+            ("train_segmentation", &self.train_segmentation),
+            ("train_duration", &self.train_duration),
+            ("train_wavenet", &self.train_wavenet),
+        ]
+    }
+}
+
+/// A training stage's run config as a TOML table: `base` (its `config`
+/// file, parsed), `[init] from` = `init` (the recipe's `init`, resolved) for
+/// the duration/F0 model and the WaveNet, then the stage's `set` merged in.
+pub fn stage_table(mut base: toml::Table, field: &str, init: Option<String>, t: &TrainStage) -> toml::Table {
+    if let (Some(init), "train_duration" | "train_wavenet") = (init, field) {
+        let mut from = toml::Table::new();
+        from.insert("from".into(), toml::Value::String(init));
+        base.insert("init".into(), toml::Value::Table(from));
+    }
+    merge(&mut base, &t.set);
+    base
+}
+
+/// The run config a training stage trains with: its table, validated as
+/// `dv train` validates a config, reading the featurize output `features`,
+/// with its checkpoints and metrics under `run_dir`. `name` names the stage
+/// in errors.
+pub fn stage_run_config(
+    name: &str,
+    table: &toml::Table,
+    run_dir: &Path,
+    features: &Path,
+) -> Result<RunConfig, ConfigError> {
+    let text = toml::to_string(table).map_err(|e| ConfigError { path: name.into(), reason: e.to_string() })?;
+    let mut cfg = RunConfig::from_toml(name, &text)?;
+    let features = features.display().to_string();
+    match &mut cfg.data {
+        DataConfig::Features(d) => d.url = features,
+        DataConfig::Chunks(d) => d.url = features,
+        DataConfig::Prosody(d) => {
+            d.url = features;
+            d.alignments = None;
+        }
+        _ => {
+            return Err(ConfigError {
+                path: name.into(),
+                reason: "[data] kind must read the featurized corpus (features, chunks or prosody)".into(),
+            })
+        }
+    }
+    cfg.checkpoint.url = run_dir.join("checkpoints").display().to_string();
+    cfg.tracking.jsonl = Some(run_dir.join("metrics.jsonl").display().to_string());
+    Ok(cfg)
+}
+
+/// Merges `over` into `base`, table by table; other values replace.
+fn merge(base: &mut toml::Table, over: &toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            _ => {
+                base.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}

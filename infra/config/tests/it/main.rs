@@ -1,0 +1,3 @@
+mod files;
+mod fuzz;
+mod validate;
