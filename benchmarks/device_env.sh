@@ -51,5 +51,9 @@ work_env() {
         export LD_LIBRARY_PATH="$work/lib:$site/torch/lib:$site/nvidia/cu13/lib:$site/nvidia/nccl/lib:${LD_LIBRARY_PATH:-}"
         dv=$work/bin/dv
     fi
-    export DV_HOME=$work DV_CMUDICT=$1/.carry/cmudict.dict
+    # CMUDict carried as it is or xz-compressed (3.5 MB or 0.75 MB of the 64 MiB a call carries),
+    # kept in $work for the later calls of a hold
+    [ -f "$1/.carry/cmudict.dict.xz" ] && xz -dc "$1/.carry/cmudict.dict.xz" > "$work/cmudict.dict"
+    [ -f "$1/.carry/cmudict.dict" ] && cp "$1/.carry/cmudict.dict" "$work/cmudict.dict"
+    export DV_HOME=$work DV_CMUDICT=$work/cmudict.dict
 }

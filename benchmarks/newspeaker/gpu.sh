@@ -4,8 +4,9 @@
 # fine-tuned from the shipped voice (ked-finetune.toml). Both run in the background (setsid, so
 # they outlive a call) and resume stage by stage if started again on the same machine.
 #
-# The corpus (FLAC, about 80 MB) is larger than one call carries, so it comes in parts over the
-# calls of one hold: each call carries some of .carry/ked/part-* and `stash` keeps them in $work.
+# The corpus (FLAC, about 80 MB) is larger than one call carries (64 MiB with the tracked tree's
+# 26 MB), so it comes in 1 MB parts over the calls of one hold: each call carries one of
+# .carry/ked/c1, c2, … (pack.sh) and `stash` keeps its parts in $work.
 #   benchmarks/newspeaker/gpu.sh stash  $OUT   # keep the carried parts
 #   benchmarks/newspeaker/gpu.sh start  $OUT   # stash, unpack (all parts there), start both recipes
 #   benchmarks/newspeaker/gpu.sh watch  $OUT   # sleep WATCH_S (default 0); each recipe's progress
@@ -16,17 +17,15 @@ phase=$1 out=$2
 here=$(cd "$(dirname "$0")/../.." && pwd)
 source "$here/benchmarks/device_env.sh"
 work_env "$here" "$out"   # $work, $dv (LD_LIBRARY_PATH), DV_HOME, DV_CMUDICT
-[ -f "$here/.carry/cmudict.dict" ] && cp "$here/.carry/cmudict.dict" "$work/cmudict.dict"
-export DV_CMUDICT=$work/cmudict.dict
 recipes=(ked-scratch ked-finetune)
 stamp() { echo "[$(date +%T)] $*" | tee -a "$out/phases.txt"; }
 
 stash() {
     mkdir -p "$work/ked-parts"
-    for p in "$here"/.carry/ked/part-*; do
-        [ -e "$p" ] && cp "$p" "$work/ked-parts/" && stamp "stashed $(basename "$p")"
+    for p in "$here"/.carry/ked/*/part-*; do
+        [ -e "$p" ] && cp "$p" "$work/ked-parts/"
     done
-    (cd "$work/ked-parts" && ls)
+    stamp "ked parts in $work: $(ls "$work/ked-parts" | wc -l) of $(cat "$here"/.carry/ked/*/COUNT 2>/dev/null | head -1)"
 }
 
 snapshot() {
@@ -46,8 +45,8 @@ case $phase in
 stash) stash ;;
 start)
     stash
-    n=$(ls "$work/ked-parts" | wc -l)
-    [ "$n" -eq "${PARTS:-4}" ] || { stamp "have $n of ${PARTS:-4} parts: not starting"; exit 1; }
+    n=$(ls "$work/ked-parts" | wc -l) want=$(cat "$here"/.carry/ked/*/COUNT | head -1)
+    [ "$n" -eq "$want" ] || { stamp "have $n of $want parts: not starting"; exit 1; }
     mkdir -p "$work/corpora"
     cat "$work"/ked-parts/part-* | tar x -C "$work/corpora"
     stamp "corpus: $(wc -l < "$work/corpora/ked/metadata.tsv") utterances, $(du -sh "$work/corpora/ked" | cut -f1)"
