@@ -11,7 +11,8 @@ use dv_speak::{SpeakError, Speaker, SpeakerOptions};
 use dv_voice::VoiceError;
 
 fn shipped() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../voices/slt")
+    PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo test sets CARGO_MANIFEST_DIR"))
+        .join("../voices/slt")
 }
 
 /// A copy of the shipped package in a fresh directory.

@@ -11,7 +11,8 @@ use dv_speak::{CancelToken, RenderOptions, Speaker, SpeakerOptions};
 use dv_synth::Precision;
 
 fn shipped() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../voices/slt")
+    PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo test sets CARGO_MANIFEST_DIR"))
+        .join("../voices/slt")
 }
 
 /// Mean over 512-sample frames of the spectral flatness (geometric over

@@ -8,7 +8,7 @@ use dv_config::recipe::{stage_run_config, stage_table, Recipe};
 use dv_config::RunConfig;
 
 fn repo(p: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(p)
+    Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("cargo test sets CARGO_MANIFEST_DIR")).join("../..").join(p)
 }
 
 fn tomls(dir: &str) -> Vec<PathBuf> {

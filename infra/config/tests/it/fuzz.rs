@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use dv_config::RunConfig;
 
 fn inputs(target: &str) -> Vec<(PathBuf, String)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/regressions").join(target);
+    let dir = Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("cargo test sets CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/regressions")
+        .join(target);
     let mut v: Vec<(PathBuf, String)> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())

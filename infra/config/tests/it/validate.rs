@@ -4,7 +4,10 @@
 use dv_config::RunConfig;
 
 fn every_key() -> String {
-    let p = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fuzz/seeds/run_config/every-key-synthetic.toml");
+    let p = format!(
+        "{}/../../fuzz/seeds/run_config/every-key-synthetic.toml",
+        std::env::var("CARGO_MANIFEST_DIR").expect("cargo test sets CARGO_MANIFEST_DIR")
+    );
     std::fs::read_to_string(p).unwrap()
 }
 
@@ -37,9 +40,9 @@ fn log_every_zero_is_refused() {
 
 #[test]
 fn sizes_the_model_would_refuse_are_refused_before_anything_runs() {
-    let wavenet = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../fuzz/seeds/run_config/every-key-wavenet.toml"
+    let wavenet = std::fs::read_to_string(format!(
+        "{}/../../fuzz/seeds/run_config/every-key-wavenet.toml",
+        std::env::var("CARGO_MANIFEST_DIR").expect("cargo test sets CARGO_MANIFEST_DIR")
     ))
     .unwrap();
     let e = refused(&wavenet.replace("dilation_cycle = 10", "dilation_cycle = 0"));

@@ -21,7 +21,8 @@ fn ok(o: &std::process::Output) -> String {
 }
 
 fn configs() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../trainers/train/configs")
+    Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("cargo test sets CARGO_MANIFEST_DIR"))
+        .join("../../trainers/train/configs")
 }
 
 /// A recipe of the smallest sizes and a few steps each.
@@ -187,7 +188,12 @@ fn recipe_runs_skips_reruns_and_resumes() {
     assert!(log.contains("initialised"), "{log}");
     // A voice of another WaveNet size is refused before anything runs.
     let r4 = d.path().join("r4.toml");
-    std::fs::write(&r4, format!("init = \"{}\"\n{text}", voice.display()).replace("[train_wavenet]\n", "[train_wavenet]\nset.model.preset = \"20x64x128\"\n")).unwrap();
+    std::fs::write(
+        &r4,
+        format!("init = \"{}\"\n{text}", voice.display())
+            .replace("[train_wavenet]\n", "[train_wavenet]\nset.model.preset = \"20x64x128\"\n"),
+    )
+    .unwrap();
     let o = dv(&["recipe", "run", r4.to_str().unwrap()]);
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && e.contains("init") && e.contains("WaveNet"), "{e}");

@@ -29,7 +29,10 @@ fn run_page(url: &str) -> Value {
     let profile = tempfile::tempdir().unwrap();
     let out_dir = tempfile::tempdir().unwrap();
     let out_path = out_dir.path().join("result.json");
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/browser.py");
+    let script = format!(
+        "{}/tests/it/browser.py",
+        std::env::var("CARGO_MANIFEST_DIR").expect("cargo test sets CARGO_MANIFEST_DIR")
+    );
     let mut child = dv_process_group::ProcessGroup::spawn(
         Command::new("python3")
             .arg(script)

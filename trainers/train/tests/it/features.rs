@@ -295,11 +295,14 @@ fn the_segmentation_model_overfits_two_featurized_utterances() {
 
 #[test]
 fn the_example_config_for_the_embedded_corpus_validates() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/segmentation-embedded.toml");
-    let cfg = RunConfig::load(path).unwrap();
+    let path = format!(
+        "{}/configs/segmentation-embedded.toml",
+        std::env::var("CARGO_MANIFEST_DIR").expect("cargo test sets CARGO_MANIFEST_DIR")
+    );
+    let cfg = RunConfig::load(&path).unwrap();
     let dv_train::DataConfig::Features(f) = &cfg.data else { panic!("{:?} is not features data", cfg.data) };
     assert_eq!(f.url, "features/cmu_us_slt_fortunes_300");
-    assert_eq!(cfg.segmentation_sizes(path).unwrap().classes, 1601);
+    assert_eq!(cfg.segmentation_sizes(&path).unwrap().classes, 1601);
 }
 
 #[test]
