@@ -170,18 +170,35 @@ fn copy_except_shards(from: &Path, to: &Path) -> anyhow::Result<()> {
 /// The aligner's phones and times by id from `alignments.parquet`, without
 /// the quarantined utterances.
 pub(crate) fn read_alignments(path: &Path) -> anyhow::Result<HashMap<String, Aligned>> {
+    read_phone_columns(path, ["phones", "starts", "ends"], Some("quarantined"))
+}
+
+/// The corpus's own phones and times in a featurize output's shards
+/// (`ref_phones`, `ref_phone_starts`, `ref_phone_ends`) by utterance id;
+/// utterances without them (a corpus of audio and text) are left out.
+pub(crate) fn read_reference(features: &Path) -> anyhow::Result<HashMap<String, Aligned>> {
+    let mut out = HashMap::new();
+    for shard in crate::align::shard_files(&features.to_string_lossy())? {
+        out.extend(read_phone_columns(&shard, ["ref_phones", "ref_phone_starts", "ref_phone_ends"], None)?);
+    }
+    Ok(out)
+}
+
+/// `id` plus the phones, starts and ends columns `cols` of a Parquet file,
+/// rows with a null in any of them (or true in `skip`) left out.
+fn read_phone_columns(path: &Path, cols: [&str; 3], skip: Option<&str>) -> anyhow::Result<HashMap<String, Aligned>> {
     let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let df =
         anyhow::Context::with_context(ParquetReader::new(file).finish(), || format!("reading {}", path.display()))?;
     let ids = df.column("id")?.str()?.clone();
-    let phones = df.column("phones")?.list()?.clone();
-    let starts = df.column("starts")?.list()?.clone();
-    let ends = df.column("ends")?.list()?.clone();
-    let quarantined = df.column("quarantined").ok().and_then(|c| c.bool().ok().cloned());
+    let phones = df.column(cols[0])?.list()?.clone();
+    let starts = df.column(cols[1])?.list()?.clone();
+    let ends = df.column(cols[2])?.list()?.clone();
+    let skipped = skip.and_then(|c| df.column(c).ok().and_then(|c| c.bool().ok().cloned()));
     let floats = |l: &ListChunked, i: usize| -> Option<Vec<f64>> { l.get_as_series(i)?.f64().ok()?.iter().collect() };
     let mut out = HashMap::new();
     for i in 0..df.height() {
-        if quarantined.as_ref().and_then(|q| q.get(i)).unwrap_or(false) {
+        if skipped.as_ref().and_then(|q| q.get(i)).unwrap_or(false) {
             continue;
         }
         let Some(id) = ids.get(i) else { continue };
@@ -189,8 +206,85 @@ pub(crate) fn read_alignments(path: &Path) -> anyhow::Result<HashMap<String, Ali
             .get_as_series(i)
             .and_then(|s| s.str().ok().and_then(|c| c.iter().map(|x| x.map(String::from)).collect()));
         if let (Some(p), Some(s), Some(e)) = (p, floats(&starts, i), floats(&ends, i)) {
-            out.insert(id.to_string(), (p, s, e));
+            if !p.is_empty() {
+                out.insert(id.to_string(), (p, s, e));
+            }
         }
     }
     Ok(out)
+}
+
+/// The aligner's boundaries against a corpus's own labels (issue 30: a
+/// corpus's labels, when it has them, only score the aligner).
+#[derive(Debug)]
+pub(crate) struct LabelScore {
+    /// Over the utterances whose labels have the transcripts' phones.
+    pub summary: Option<dv_align::BoundarySummary>,
+    /// Aligned utterances whose labels name other phones (not scored).
+    pub phones_differ: usize,
+    /// Aligned utterances without labels.
+    pub without_labels: usize,
+}
+
+/// Scores each aligned utterance against its labels when both name the
+/// same phones (the transcripts' pronunciations and the labeller's can
+/// differ: those are counted, not scored).
+pub(crate) fn score_against_labels(
+    labels: &HashMap<String, Aligned>,
+    aligned: &HashMap<String, Aligned>,
+) -> anyhow::Result<LabelScore> {
+    let intervals = |s: &[f64], e: &[f64]| -> Vec<dv_align::PhoneInterval> {
+        s.iter().zip(e).map(|(&start, &end)| dv_align::PhoneInterval { start, end }).collect()
+    };
+    let mut errors = dv_align::BoundaryErrors::new();
+    let (mut phones_differ, mut without_labels) = (0, 0);
+    let mut ids: Vec<&String> = aligned.keys().collect();
+    ids.sort();
+    for id in ids {
+        let (p, s, e) = &aligned[id];
+        match labels.get(id) {
+            None => without_labels += 1,
+            Some((lp, ls, le)) if lp == p => errors
+                .add(&intervals(s, e), &intervals(ls, le))
+                .with_context(|| format!("{id}: scoring against the corpus's labels"))?,
+            Some(_) => phones_differ += 1,
+        }
+    }
+    Ok(LabelScore { summary: errors.summary(), phones_differ, without_labels })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn utt(phones: &[&str], bounds: &[f64]) -> Aligned {
+        let p = phones.iter().map(|s| s.to_string()).collect();
+        (p, bounds[..bounds.len() - 1].to_vec(), bounds[1..].to_vec())
+    }
+
+    #[test]
+    fn labels_score_the_aligner_where_they_name_the_same_phones() {
+        let labels: HashMap<String, Aligned> = [
+            ("a".to_string(), utt(&["sil", "HH", "AY", "sil"], &[0.0, 0.30, 0.40, 0.70, 1.0])),
+            ("b".to_string(), utt(&["sil", "B", "IY", "sil"], &[0.0, 0.2, 0.3, 0.5, 0.8])),
+        ]
+        .into();
+        let same = labels.clone();
+        let s = score_against_labels(&labels, &same).unwrap();
+        let sum = s.summary.unwrap();
+        assert_eq!((sum.utterances, sum.boundaries, s.phones_differ, s.without_labels), (2, 6, 0, 0));
+        assert!(sum.mean_abs_ms.abs() < 1e-9);
+        // every internal boundary 5 ms late; an utterance whose labels name
+        // other phones and one without labels are counted, not scored
+        let aligned: HashMap<String, Aligned> = [
+            ("a".to_string(), utt(&["sil", "HH", "AY", "sil"], &[0.0, 0.305, 0.405, 0.705, 1.0])),
+            ("b".to_string(), utt(&["sil", "B", "AY", "sil"], &[0.0, 0.2, 0.3, 0.5, 0.8])),
+            ("c".to_string(), utt(&["sil", "AY", "sil"], &[0.0, 0.1, 0.2, 0.3])),
+        ]
+        .into();
+        let s = score_against_labels(&labels, &aligned).unwrap();
+        let sum = s.summary.unwrap();
+        assert_eq!((sum.utterances, sum.boundaries, s.phones_differ, s.without_labels), (1, 3, 1, 1));
+        assert!((sum.mean_abs_ms - 5.0).abs() < 1e-6 && (sum.mean_signed_ms - 5.0).abs() < 1e-6, "{sum:?}");
+    }
 }

@@ -341,6 +341,36 @@ fn align(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
         aligned.get(id).map(|(p, st, en)| (p.clone(), Some((st.clone(), en.clone()))))
     })?;
     log.line(&format!("features-aligned: {with} utterances with the aligner's phones and times, {without} without (quarantined or not aligned)"));
+    if ctx.loaded.recipe.labels == Labels::Text {
+        // The corpus's own labels, when it has them, only score the aligner.
+        let labels = super::relabel::read_reference(Path::new(&ctx.features()))?;
+        if !labels.is_empty() {
+            let score = super::relabel::score_against_labels(&labels, &aligned)?;
+            let file = dir.join("report.json");
+            let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+            let mut report: serde_json::Value = serde_json::from_str(&text)?;
+            report["corpus_labels_phones_differ"] = json!(score.phones_differ);
+            report["corpus_labels_without"] = json!(score.without_labels);
+            if let Some(s) = &score.summary {
+                report["corpus_labels_utterances_scored"] = json!(s.utterances);
+                report["corpus_labels_boundaries"] = json!(s.boundaries);
+                report["corpus_labels_mean_abs_ms"] = json!(s.mean_abs_ms);
+                report["corpus_labels_mean_signed_ms"] = json!(s.mean_signed_ms);
+                report["corpus_labels_within_20ms"] = json!(s.within_20ms);
+                report["corpus_labels_within_25ms"] = json!(s.within_25ms);
+                log.line(&format!(
+                    "against the corpus's labels: {} boundaries in {} utterances, mean |error| {:.1} ms (shift {:+.1} ms), within 20/25 ms {:.1}% / {:.1}%; {} utterances not scored (their labels name other phones than the transcripts)",
+                    s.boundaries, s.utterances, s.mean_abs_ms, s.mean_signed_ms, 100.0 * s.within_20ms, 100.0 * s.within_25ms, score.phones_differ
+                ));
+            } else {
+                log.line(&format!(
+                    "against the corpus's labels: nothing to score ({} utterances' labels name other phones than the transcripts)",
+                    score.phones_differ
+                ));
+            }
+            crate::write_atomic(&file, serde_json::to_string_pretty(&report)?.as_bytes())?;
+        }
+    }
     Ok(vec!["aligned".into(), "features-aligned".into()])
 }
 

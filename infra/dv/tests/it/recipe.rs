@@ -316,3 +316,29 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// A corpus that has labels (the embedded one keeps `lab/`): training still
+/// reads the transcripts' phones, and the labels only score the aligner.
+#[test]
+fn corpus_labels_only_score_the_aligner() {
+    let d = tempfile::tempdir().unwrap();
+    let corpus = d.path().join("slt");
+    ok(&dv(&["corpus", "make-default", "--utterances", "6", "--out", corpus.to_str().unwrap()]));
+    let out = d.path().join("out");
+    let r = recipe(d.path(), "r.toml", &corpus, &out, 2);
+    ok(&dv(&["recipe", "run", r.to_str().unwrap(), "--stop-stage", "align"]));
+    let log = std::fs::read_to_string(out.join("logs/featurize.log")).unwrap();
+    assert!(log.contains("the corpus's labels ignored): 6 utterances"), "{log}");
+    let log = std::fs::read_to_string(out.join("logs/align.log")).unwrap();
+    assert!(log.contains("against the corpus's labels: "), "{log}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("aligned/report.json")).unwrap()).unwrap();
+    let (differ, without) = (report["corpus_labels_phones_differ"].as_u64(), report["corpus_labels_without"].as_u64());
+    let scored = report["corpus_labels_utterances_scored"].as_u64().unwrap_or(0);
+    assert_eq!(without, Some(0), "every utterance has labels: {report}");
+    assert_eq!(differ.map(|n| n + scored), Some(6), "each aligned utterance scored or counted: {report}");
+    if scored > 0 {
+        let ms = report["corpus_labels_mean_abs_ms"].as_f64().unwrap();
+        assert!(ms.is_finite() && ms >= 0.0, "{report}");
+    }
+}
