@@ -25,6 +25,8 @@ utterances are those every training run left out (the id hash of trainers/train/
 seed 0, fraction 0.05), taken in id order. FEATURES is a `dv featurize` output that holds them.
 """
 import argparse
+import functools
+import hashlib
 import json
 import os
 import re
@@ -194,19 +196,32 @@ def spectrograms(path, xs):
     png(path, out)
 
 
+@functools.lru_cache(maxsize=None)
+def voice_digest(voice):
+    """SHA-256 of the voice package's weights: what a reused WAV must have been made with."""
+    h = hashlib.sha256()
+    with open(os.path.join(voice, "model.safetensors"), "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def synth(dv, voice, out, extra, text=None, features=None, utt=None, seed=0):
-    if os.path.exists(out) and os.path.exists(out + ".json"):  # a rerun reuses what is there
-        t = json.load(open(out + ".json"))
-        return t["wall_s"], t["sampling_s"]
     cmd = [dv, "synth", "--voice", voice, "-o", out, "--seed", str(seed)] + extra
     cmd += ["--features", features, "--utterance", utt] if features else [text]
+    key = {"voice_sha256": voice_digest(voice), "args": cmd[1:]}
+    if os.path.exists(out) and os.path.exists(out + ".json"):
+        # a rerun reuses what is there, only if the same weights and arguments made it
+        t = json.load(open(out + ".json"))
+        if all(t.get(k) == v for k, v in key.items()):
+            return t["wall_s"], t["sampling_s"]
     t = time.time()
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}: {res.stderr.strip()[-500:]}")
     m = re.search(r"sampling ([0-9.]+) s", res.stdout)
     wall, samp = time.time() - t, float(m.group(1)) if m else None
-    json.dump({"wall_s": wall, "sampling_s": samp}, open(out + ".json", "w"))
+    json.dump({"wall_s": wall, "sampling_s": samp, **key}, open(out + ".json", "w"))
     return wall, samp
 
 
