@@ -11,7 +11,8 @@
 #   benchmarks/newspeaker/gpu.sh start  $OUT   # stash, unpack (all parts there), start both recipes
 #   benchmarks/newspeaker/gpu.sh watch  $OUT   # sleep WATCH_S (default 0); each recipe's progress
 #   benchmarks/newspeaker/gpu.sh finish $OUT   # wait for both (at most FINISH_S, default 540 s);
-#                                              # return what they made (no checkpoints or features)
+#                                              # return what they made (no checkpoints or features),
+#                                              # <recipe>.tar.xz.aa, .ab, … (cat them to unpack)
 set -uo pipefail
 phase=$1 out=$2
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -28,17 +29,23 @@ stash() {
     stamp "ked parts in $work: $(ls "$work/ked-parts" | wc -l) of $(cat "$here"/.carry/ked/*/COUNT 2>/dev/null | head -1)"
 }
 
+# snapshot: each recipe's progress in one line, and its logs (progress lines dropped: a training
+# log of \r-separated lines reached 19 MB) and metrics in one archive (a call returns at most
+# 8 files of at most 16 MiB each).
 snapshot() {
+    local keep=$work/snapshot
+    rm -rf "$keep" && mkdir -p "$keep"
     for r in "${recipes[@]}"; do
         local o=$work/recipes/$r
         [ -d "$o" ] || continue
-        mkdir -p "$out/$r"
-        cp "$work/$r.log" "$out/$r/recipe.log" 2>/dev/null
+        mkdir -p "$keep/$r"
+        tr '\r' '\n' < "$work/$r.log" | grep -av ' ETA ' | tail -300 > "$keep/$r/recipe.log" 2>/dev/null
         for m in "$o"/runs/*/*/metrics.jsonl; do
-            [ -f "$m" ] && cp "$m" "$out/$r/$(basename "$(dirname "$(dirname "$m")")").metrics.jsonl"
+            [ -f "$m" ] && cp "$m" "$keep/$r/$(basename "$(dirname "$(dirname "$m")")").metrics.jsonl"
         done
-        stamp "$r: $(grep -E '^\[[0-9]+/10\]' "$work/$r.log" | tail -1); $(tail -c 300 "$o"/logs/train-wavenet.log 2>/dev/null | tr '\r' '\n' | grep step | tail -1)"
+        stamp "$r: $(grep -aE '^\[[0-9]+/10\]' "$work/$r.log" | tail -1); $(tail -c 300 "$o"/logs/train-wavenet.log 2>/dev/null | tr '\r' '\n' | grep step | tail -1)"
     done
+    tar czf "$out/snapshot.tgz" -C "$keep" .
 }
 
 case $phase in
@@ -70,8 +77,8 @@ finish)
         # everything small: logs, the lock, reports, PNGs, samples, the aligner's output, the voice
         (cd "$o" && find . -path ./features -prune -o -path ./features-text -prune -o -path ./features-aligned -prune \
             -o -name '*.safetensors' -path '*/runs/*' -prune -o -path ./corpus-cache -prune \
-            -o -type f -size -16M -print0 | tar cf - --null -T - | xz -T0 -6 > "$out/$r.tar.xz")
-        stamp "$r: returned $(du -b "$out/$r.tar.xz" | cut -f1) bytes ($(pgrep -f "recipe run .*$r.toml" > /dev/null && echo 'still running' || echo done))"
+            -o -type f -size -16M -print0 | tar cf - --null -T - | xz -T0 -6 | split -b 15M - "$out/$r.tar.xz.")
+        stamp "$r: returned $(cat "$out/$r.tar.xz."* | wc -c) bytes in 15 MB parts ($(pgrep -f "recipe run .*$r.toml" > /dev/null && echo 'still running' || echo done))"
     done
     ;;
 esac
