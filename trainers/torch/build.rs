@@ -12,13 +12,14 @@
 //!
 //! Cargo passes link arguments only to the targets of the package whose build
 //! script prints them, so this script applies them to `dv-torch`'s own tests
-//! and hands them on through the `links = "dv-torch"` metadata: a crate that
-//! depends on `dv-torch` directly reads `DEP_DV_TORCH_RPATH_ARG` and
-//! `DEP_DV_TORCH_CUDA_ARG` in its build script and prints them as
-//! `cargo:rustc-link-arg` (`infra/dv/build.rs`, `trainers/train/build.rs`,
-//! `trainers/nccl/build.rs`, `trainers/fused/build.rs`). `CUDA_ARG` is absent
-//! for a CPU-only libtorch; both are absent when torch-sys reports no
-//! directory.
+//! and hands them on through the `links = "dv-torch"` metadata. Cargo sets
+//! those only for direct dependents, which every crate that uses tch is (it
+//! reaches tch as `dv_torch::tch`, never as its own dependency): such a crate
+//! reads `DEP_DV_TORCH_RPATH_ARG` and `DEP_DV_TORCH_CUDA_ARG` in its build
+//! script and prints them as `cargo:rustc-link-arg` (`infra/dv/build.rs`,
+//! `trainers/train/build.rs`, `trainers/nccl/build.rs`,
+//! `trainers/fused/build.rs`). `CUDA_ARG` is absent for a CPU-only libtorch;
+//! both are absent when torch-sys reports no directory.
 //!
 //! It also records the directory as `DV_LIBTORCH_BUILD_DIR` for
 //! [`LibtorchInfo::build_dir`](src/info.rs), which `dv doctor` prints beside

@@ -23,6 +23,7 @@ use dv_align::{
 };
 use dv_plot::{Heatmap, Marker, Rgb};
 use dv_text::{Phoneme, PhonemePair};
+use dv_torch::tch;
 use dv_train::checkpoint::decode;
 use dv_train::{Dataset, Features, FeaturesConfig, RunConfig, Segmentation, FRAME_SECONDS, PAIR_CLASSES};
 use polars::prelude::*;

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use clap::Args;
 use dv_text::Phoneme;
+use dv_torch::tch;
 use dv_train::checkpoint::decode;
 use dv_train::duration::{DURATION_INPUT, DURATION_UNIT_S, F0_UNIT_HZ};
 use dv_train::{Chunks, DataConfig, Dataset, DurationModel, Model, ProsodyExample, RunConfig, Wavenet};

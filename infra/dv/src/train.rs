@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use clap::Args;
 use dv_nccl::{unique_id, NcclCollective, UNIQUE_ID_BYTES};
+use dv_torch::tch;
 use dv_train::{share_id, train_rank, train_threads, Collective, Lead, RankEnv, RunConfig, RunSummary};
 
 #[derive(Args)]

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, DriverError, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::{self, CompileError, CompileOptions, Ptx};
-use tch::{Device, Kind, Tensor};
+use dv_torch::tch::{Device, Kind, Tensor};
 
 const GATE_SRC: &str = include_str!("../kernels/gate.cu");
 

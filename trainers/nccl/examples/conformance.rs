@@ -11,6 +11,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use dv_nccl::{unique_id, NcclCollective, UNIQUE_ID_BYTES};
+use dv_torch::tch;
 use dv_train::{share_id, Collective, RankEnv};
 
 fn rank_main(env: RankEnv, mode: &str) -> i32 {

@@ -22,8 +22,9 @@ use std::time::{Duration, Instant};
 
 use cudarc::driver::sys as cu;
 use cudarc::nccl::sys as nc;
+use dv_torch::tch;
+use dv_torch::tch::{Device, Kind, Tensor};
 use dv_train::{Collective, CollectiveError};
-use tch::{Device, Kind, Tensor};
 
 /// Bytes in an NCCL unique id.
 pub const UNIQUE_ID_BYTES: usize = 128;

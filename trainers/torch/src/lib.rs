@@ -1,9 +1,13 @@
 //! libtorch through `tch`: the runtime every trainer shares.
 //!
 //! This crate is the only door to libtorch for the rest of the workspace
-//! (inference never links it). For now it answers what a user needs to know
-//! before a training run: which libtorch is loaded and from where, whether
-//! it was built with CUDA, how many CUDA devices it sees, and cuDNN.
+//! (inference never links it): it re-exports [`tch`], and the trainers
+//! (`dv-train`, `dv-nccl`, `dv-fused`) and the `dv` binary reach tch through
+//! `dv_torch::tch`, never as a dependency of their own. So one crate names the
+//! tch version, and every crate that uses tch depends on this one directly and
+//! so receives the link arguments below. It also answers what a user needs to
+//! know before a training run: which libtorch is loaded and from where,
+//! whether it was built with CUDA, how many CUDA devices it sees, and cuDNN.
 //!
 //! # Linking
 //!
@@ -21,3 +25,6 @@
 mod info;
 
 pub use info::{LibtorchInfo, TorchError};
+/// tch, the Rust bindings to libtorch, as every crate above this one uses it:
+/// `use dv_torch::tch;` then `tch::Tensor`, `tch::no_grad`, ...
+pub use tch;

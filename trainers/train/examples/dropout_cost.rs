@@ -3,8 +3,9 @@
 //! `cargo run --release -p dv-train --example dropout_cost [cuda]`.
 use std::time::Instant;
 
+use dv_torch::tch;
+use dv_torch::tch::{Device, Kind, Tensor};
 use dv_train::dropout;
-use tch::{Device, Kind, Tensor};
 
 fn main() {
     tch::set_num_threads(1);

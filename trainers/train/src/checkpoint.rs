@@ -18,9 +18,10 @@
 
 use std::collections::HashMap;
 
+use dv_torch::tch;
+use dv_torch::tch::{Kind, Tensor};
 use safetensors::tensor::{Dtype, SafeTensors, TensorView};
 use serde::{Deserialize, Serialize};
-use tch::{Kind, Tensor};
 
 use crate::TrainError;
 

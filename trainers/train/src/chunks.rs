@@ -43,8 +43,8 @@ use dv_text::{
     conditioning_features, conditioning_frames, F0Contour, F0Normalization, Phoneme, Stress, StressedPhoneme,
     TimedPhoneme, CONDITIONING_DIM, CONDITIONING_RATE,
 };
+use dv_torch::tch::{Device, Tensor};
 use polars::prelude::*;
-use tch::{Device, Tensor};
 
 use crate::data::Dataset;
 use crate::features::{data_err, is_validation, local_dir, parquet_files};

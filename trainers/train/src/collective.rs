@@ -22,7 +22,8 @@
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use tch::{Kind, Tensor};
+use dv_torch::tch;
+use dv_torch::tch::{Kind, Tensor};
 
 /// Why a collective failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -4,7 +4,7 @@
 //! NCCL implementation runs the same function in one process per GPU
 //! (`cargo run -p dv-nccl --example conformance`).
 
-use tch::{Device, Kind, Tensor};
+use dv_torch::tch::{Device, Kind, Tensor};
 
 use crate::{Collective, BUCKET_FLOATS};
 

@@ -2,7 +2,7 @@
 //! indices alone, so the sampler's order fully determines what each step
 //! sees.
 
-use tch::{Device, Tensor};
+use dv_torch::tch::{Device, Tensor};
 
 use crate::model::Batch;
 use crate::sampler::splitmix64;

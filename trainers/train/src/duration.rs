@@ -25,8 +25,9 @@
 //! (a gentle smoothness penalty: a 100 Hz jump between neighbouring points
 //! costs 0.005).
 
-use tch::nn::{self, Module, RNN};
-use tch::{Kind, Tensor};
+use dv_torch::tch;
+use dv_torch::tch::nn::{self, Module, RNN};
+use dv_torch::tch::{Kind, Tensor};
 
 use crate::model::{dropout, sorted_parameters, Batch, Model};
 use crate::TrainError;

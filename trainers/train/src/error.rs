@@ -1,5 +1,6 @@
 use dv_config::ConfigError;
 use dv_store::StoreError;
+use dv_torch::tch;
 
 /// Errors of a training run. Each names what the user can act on.
 #[derive(Debug, thiserror::Error)]

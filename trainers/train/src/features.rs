@@ -40,8 +40,8 @@
 use std::path::{Path, PathBuf};
 
 use dv_text::{phoneme_pairs, Phoneme};
+use dv_torch::tch::{Device, Tensor};
 use polars::prelude::*;
-use tch::{Device, Tensor};
 
 use crate::data::Dataset;
 use crate::model::Batch;

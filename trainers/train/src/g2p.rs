@@ -20,8 +20,9 @@
 //! The voice package carries it (`inference/voice/FORMAT.md`, `g2p.att.*`)
 //! and `dv-synth`'s libtorch-free G2P runs it.
 
-use tch::nn::{self, RNN};
-use tch::{Kind, Reduction, Tensor};
+use dv_torch::tch;
+use dv_torch::tch::nn::{self, RNN};
+use dv_torch::tch::{Kind, Reduction, Tensor};
 
 use crate::model::{dropout, sorted_parameters, Batch, Model};
 use crate::TrainError;

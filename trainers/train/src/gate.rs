@@ -16,7 +16,8 @@
 use std::sync::Arc;
 
 use dv_fused::{GateKernels, GateShape};
-use tch::{Device, Kind, Tensor};
+use dv_torch::tch;
+use dv_torch::tch::{Device, Kind, Tensor};
 
 use crate::TrainError;
 

@@ -5,7 +5,8 @@
 
 use std::sync::Mutex;
 
-use tch::{nn, Device, Kind, Tensor};
+use dv_torch::tch;
+use dv_torch::tch::{nn, Device, Kind, Tensor};
 
 use crate::sampler::splitmix64;
 use crate::TrainError;

@@ -6,7 +6,8 @@
 //! moment tensors and the step count) must be saved in checkpoints and
 //! restored bit for bit, which tch's C++ optimizer does not expose.
 
-use tch::Tensor;
+use dv_torch::tch;
+use dv_torch::tch::Tensor;
 
 use crate::TrainError;
 

@@ -18,7 +18,7 @@ use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use tch::Device;
+use dv_torch::tch::Device;
 
 use crate::data::Dataset;
 use crate::sampler::{Buckets, Sampler};

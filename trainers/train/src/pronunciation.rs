@@ -14,8 +14,8 @@
 //! reported beside them (`per_no_stress`, `wer_no_stress`), for comparison
 //! with results on CMUDict without stress.
 
+use dv_torch::tch::{Device, Tensor};
 use serde::Serialize;
-use tch::{Device, Tensor};
 
 use crate::data::Dataset;
 use crate::g2p::{encode_word, token, G2p, EOS};

@@ -22,9 +22,10 @@
 use std::collections::HashMap;
 
 use dv_text::{F0Contour, Phoneme, TimedPhoneme, CONDITIONING_RATE};
+use dv_torch::tch;
+use dv_torch::tch::{Device, Tensor};
 use polars::prelude::*;
 use serde::Serialize;
-use tch::{Device, Tensor};
 
 use crate::chunks::{ChunkUtterance, Chunks, ChunksConfig};
 use crate::data::Dataset;

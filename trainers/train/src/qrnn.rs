@@ -25,7 +25,7 @@
 //! backward).
 //! [`fo_pool_loop`] is the step-by-step recurrence, kept as the oracle.
 
-use tch::{nn, Kind, Tensor};
+use dv_torch::tch::{nn, Kind, Tensor};
 
 use crate::TrainError;
 

@@ -3,8 +3,9 @@
 //! 9 × 5, unit stride), three bidirectional GRU layers of 512 cells per
 //! direction, and a softmax over phoneme pairs plus the CTC blank.
 
-use tch::nn::{self, ConvConfigND, Module, RNN};
-use tch::{Kind, Reduction, Tensor};
+use dv_torch::tch;
+use dv_torch::tch::nn::{self, ConvConfigND, Module, RNN};
+use dv_torch::tch::{Kind, Reduction, Tensor};
 
 use crate::model::{dropout, sorted_parameters, Batch, Model};
 use crate::TrainError;

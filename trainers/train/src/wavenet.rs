@@ -41,7 +41,8 @@
 //! exactly the hand-computed one (`loss + S − S.detach()`). The same math
 //! as [`Wavenet::logits`]; the tests compare losses and every gradient.
 
-use tch::{nn, Kind, Reduction, Tensor};
+use dv_torch::tch;
+use dv_torch::tch::{nn, Kind, Reduction, Tensor};
 
 use crate::gate::Gate;
 use crate::model::{sorted_parameters, Batch, Model};

@@ -5,6 +5,8 @@
 
 use std::path::Path;
 
+use dv_torch::tch;
+
 use super::dv;
 
 fn ok(o: &std::process::Output) -> String {

@@ -17,7 +17,8 @@
 
 use dv_conformance::{Checked, Measure, Outcome, Report, Suite, Tolerance};
 use dv_fused::{cuda_available, GateKernels, GateShape};
-use tch::{Device, Kind, Tensor};
+use dv_torch::tch;
+use dv_torch::tch::{Device, Kind, Tensor};
 
 enum Backend {
     Cpu,

@@ -2,7 +2,8 @@
 //! when they are not in one flat buffer, and rank 0's parameters and Adam
 //! moments broadcast at start.
 
-use tch::Tensor;
+use dv_torch::tch;
+use dv_torch::tch::Tensor;
 
 use crate::collective::Collective;
 use crate::TrainError;

@@ -4,7 +4,8 @@
 //! keeping the last `keep_last` plus `best`.
 
 use dv_store::Store;
-use tch::Tensor;
+use dv_torch::tch;
+use dv_torch::tch::Tensor;
 
 use super::lead::Lead;
 use crate::checkpoint::{decode, encode, step_name, steps_present, CheckpointState};

@@ -1,6 +1,6 @@
 //! The datasets a run config names, and the lines rank 0 logs about them.
 
-use tch::Device;
+use dv_torch::tch::Device;
 
 use crate::chunks::Chunks;
 use crate::config::{DataConfig, RunConfig};

@@ -7,7 +7,8 @@
 //! ([`all_reduce_buckets`]) and the three numbers in a second all-reduce after
 //! Adam's kernels are queued.
 
-use tch::{Device, Kind, Tensor};
+use dv_torch::tch;
+use dv_torch::tch::{Device, Kind, Tensor};
 
 use super::bucket::all_reduce_buckets;
 use crate::collective::Collective;

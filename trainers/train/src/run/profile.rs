@@ -2,7 +2,8 @@
 
 use std::time::Instant;
 
-use tch::Device;
+use dv_torch::tch;
+use dv_torch::tch::Device;
 
 /// Wall time per phase of a step, when `[train] profile` is on: the device
 /// is synchronised at each boundary so that asynchronous GPU work is charged

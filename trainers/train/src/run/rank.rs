@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use tch::{Device, Kind, Tensor};
+use dv_torch::tch::{Device, Kind, Tensor};
 
 use super::bucket::broadcast_buckets;
 use super::checkpointing::{self, Resume};

@@ -1,5 +1,7 @@
 //! Ranks as threads of one process, joined by the in-process collective.
 
+use dv_torch::tch;
+
 use super::lead::{Lead, Log};
 use super::rank::{device_of, train_rank, RunSummary};
 use crate::collective::{Collective, LocalCollective};

@@ -1,6 +1,7 @@
 //! The held-out loss, every rank taking a share of each batch.
 
-use tch::{Device, Kind, Tensor};
+use dv_torch::tch;
+use dv_torch::tch::{Device, Kind, Tensor};
 
 use crate::collective::Collective;
 use crate::data::Dataset;

@@ -1,6 +1,6 @@
+use dv_torch::tch::Tensor;
 use dv_train::checkpoint::{average, decode, encode, encode_half, step_name, steps_present};
 use dv_train::CheckpointState;
-use tch::Tensor;
 
 fn state() -> CheckpointState {
     CheckpointState {

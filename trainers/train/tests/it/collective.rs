@@ -3,8 +3,9 @@
 
 use std::time::{Duration, Instant};
 
+use dv_torch::tch;
+use dv_torch::tch::Tensor;
 use dv_train::{Collective, CollectiveError, LocalCollective};
-use tch::Tensor;
 
 fn on_ranks<T: Send>(world: usize, timeout: Duration, f: impl Fn(&mut LocalCollective) -> T + Sync) -> Vec<T> {
     let handles = LocalCollective::group(world, timeout);

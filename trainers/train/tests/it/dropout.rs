@@ -1,7 +1,7 @@
 //! The hashed dropout mask: its tensor ops against the scalar definition,
 //! its keep rate, independence of padding and of the example's place.
+use dv_torch::tch::{Device, Kind, Tensor};
 use dv_train::{dropout, dropout_keeps};
-use tch::{Device, Kind, Tensor};
 
 fn mask(b: usize, t: i64, f: i64, p: f64, seed: u64, site: u64, ids: &[usize]) -> Vec<f32> {
     let x = Tensor::ones([b as i64, t, f], (Kind::Float, Device::Cpu));

@@ -3,9 +3,10 @@
 //! reference phones and an F0 contour.
 
 use dv_text::{Phoneme, Stress, StressedPhoneme, TimedPhoneme};
+use dv_torch::tch;
+use dv_torch::tch::{nn::OptimizerConfig, Device, Kind, Tensor};
 use dv_train::prosody::prosody_example;
 use dv_train::{Batch, ChunkUtterance, DurationConfig, DurationModel, Model};
-use tch::{nn::OptimizerConfig, Device, Kind, Tensor};
 
 fn batch(inputs: Tensor, targets: Tensor, lengths: Vec<i64>) -> Batch {
     let ids = (0..lengths.len()).collect();

@@ -5,11 +5,11 @@
 use std::path::Path;
 
 use dv_text::{Phoneme, PhonemePair};
+use dv_torch::tch::Device;
 use dv_train::{
     ctc_min_frames, is_validation, pair_labels, train_threads, Dataset, Features, FeaturesConfig, RunConfig, Skipped,
 };
 use polars::prelude::*;
-use tch::Device;
 
 /// One row of a shard: id, frames, reference phones (None: null).
 struct Utt {

@@ -3,10 +3,11 @@
 //! finds hypotheses scoring at least as well as greedy, an ensemble decodes
 //! with the mean of its models' log-probabilities.
 
+use dv_torch::tch;
+use dv_torch::tch::{nn::OptimizerConfig, Device, Kind, Tensor};
 use dv_train::g2p::{encode_word, token, BOS, EOS};
 use dv_train::pronunciation::{edit_distance, part_of, Part};
 use dv_train::{Batch, Dataset, G2p, G2pConfig, LexiconConfig, Model, Pronunciations};
-use tch::{nn::OptimizerConfig, Device, Kind, Tensor};
 
 #[test]
 fn letters_tokens_and_the_split() {

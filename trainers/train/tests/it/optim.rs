@@ -1,5 +1,6 @@
+use dv_torch::tch;
+use dv_torch::tch::{Kind, Tensor};
 use dv_train::{clip_grad_norm, Adam, AdamConfig, FlatParams, StepAnnealing};
-use tch::{Kind, Tensor};
 
 fn config(lr: f64) -> AdamConfig {
     AdamConfig { lr, beta1: 0.9, beta2: 0.999, eps: 1e-8, clip_norm: None }

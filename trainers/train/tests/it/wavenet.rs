@@ -2,9 +2,10 @@
 //! scan against the step-by-step recurrence and a hand computation,
 //! causality, the receptive field, overfitting a tiny batch.
 
+use dv_torch::tch;
+use dv_torch::tch::{nn, nn::OptimizerConfig, Device, Kind, Tensor};
 use dv_train::qrnn::{fo_pool, fo_pool_loop, interleave, QrnnDirection};
 use dv_train::{Batch, Model, Wavenet, WavenetConfig};
-use tch::{nn, nn::OptimizerConfig, Device, Kind, Tensor};
 
 fn max_abs_diff(a: &Tensor, b: &Tensor) -> f64 {
     a.f_sub(b).unwrap().abs().max().double_value(&[])
