@@ -1,7 +1,7 @@
 // The WaveNet gate of App. A.1 with its conditioning (App. A.2) fused into one pass, and its
 // backward with the conditioning gradient's sum over each frame's samples in the same pass.
 //
-// Layout (trainers/train/src/wavenet.rs, "time-major, batch inner"): row = t * batch + b for
+// Layout (trainers/train/src/models/wavenet.rs, "time-major, batch inner"): row = t * batch + b for
 // sample t of example b; frame row = (t / hop) * batch + b. p has 2r columns (tanh half, then
 // sigmoid half); l and gl are strided views (row stride ldl / ldgl) of all layers' columns.
 //

@@ -49,60 +49,49 @@
 //!   `dv-synth` runs them without libtorch.
 //! * Tracking ([`Tracker`]): a JSONL file, and an MLflow server when given.
 //!
+//! # Layout
+//!
+//! Three parts, one job each:
+//!
+//! * `models`: the networks above, each behind the one [`Model`] trait (a
+//!   [`Batch`] in, the sum of its examples' losses out);
+//! * `data`: what they read, each `[data] kind` a [`Dataset`] that builds any
+//!   batch from example indices, and the order the ranks read it in
+//!   ([`Sampler`]);
+//! * `run`: the loop that trains any model on any dataset over ranks
+//!   ([`train_rank`], [`train_threads`]) and what it stands on: the config,
+//!   Adam, checkpoints, the collectives and the rendezvous, stopping, tracking.
+//!
+//! Everything public is re-exported here; [`checkpoint`], [`duration`],
+//! [`g2p`], [`qrnn`], [`prosody`] and [`pronunciation`] are public modules as
+//! well, for their helpers and constants, and [`conformance`] is the suite
+//! every [`Collective`] passes.
+//!
 //! Not yet: overlapping the all-reduce with the backward pass (tch exposes
 //! no gradient hooks; gradients are reduced after backward), autocast (the
 //! WaveNet casts its forward to bf16 itself: `bf16 = true`).
 #![forbid(unsafe_code)]
 
-pub mod checkpoint;
-mod chunks;
-mod collective;
-mod config;
 pub mod conformance;
 mod data;
-pub mod duration;
 mod error;
-mod features;
-pub mod g2p;
-mod gate;
-mod mlflow;
-mod model;
-mod optim;
-mod prefetch;
-pub mod pronunciation;
-pub mod prosody;
-pub mod qrnn;
-mod rendezvous;
+mod models;
 mod run;
-mod sampler;
-mod segmentation;
-mod skipped;
-mod stop;
-mod tracking;
-mod wavenet;
 
-pub use checkpoint::{CheckpointData, CheckpointState};
-pub use chunks::{stressed_phone, ChunkSplit, ChunkUtterance, Chunks, ChunksConfig};
-pub use collective::{Collective, CollectiveError, LocalCollective};
-pub use config::{CheckpointConfig, DataConfig, InitConfig, ModelConfig, RunConfig, TrackingConfig, TrainConfig};
-pub use data::{Dataset, Synthetic, SyntheticConfig};
-pub use duration::{DurationConfig, DurationModel};
-pub use error::TrainError;
-pub use features::{
-    ctc_min_frames, is_validation, pair_labels, reference_boundaries, FeatureSplit, Features, FeaturesConfig,
-    FEATURE_MFCC, FRAME_SECONDS, PAIR_CLASSES,
+pub use data::{
+    ctc_min_frames, is_validation, pair_labels, pronunciation, prosody, reference_boundaries, splitmix64,
+    stressed_phone, Buckets, ChunkSplit, ChunkUtterance, Chunks, ChunksConfig, Dataset, FeatureSplit, Features,
+    FeaturesConfig, G2pMetrics, LexiconConfig, Pronunciations, Prosody, ProsodyConfig, ProsodyExample, ProsodyMetrics,
+    Sampler, Skipped, Synthetic, SyntheticConfig, FEATURE_MFCC, FRAME_SECONDS, PAIR_CLASSES,
 };
-pub use g2p::{G2p, G2pConfig};
-pub use mlflow::MlflowRun;
-pub use model::{dropout, dropout_keeps, with_rng, Batch, Model};
-pub use optim::{clip_grad_norm, Adam, AdamConfig, FlatParams, StepAnnealing};
-pub use pronunciation::{G2pMetrics, LexiconConfig, Pronunciations};
-pub use prosody::{Prosody, ProsodyConfig, ProsodyExample, ProsodyMetrics};
-pub use rendezvous::{first_host, share_id, RankEnv, SLURM_PORT_BASE, SLURM_PORT_SPAN};
-pub use run::{device_of, train_rank, train_threads, Lead, Log, RunSummary, BUCKET_FLOATS};
-pub use sampler::{splitmix64, Buckets, Sampler};
-pub use segmentation::{Segmentation, SegmentationConfig};
-pub use skipped::Skipped;
-pub use stop::stop_flag;
-pub use tracking::{curves, loss_chart, Tracker};
-pub use wavenet::{Wavenet, WavenetConfig, SILENCE_CODE};
+pub use error::TrainError;
+pub use models::{
+    dropout, dropout_keeps, duration, g2p, qrnn, with_rng, Batch, DurationConfig, DurationModel, G2p, G2pConfig, Model,
+    Segmentation, SegmentationConfig, Wavenet, WavenetConfig, SILENCE_CODE,
+};
+pub use run::{
+    checkpoint, clip_grad_norm, curves, device_of, first_host, loss_chart, share_id, stop_flag, train_rank,
+    train_threads, Adam, AdamConfig, CheckpointConfig, CheckpointData, CheckpointState, Collective, CollectiveError,
+    DataConfig, FlatParams, InitConfig, Lead, LocalCollective, Log, MlflowRun, ModelConfig, RankEnv, RunConfig,
+    RunSummary, StepAnnealing, Tracker, TrackingConfig, TrainConfig, BUCKET_FLOATS, SLURM_PORT_BASE, SLURM_PORT_SPAN,
+};

@@ -5,7 +5,7 @@
 use dv_torch::tch;
 use dv_torch::tch::Tensor;
 
-use crate::collective::Collective;
+use super::collective::Collective;
 use crate::TrainError;
 
 /// Gradients are all-reduced in flat buckets of at most this many floats (4 MiB).

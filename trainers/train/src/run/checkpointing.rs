@@ -7,11 +7,11 @@ use dv_store::Store;
 use dv_torch::tch;
 use dv_torch::tch::Tensor;
 
+use super::checkpoint::{decode, encode, step_name, steps_present, CheckpointState};
+use super::config::{InitConfig, RunConfig};
 use super::lead::Lead;
-use crate::checkpoint::{decode, encode, step_name, steps_present, CheckpointState};
-use crate::config::{InitConfig, RunConfig};
-use crate::model::Model;
-use crate::optim::Adam;
+use super::optim::Adam;
+use crate::models::model::Model;
 use crate::TrainError;
 
 /// Where rank 0's restore leaves a run.
@@ -130,8 +130,8 @@ fn init_from(lead: &mut Lead<'_>, init: &InitConfig, model: &dyn Model) -> Resul
         std::fs::read(&name)
             .map_err(|e| TrainError::Checkpoint { name: name.clone(), reason: format!("[init] from: {e}") })?
     };
-    let weights = crate::checkpoint::init_weights(&name, &bytes)?;
-    let values = crate::checkpoint::copy_weights(&name, model, |n| weights.get(n))?;
+    let weights = super::checkpoint::init_weights(&name, &bytes)?;
+    let values = super::checkpoint::copy_weights(&name, model, |n| weights.get(n))?;
     let tensors = model.named_parameters().len();
     (lead.log)(&format!(
         "initialised {tensors} tensors ({values} weights) from {name}; Adam's moments, the step and the schedule start afresh"

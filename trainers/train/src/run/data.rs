@@ -2,12 +2,12 @@
 
 use dv_torch::tch::Device;
 
-use crate::chunks::Chunks;
-use crate::config::{DataConfig, RunConfig};
-use crate::data::{Dataset, Synthetic, SyntheticConfig};
-use crate::features::{Features, FRAME_SECONDS};
-use crate::pronunciation::Pronunciations;
-use crate::prosody::Prosody;
+use super::config::{DataConfig, RunConfig};
+use crate::data::chunks::Chunks;
+use crate::data::dataset::{Dataset, Synthetic, SyntheticConfig};
+use crate::data::features::{Features, FRAME_SECONDS};
+use crate::data::pronunciation::Pronunciations;
+use crate::data::prosody::Prosody;
 use crate::TrainError;
 
 /// The training set and the optional held-out set.

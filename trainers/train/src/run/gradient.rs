@@ -11,8 +11,8 @@ use dv_torch::tch;
 use dv_torch::tch::{Device, Kind, Tensor};
 
 use super::bucket::all_reduce_buckets;
-use crate::collective::Collective;
-use crate::optim::FlatParams;
+use super::collective::Collective;
+use super::optim::FlatParams;
 use crate::TrainError;
 
 /// What a step sums over ranks besides its gradients.
@@ -21,7 +21,7 @@ pub(super) struct StepSums<'a> {
     pub loss_sum: &'a Tensor,
     /// Seconds of audio in this rank's slice of the batch.
     pub audio_seconds: f64,
-    /// 1 when rank 0 was asked to stop (crate::stop), else 0.
+    /// 1 when rank 0 was asked to stop (crate::run::stop), else 0.
     pub stop_vote: f64,
 }
 

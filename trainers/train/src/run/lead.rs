@@ -2,10 +2,10 @@
 
 use dv_store::Store;
 
-use crate::checkpoint::code_version;
-use crate::config::RunConfig;
-use crate::mlflow::MlflowRun;
-use crate::tracking::Tracker;
+use super::checkpoint::code_version;
+use super::config::RunConfig;
+use super::mlflow::MlflowRun;
+use super::tracking::Tracker;
 use crate::TrainError;
 
 /// Progress lines go here (rank 0 only).
@@ -76,7 +76,7 @@ impl<'a> Lead<'a> {
             if let Ok(bytes) = std::fs::read(path) {
                 self.tracker.artifact("metrics.jsonl", &bytes)?;
                 // A chart is a convenience: a run with no drawable loss still finishes.
-                let chart = crate::tracking::loss_chart(&String::from_utf8_lossy(&bytes), "training loss");
+                let chart = super::tracking::loss_chart(&String::from_utf8_lossy(&bytes), "training loss");
                 if let Ok(png) = chart.render_png(800, 480) {
                     self.tracker.artifact("plots/loss.png", &png)?;
                 }

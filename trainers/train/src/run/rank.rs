@@ -7,23 +7,23 @@ use std::time::Instant;
 use dv_torch::tch::{Device, Kind, Tensor};
 
 use super::bucket::broadcast_buckets;
+use super::checkpoint::{code_version, step_name, CheckpointState};
 use super::checkpointing::{self, Resume};
+use super::collective::Collective;
+use super::config::{ModelConfig, RunConfig};
 use super::data::build_data;
 use super::gradient::{self, StepSums};
 use super::lead::Lead;
+use super::optim::{clip_grad_norm, Adam, FlatParams};
 use super::profile::Phases;
 use super::validation::validate;
-use crate::checkpoint::{code_version, step_name, CheckpointState};
-use crate::collective::Collective;
-use crate::config::{ModelConfig, RunConfig};
-use crate::duration::DurationModel;
-use crate::g2p::G2p;
-use crate::model::Model;
-use crate::optim::{clip_grad_norm, Adam, FlatParams};
-use crate::prefetch::{Batches, Plan};
-use crate::sampler::{splitmix64, Sampler};
-use crate::segmentation::Segmentation;
-use crate::wavenet::Wavenet;
+use crate::data::prefetch::{Batches, Plan};
+use crate::data::sampler::{splitmix64, Sampler};
+use crate::models::duration::DurationModel;
+use crate::models::g2p::G2p;
+use crate::models::model::Model;
+use crate::models::segmentation::Segmentation;
+use crate::models::wavenet::Wavenet;
 use crate::TrainError;
 
 /// What a finished run reports.
@@ -86,7 +86,7 @@ pub fn train_rank(
             (lead.log)(n);
         }
     }
-    let model = crate::model::with_rng(splitmix64(t.seed), || build_model(cfg, device))?;
+    let model = crate::models::model::with_rng(splitmix64(t.seed), || build_model(cfg, device))?;
     let named = model.named_parameters();
     let params: Vec<Tensor> = named.iter().map(|(_, p)| p.shallow_clone()).collect();
     // Flat buffers when it can (then the step's loss sum and audio seconds
@@ -128,7 +128,7 @@ pub fn train_rank(
     }
 
     let sampler = Sampler { len: data.len(), batch: t.batch, seed: t.seed };
-    let buckets = (t.bucket_batches > 0).then(|| crate::sampler::Buckets {
+    let buckets = (t.bucket_batches > 0).then(|| crate::data::sampler::Buckets {
         window_batches: t.bucket_batches,
         lengths: (0..data.len()).map(|i| data.length(i)).collect(),
     });
@@ -151,8 +151,8 @@ pub fn train_rank(
         let sums = StepSums {
             loss_sum: &loss_sum,
             audio_seconds: batch.audio_seconds.unwrap_or(0.0),
-            // Rank 0's stop request, summed with the loss so that every rank sees it (crate::stop).
-            stop_vote: if rank == 0 && crate::stop::stop_requested() { 1.0 } else { 0.0 },
+            // Rank 0's stop request, summed with the loss so that every rank sees it (crate::run::stop).
+            stop_vote: if rank == 0 && super::stop::stop_requested() { 1.0 } else { 0.0 },
         };
         gradient::sum_grads(coll, flat.as_ref(), &params, &sums)?;
         phases.mark(2);

@@ -2,10 +2,10 @@
 
 use dv_torch::tch;
 
+use super::collective::{Collective, LocalCollective};
+use super::config::RunConfig;
 use super::lead::{Lead, Log};
 use super::rank::{device_of, train_rank, RunSummary};
-use crate::collective::{Collective, LocalCollective};
-use crate::config::RunConfig;
 use crate::TrainError;
 
 /// Runs `ranks` ranks as threads of this process on the CPU (or the

@@ -3,9 +3,9 @@
 use dv_torch::tch;
 use dv_torch::tch::{Device, Kind, Tensor};
 
-use crate::collective::Collective;
-use crate::data::Dataset;
-use crate::model::Model;
+use super::collective::Collective;
+use crate::data::dataset::Dataset;
+use crate::models::model::Model;
 use crate::TrainError;
 
 /// Mean loss over a dataset, every rank taking a share of each batch.

@@ -1,5 +1,5 @@
 //! The WaveNet gate with its conditioning, forward and backward, for the
-//! hand-written layer stack of [`crate::wavenet`]: the fused CUDA kernels of
+//! hand-written layer stack of [`super::wavenet`]: the fused CUDA kernels of
 //! `dv-fused` on a GPU, the same arithmetic in libtorch operations anywhere
 //! (the reference, and the oracle the kernels are checked against each time
 //! they are loaded).

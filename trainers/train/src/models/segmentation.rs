@@ -7,7 +7,7 @@ use dv_torch::tch;
 use dv_torch::tch::nn::{self, ConvConfigND, Module, RNN};
 use dv_torch::tch::{Kind, Reduction, Tensor};
 
-use crate::model::{dropout, sorted_parameters, Batch, Model};
+use super::model::{dropout, sorted_parameters, Batch, Model};
 use crate::TrainError;
 
 // Defined in dv-config with the run config, which parses them without libtorch.

@@ -46,11 +46,11 @@ use dv_text::{
 use dv_torch::tch::{Device, Tensor};
 use polars::prelude::*;
 
-use crate::data::Dataset;
-use crate::features::{data_err, is_validation, local_dir, parquet_files};
-use crate::model::Batch;
-use crate::skipped::{Reason, Skipped};
-use crate::wavenet::SILENCE_CODE;
+use super::dataset::Dataset;
+use super::features::{data_err, is_validation, local_dir, parquet_files};
+use super::skipped::{Reason, Skipped};
+use crate::models::model::Batch;
+use crate::models::wavenet::SILENCE_CODE;
 use crate::TrainError;
 
 // Defined in dv-config with the run config, which parses them without libtorch.

@@ -4,7 +4,7 @@
 //! phones, their times and the F0 contour; utterances it cannot use are
 //! skipped and counted).
 //!
-//! Targets per phoneme n (units of [`crate::duration`]): duration
+//! Targets per phoneme n (units of [`crate::models::duration`]): duration
 //! `(end − start) / 0.01 s`; voiced share: the fraction of the contour's
 //! 1/256 s points inside the phoneme that are voiced (the nearest point when
 //! the phoneme holds none); F0 at times `start + (j + 0.5) / k ·
@@ -27,11 +27,11 @@ use dv_torch::tch::{Device, Tensor};
 use polars::prelude::*;
 use serde::Serialize;
 
-use crate::chunks::{ChunkUtterance, Chunks, ChunksConfig};
-use crate::data::Dataset;
-use crate::duration::{DURATION_INPUT, DURATION_UNIT_S, F0_UNIT_HZ};
-use crate::features::is_validation;
-use crate::model::Batch;
+use super::chunks::{ChunkUtterance, Chunks, ChunksConfig};
+use super::dataset::Dataset;
+use super::features::is_validation;
+use crate::models::duration::{DURATION_INPUT, DURATION_UNIT_S, F0_UNIT_HZ};
+use crate::models::model::Batch;
 use crate::TrainError;
 
 // Defined in dv-config with the run config, which parses them without libtorch.

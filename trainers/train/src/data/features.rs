@@ -43,10 +43,10 @@ use dv_text::{phoneme_pairs, Phoneme};
 use dv_torch::tch::{Device, Tensor};
 use polars::prelude::*;
 
-use crate::data::Dataset;
-use crate::model::Batch;
-use crate::sampler::splitmix64;
-use crate::skipped::{Reason, Skipped};
+use super::dataset::Dataset;
+use super::sampler::splitmix64;
+use super::skipped::{Reason, Skipped};
+use crate::models::model::Batch;
 use crate::TrainError;
 
 // Defined in dv-config with the run config, which parses them without libtorch.

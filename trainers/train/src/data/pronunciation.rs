@@ -4,7 +4,7 @@
 //! split never changes with the dictionary's order and a test word is never
 //! trained on: `splitmix64(seed ^ fnv1a64(word)) / 2^64` below `test` is
 //! test, below `test + dev` is dev, the rest trains. Words with a letter
-//! outside [`crate::g2p::GRAPHEMES`] are skipped and counted.
+//! outside [`crate::models::g2p::GRAPHEMES`] are skipped and counted.
 //!
 //! Metrics ([`G2pMetrics`]): phoneme error rate = total edit distance
 //! between decoded and reference token sequences (phoneme with stress) over
@@ -17,10 +17,10 @@
 use dv_torch::tch::{Device, Tensor};
 use serde::Serialize;
 
-use crate::data::Dataset;
-use crate::g2p::{encode_word, token, G2p, EOS};
-use crate::model::Batch;
-use crate::sampler::splitmix64;
+use super::dataset::Dataset;
+use super::sampler::splitmix64;
+use crate::models::g2p::{encode_word, token, G2p, EOS};
+use crate::models::model::Batch;
 use crate::TrainError;
 
 // Defined in dv-config with the run config, which parses them without libtorch.
@@ -154,7 +154,7 @@ pub struct G2pMetrics {
 pub type Decoded = (Vec<i64>, f64);
 
 /// Decodes up to `limit` words of `data` with beam `width`; more than one
-/// model decode as an ensemble ([`crate::g2p::beam_ensemble`]).
+/// model decode as an ensemble ([`crate::models::g2p::beam_ensemble`]).
 pub fn decode(models: &[&G2p], data: &Pronunciations, width: usize, limit: usize) -> Result<Vec<Decoded>, TrainError> {
     Ok(decode_with_progress(models, data, width, limit, None, |_, _| {})?.swap_remove(0))
 }
@@ -165,9 +165,9 @@ pub type Rescore<'a> = (&'a [&'a G2p], &'a [f64]);
 
 /// [`decode`], calling `progress(done, total)` after every word. Without
 /// `rescore` the result holds one decoding; with it, one per weight: each
-/// word's n-best list ([`crate::g2p::beam_ensemble_nbest`]) is decoded and
-/// scored by the right-to-left models once, then reordered for each weight
-/// ([`crate::g2p::rescore_weights`]).
+/// word's n-best list ([`crate::models::g2p::beam_ensemble_nbest`]) is
+/// decoded and scored by the right-to-left models once, then reordered for
+/// each weight ([`crate::models::g2p::rescore_weights`]).
 pub fn decode_with_progress(
     models: &[&G2p],
     data: &Pronunciations,
@@ -181,10 +181,10 @@ pub fn decode_with_progress(
     let mut out = vec![Vec::with_capacity(n); ways];
     for i in 0..n {
         let d = match rescore {
-            None => vec![crate::g2p::beam_ensemble(models, &data.letters[i], width)?],
+            None => vec![crate::models::g2p::beam_ensemble(models, &data.letters[i], width)?],
             Some((r2l, weights)) => {
-                let nbest = crate::g2p::beam_ensemble_nbest(models, &data.letters[i], width, width)?;
-                crate::g2p::rescore_weights(&nbest, r2l, &data.letters[i], weights)?
+                let nbest = crate::models::g2p::beam_ensemble_nbest(models, &data.letters[i], width, width)?;
+                crate::models::g2p::rescore_weights(&nbest, r2l, &data.letters[i], weights)?
             }
         };
         for (o, d) in out.iter_mut().zip(d) {
@@ -197,7 +197,7 @@ pub fn decode_with_progress(
 
 /// A token's phoneme, stress dropped (tokens are `1 + phoneme · 5 + stress`).
 pub fn phonemes(tokens: &[i64]) -> Vec<i64> {
-    tokens.iter().map(|&k| crate::g2p::untoken(k).0 as i64).collect()
+    tokens.iter().map(|&k| crate::models::g2p::untoken(k).0 as i64).collect()
 }
 
 /// PER/WER (module docs) of `decoded`, the first `decoded.len()` words of `data`.

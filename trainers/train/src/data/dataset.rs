@@ -4,8 +4,8 @@
 
 use dv_torch::tch::{Device, Tensor};
 
-use crate::model::Batch;
-use crate::sampler::splitmix64;
+use super::sampler::splitmix64;
+use crate::models::model::Batch;
 use crate::TrainError;
 
 /// Examples addressed by index.

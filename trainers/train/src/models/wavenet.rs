@@ -33,7 +33,7 @@
 //! `x(t − d)` is the same matrix `d · batch` rows earlier and each dilated
 //! convolution is two matrix products with no padding or concatenation;
 //! the gate and its conditioning are one fused pass forward and one
-//! backward ([`crate::gate`]: CUDA kernels on a GPU, libtorch operations
+//! backward ([`super::gate`]: CUDA kernels on a GPU, libtorch operations
 //! elsewhere); the backward of the stack is written out (matrix products
 //! through libtorch). The conditioning network, the embeddings and the
 //! output layers stay on autograd: the stack's gradients reach them, and
@@ -44,9 +44,9 @@
 use dv_torch::tch;
 use dv_torch::tch::{nn, Kind, Reduction, Tensor};
 
-use crate::gate::Gate;
-use crate::model::{sorted_parameters, Batch, Model};
-use crate::qrnn::{interleave, BiQrnn};
+use super::gate::Gate;
+use super::model::{sorted_parameters, Batch, Model};
+use super::qrnn::{interleave, BiQrnn};
 use crate::TrainError;
 
 /// The mu-law code of silence, the input before the first sample.

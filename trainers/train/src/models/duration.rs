@@ -29,7 +29,7 @@ use dv_torch::tch;
 use dv_torch::tch::nn::{self, Module, RNN};
 use dv_torch::tch::{Kind, Tensor};
 
-use crate::model::{dropout, sorted_parameters, Batch, Model};
+use super::model::{dropout, sorted_parameters, Batch, Model};
 use crate::TrainError;
 
 /// Seconds per unit of the duration output.

@@ -20,8 +20,8 @@ use std::thread::JoinHandle;
 
 use dv_torch::tch::Device;
 
-use crate::data::Dataset;
-use crate::sampler::{Buckets, Sampler};
+use super::dataset::Dataset;
+use super::sampler::{Buckets, Sampler};
 use crate::{Batch, TrainError};
 
 /// Which examples each step of one rank reads.
@@ -111,7 +111,7 @@ impl Batches {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::{Synthetic, SyntheticConfig};
+    use crate::data::dataset::{Synthetic, SyntheticConfig};
 
     fn plan(len: usize) -> Plan {
         Plan { sampler: Sampler { len, batch: 4, seed: 3 }, buckets: None, rank: 1, world: 2 }

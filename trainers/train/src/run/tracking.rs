@@ -14,7 +14,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use dv_plot::{Chart, Series};
 
-use crate::mlflow::MlflowRun;
+use super::mlflow::MlflowRun;
 use crate::TrainError;
 
 fn now_s() -> f64 {

@@ -24,7 +24,7 @@ use dv_torch::tch;
 use dv_torch::tch::nn::{self, RNN};
 use dv_torch::tch::{Kind, Reduction, Tensor};
 
-use crate::model::{dropout, sorted_parameters, Batch, Model};
+use super::model::{dropout, sorted_parameters, Batch, Model};
 use crate::TrainError;
 
 /// Letters the encoder reads, at indices 1..=29 (0 pads).
