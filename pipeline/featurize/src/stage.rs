@@ -4,9 +4,9 @@
 //! tag (S3's ETag, recorded in `<dir>.listing` beside the mirror) are not
 //! fetched again (a rerun or a second job on the same corpus downloads
 //! nothing), an object rewritten in place is, and a staged file whose object
-//! is gone is removed; each file is written under a temporary name and
-//! renamed, so a killed job never leaves a truncated file that a rerun would
-//! trust.
+//! is gone is removed; each file is written with [`dv_util::write_atomic`]
+//! (a temporary `.partial` file beside it, synced, then renamed), so a killed
+//! job never leaves a truncated file that a rerun would trust.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -118,9 +118,7 @@ pub fn stage_corpus(url: &str, root: &Path, rt: &tokio::runtime::Runtime) -> Res
                 let bytes = store.get(&name).await?;
                 let parent = dest.parent().unwrap_or(Path::new("."));
                 std::fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
-                let tmp = dest.with_extension("dv-staging");
-                std::fs::write(&tmp, &bytes).map_err(|e| io(&tmp, e))?;
-                std::fs::rename(&tmp, &dest).map_err(|e| io(&dest, e))?;
+                dv_util::write_atomic(&dest, &bytes).map_err(|e| io(&dest, e.source))?;
                 Ok::<u64, FeaturizeError>(bytes.len() as u64)
             }
         }))
@@ -148,8 +146,8 @@ fn remove_stale(root: &Path, dir: &Path, objects: &[ObjectInfo]) -> std::io::Res
             removed += remove_stale(root, &p, objects)?;
             continue;
         }
-        if p.extension().is_some_and(|x| x == "dv-staging") {
-            continue; // another job's fetch in flight
+        if p.extension().is_some_and(|x| x == "partial") {
+            continue; // another job's fetch in flight (dv_util::temp_path)
         }
         let rel = p.strip_prefix(root).unwrap_or(&p).to_string_lossy().replace('\\', "/");
         if objects.binary_search_by(|o| o.name.as_str().cmp(&rel)).is_err() {

@@ -5,6 +5,7 @@ use dv_text::{
     conditioning_features, conditioning_frames, frame_phonemes, ConditioningError, F0Contour, F0Normalization, Phoneme,
     Stress, StressedPhoneme, TimedPhoneme, CONDITIONING_DIM, SLOT_DIM,
 };
+use dv_util::SplitMix64;
 
 fn timed(symbols: &[(&str, f64, f64)]) -> Vec<TimedPhoneme> {
     symbols.iter().map(|&(s, start, end)| TimedPhoneme { phoneme: s.parse().unwrap(), start, end }).collect()
@@ -99,28 +100,22 @@ fn frame_counts_follow_the_audio_length() {
     assert_eq!(conditioning_frames(0, 16_384), 0);
 }
 
-/// xorshift64*: deterministic random numbers without a dependency.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> f64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
-    }
+/// Uniform in `[0, 1)` with 53 random bits (exact in f64).
+fn unit(rng: &mut SplitMix64) -> f64 {
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
 }
 
 #[test]
 fn random_utterances_keep_every_boundary_within_half_a_frame() {
-    let mut rng = Rng(0x5eed);
+    let mut rng = SplitMix64::new(0x5eed);
     for _ in 0..200 {
-        let n = 1 + (rng.next() * 40.0) as usize;
+        let n = 1 + (unit(&mut rng) * 40.0) as usize;
         let mut t = 0.0;
         let mut phones = Vec::new();
         for _ in 0..n {
-            let d = 0.002 + rng.next() * 0.2;
-            let p = Phoneme::from_index((rng.next() * 40.0) as usize).unwrap();
-            let s = Stress::from_digit(char::from(b'0' + (rng.next() * 3.0) as u8)).unwrap();
+            let d = 0.002 + unit(&mut rng) * 0.2;
+            let p = Phoneme::from_index((unit(&mut rng) * 40.0) as usize).unwrap();
+            let s = Stress::from_digit(char::from(b'0' + (unit(&mut rng) * 3.0) as u8)).unwrap();
             phones.push(TimedPhoneme { phoneme: StressedPhoneme::new(p, s), start: t, end: t + d });
             t += d;
         }

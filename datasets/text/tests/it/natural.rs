@@ -2,6 +2,7 @@
 //! table of real-world sentences as users type them.
 
 use dv_text::{normalize, Pause, Token};
+use dv_util::SplitMix64;
 
 /// (input, expected normalized text), one group per rule of the module docs.
 const RULES: &[(&str, &str)] = &[
@@ -273,23 +274,14 @@ fn short_text_is_one_sentence_per_period() {
     assert!(normalize("!!! ... \u{1f600}").sentences(40).is_empty());
 }
 
-/// A tiny deterministic generator (xorshift) for the robustness test.
-fn xorshift(state: &mut u64) -> u64 {
-    *state ^= *state << 13;
-    *state ^= *state >> 7;
-    *state ^= *state << 17;
-    *state
-}
-
 #[test]
 fn any_input_gives_lowercase_words_and_merged_pauses() {
     let alphabet: Vec<char> =
         "aZ09 .,:;-/@$£€°%#&()'\"?!eE1kKmMpPsS\u{2013}\u{2212}\u{1f600}é\u{a0}:/wwwhttps".chars().collect();
-    let mut state = 0x9e3779b97f4a7c15;
+    let mut rng = SplitMix64::new(0x9e3779b97f4a7c15);
     for _ in 0..3000 {
-        let len = (xorshift(&mut state) % 40) as usize;
-        let text: String =
-            (0..len).map(|_| alphabet[(xorshift(&mut state) % alphabet.len() as u64) as usize]).collect();
+        let len = (rng.next_u64() % 40) as usize;
+        let text: String = (0..len).map(|_| alphabet[(rng.next_u64() % alphabet.len() as u64) as usize]).collect();
         let n = normalize(&text);
         for w in n.words() {
             assert!(!w.is_empty() && w.chars().all(|c| c.is_ascii_lowercase() || c == '\''), "{w:?} from {text:?}");
