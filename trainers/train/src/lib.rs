@@ -62,6 +62,10 @@
 //!   ([`train_rank`], [`train_threads`]) and what it stands on: the config,
 //!   Adam, checkpoints, the collectives and the rendezvous, stopping, tracking.
 //!
+//! Dependencies point one way: `run` uses `data` and `models`, `data` uses
+//! `models` (a dataset builds the [`Batch`] a model reads), `models` uses
+//! neither; [`TrainError`] is shared by all three.
+//!
 //! Everything public is re-exported here; [`checkpoint`], [`duration`],
 //! [`g2p`], [`qrnn`], [`prosody`] and [`pronunciation`] are public modules as
 //! well, for their helpers and constants, and [`conformance`] is the suite

@@ -7,8 +7,8 @@ use std::sync::Mutex;
 
 use dv_torch::tch;
 use dv_torch::tch::{nn, Device, Kind, Tensor};
+use dv_util::splitmix64;
 
-use crate::data::sampler::splitmix64;
 use crate::TrainError;
 
 /// A padded batch of sequences with per-example lengths.
