@@ -12,13 +12,19 @@
 #   benchmarks/newspeaker/gpu.sh watch  $OUT   # sleep WATCH_S (default 0); each recipe's progress
 #   benchmarks/newspeaker/gpu.sh finish $OUT   # wait for both (at most FINISH_S, default 540 s);
 #                                              # return what they made (no checkpoints or features),
-#                                              # <recipe>.tar.xz.aa, .ab, … (cat them to unpack)
+#                                              # <recipe>.tar.xz.aa, .ab, … (cat them to unpack),
+#                                              # and a recipe still running its WaveNet's newest
+#                                              # checkpoints, <recipe>.{wavenet,duration}.step-N.safetensors.xz
+#                                              # (EXPORT_CUT=1: stopped, and exported from them to
+#                                              # <recipe>.voice-cut.tar.xz)
+# RECIPES="ked-finetune-long" runs other TOMLs of this folder (later holds).
 set -uo pipefail
 phase=$1 out=$2
 here=$(cd "$(dirname "$0")/../.." && pwd)
 source "$here/benchmarks/device_env.sh"
 work_env "$here" "$out"   # $work, $dv (LD_LIBRARY_PATH), DV_HOME, DV_CMUDICT
-recipes=(ked-scratch ked-finetune)
+# RECIPES: which of this folder's TOMLs to run (default both of the first hold)
+read -r -a recipes <<< "${RECIPES:-ked-scratch ked-finetune}"
 stamp() { echo "[$(date +%T)] $*" | tee -a "$out/phases.txt"; }
 
 stash() {
@@ -78,7 +84,32 @@ finish)
         (cd "$o" && find . -path ./features -prune -o -path ./features-text -prune -o -path ./features-aligned -prune \
             -o -name '*.safetensors' -path '*/runs/*' -prune -o -path ./corpus-cache -prune \
             -o -type f -size -16M -print0 | tar cf - --null -T - | xz -T0 -6 | split -b 15M - "$out/$r.tar.xz.")
-        stamp "$r: returned $(cat "$out/$r.tar.xz."* | wc -c) bytes in 15 MB parts ($(pgrep -f "recipe run .*$r.toml" > /dev/null && echo 'still running' || echo done))"
+        if pgrep -f "recipe run .*$r.toml" > /dev/null; then
+            # cut short by the hold: its WaveNet's and duration/F0 model's newest checkpoints too,
+            # for `dv export` elsewhere
+            state="still running; returned"
+            for m in wavenet duration; do
+                ck=$(ls "$o"/runs/train-$m/*/checkpoints/step-*.safetensors 2>/dev/null | sort | tail -1)
+                [ -n "$ck" ] && xz -T0 -6 -c "$ck" > "$out/$r.$m.$(basename "$ck").xz"
+                state="$state $m ${ck:+$(basename "$ck")}"
+            done
+            # and, with EXPORT_CUT=1, stopped and exported from those checkpoints as the recipe's
+            # export stage does (the F0 normalization needs the aligned features, which stay here)
+            if [ "${EXPORT_CUT:-0}" = 1 ]; then
+                pkill -TERM -f "recipe run .*$r.toml"; sleep 20; pkill -KILL -f "recipe run .*$r.toml"
+                wn=$(ls "$o"/runs/train-wavenet/*/checkpoints/step-*.safetensors | sort | tail -1)
+                du=$(ls "$o"/runs/train-duration/*/checkpoints/best.safetensors | tail -1)
+                rm -rf "$o/voice-cut-wavenet" "$o/voice-cut"
+                "$dv" export --checkpoint "$wn" --features "$o/features-aligned" --half --out "$o/voice-cut-wavenet" \
+                    && "$dv" export --voice "$o/voice-cut-wavenet" --duration "$du" --features "$o/features-aligned" \
+                        --g2p "$here/trainers/train/models/g2p-compact.safetensors" --out "$o/voice-cut" \
+                    && tar cJf "$out/$r.voice-cut.tar.xz" -C "$o" voice-cut \
+                    && state="$state; exported $(basename "$wn") as voice-cut"
+            fi
+        else
+            state=done
+        fi
+        stamp "$r: returned $(cat "$out/$r.tar.xz."* | wc -c) bytes in 15 MB parts ($state)"
     done
     ;;
 esac

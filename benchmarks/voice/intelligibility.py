@@ -17,7 +17,7 @@ mel-cepstra, so lower than MCDs computed with SPTK; compare within this record) 
 each condition to PNG.
 
   python3 benchmarks/voice/intelligibility.py --dv DV --voice VOICE --corpus CORPUS \
-      --features FEATURES --out DIR [--n 200] [--novel benchmarks/voice/novel.txt] \
+      --features FEATURES --out DIR [--n 200] [--skip 0] [--novel benchmarks/voice/novel.txt] \
       [--synth-args "--int16 --threads 2"]
 
 CORPUS is the rendered embedded corpus (ARCTIC layout: etc/txt.done.data, wav/); held-out
@@ -238,6 +238,8 @@ def main():
     ap.add_argument("--features")
     ap.add_argument("--out", required=True)
     ap.add_argument("--n", type=int, default=200)
+    ap.add_argument("--skip", type=int, default=0,
+                    help="leave out the first SKIP held-out utterances (a tuning set apart from the first 200)")
     ap.add_argument("--novel")
     ap.add_argument("--synth-args", default="")
     ap.add_argument("--conditions", default="ref,oracle,text")
@@ -246,7 +248,7 @@ def main():
     extra = args.synth_args.split()
     conds = args.conditions.split(",")
     items = [(i, t, os.path.join(args.corpus, "wav", i + ".wav")) for i, t in prompts(args.corpus) if is_validation(i)]
-    items = sorted(items)[: args.n]
+    items = sorted(items)[args.skip : args.skip + args.n]
     sets = [("heldout", items)] if items else []
     if args.novel:
         lines = [l.strip() for l in open(args.novel, encoding="utf-8") if l.strip() and not l.startswith("#")]
