@@ -97,17 +97,27 @@ fn one_two_and_four_ranks_reach_the_same_parameters() {
     assert!(l1[19].1 < 0.7 * l1[0].1, "loss {} -> {}", l1[0].1, l1[19].1);
     for (ranks, p, l) in &results[1..] {
         let mut worst = 0.0f32;
+        let (mut count, mut far) = (0usize, 0usize);
         for ((n1, a), (n2, b)) in p1.iter().zip(p) {
             assert_eq!(n1, n2);
             for (x, y) in a.iter().zip(b) {
-                worst = worst.max((x - y).abs() / (1.0 + x.abs()));
+                let d = (x - y).abs() / (1.0 + x.abs());
+                worst = worst.max(d);
+                count += 1;
+                far += usize::from(d > 1e-4);
             }
         }
         // Summation order differs with the rank count. The step-1 losses are identical (the same
-        // dropout masks), the losses then agree within 1e-6 relative, but the parameters drift
-        // further (4e-4 at 4 ranks with this seed's masks), likely through Adam: dividing by √v
-        // moves a parameter whose gradient is almost zero by ~lr whatever that gradient's sign.
-        assert!(worst < 1e-3, "{ranks} ranks: parameters differ by {worst}");
+        // dropout masks) and the losses then agree within 1e-6 relative, but a parameter whose
+        // gradient is almost zero can still drift: Adam divides by √v, so it moves by about lr
+        // whatever that gradient's sign, and a sign that flips with the summation order moves it
+        // up to 2 lr the other way. So: the bulk agrees closely (on the 2-core dev VM at 4 ranks,
+        // 1 of 10,877 parameters beyond 1e-4, the 99.9th percentile 6.9e-5; at 2 ranks all below
+        // 6e-7), and no parameter is further apart than one such flipped step (2 × lr = 6e-3; the
+        // one outlier there: 1.1e-3, another machine's libtorch kernels gave 4e-4). A wrong
+        // gradient average or a missed all-reduce moves most parameters and fails both.
+        assert!(far * 1000 <= count, "{ranks} ranks: {far} of {count} parameters differ by more than 1e-4");
+        assert!(worst < 6e-3, "{ranks} ranks: parameters differ by {worst}");
         for ((s1, a), (s2, b)) in l1.iter().zip(l) {
             assert_eq!(s1, s2);
             assert!((a - b).abs() < 1e-4 * a.abs().max(1.0), "{ranks} ranks, step {s1}: loss {a} vs {b}");
