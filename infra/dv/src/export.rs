@@ -15,7 +15,6 @@ use clap::Args;
 use dv_text::Phoneme;
 use dv_torch::tch;
 use dv_train::checkpoint::decode;
-use dv_train::duration::{DURATION_INPUT, DURATION_UNIT_S, F0_UNIT_HZ};
 use dv_train::{Chunks, DataConfig, Dataset, DurationModel, Model, ProsodyExample, RunConfig, Wavenet};
 use dv_voice::{ConditioningConfig, DurationGolden, F0Config, Golden, Lineage, Voice, VoiceConfig, Weights};
 
@@ -89,17 +88,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 
 /// The package's `duration` section for a trained duration/F0 model.
 fn duration_section(d: &DurationModel, stress: bool) -> dv_voice::DurationConfig {
-    let dc = &d.config;
-    dv_voice::DurationConfig {
-        input_dim: DURATION_INPUT as usize,
-        fc: dc.fc as usize,
-        gru: dc.gru as usize,
-        gru_layers: dc.gru_layers as usize,
-        f0_points: dc.f0_points as usize,
-        duration_unit_s: DURATION_UNIT_S,
-        f0_unit_hz: F0_UNIT_HZ,
-        stress,
-    }
+    dv_voice::DurationConfig { stress, ..d.config.duration }
 }
 
 /// The duration model's golden outputs for one utterance (eval mode, CPU).
@@ -108,7 +97,7 @@ fn duration_golden_of(
     config: &VoiceConfig,
     example: &ProsodyExample,
 ) -> anyhow::Result<DurationGolden> {
-    let data = dv_train::Prosody { examples: vec![example.clone()], f0_points: d.config.f0_points as usize };
+    let data = dv_train::Prosody { examples: vec![example.clone()], f0_points: d.config.duration.f0_points };
     let b = data.batch(&[0], tch::Device::Cpu)?;
     let out = tch::no_grad(|| d.forward(&b.inputs, false, 0, &[0]))?.f_squeeze_dim(0)?;
     Ok(DurationGolden::new(config, &example.phonemes, to_voice_tensor("golden.duration.output", &out)?)?)
@@ -125,28 +114,20 @@ pub(crate) fn export(
     out: &Path,
 ) -> anyhow::Result<VoiceConfig> {
     let c = &model.config;
-    let wavenet = dv_voice::WavenetConfig {
-        layers: c.layers as usize,
-        residual_channels: c.residual_channels as usize,
-        skip_channels: c.skip_channels as usize,
-        dilation_cycle: c.dilation_cycle as usize,
-    };
     let conditioning = ConditioningConfig {
-        input_dim: c.conditioning_input as usize,
-        qrnn_layers: c.qrnn_layers as usize,
-        hidden: c.conditioning_hidden as usize,
         // Whether the training labels carried stress (the embedded corpus's
         // do not: every frame was built with stress "none", so must a
         // front end's).
         stress: chunks.utterances().iter().any(|u| u.phones.iter().any(|p| p.phoneme.stress.index() != 0)),
+        ..c.conditioning
     };
     let phonemes = Phoneme::ALL.iter().map(|p| p.symbol().to_string()).collect();
     let f0 = F0Config { min_hz: chunks.norm.min_hz as f64, max_hz: chunks.norm.max_hz as f64 };
-    let mut config = VoiceConfig::new(wavenet, conditioning, phonemes, dv_text::Stress::COUNT, f0, lineage);
+    let mut config = VoiceConfig::new(c.wavenet, conditioning, phonemes, dv_text::Stress::COUNT, f0, lineage);
     if let Some((d, _)) = duration {
         config.duration = Some(duration_section(d, config.conditioning.stress));
     }
-    if config.hop() as i64 != c.hop {
+    if config.hop() != c.hop {
         bail!("the model's hop {} is not the package's {} (16384 Hz / 256 Hz)", c.hop, config.hop());
     }
     let mut weights = Weights::new();
@@ -162,9 +143,9 @@ pub(crate) fn export(
     }
     // Golden: a fixed example through the float32 model.
     let (cond, codes) = chunks.example(golden_chunk)?;
-    let dim = c.conditioning_input as usize;
+    let dim = c.conditioning.input_dim;
     let frames = golden_frames.min(cond.len() / dim).max(1);
-    let n = frames * c.hop as usize;
+    let n = frames * c.hop;
     let x = tch::Tensor::from_slice(&cond[..frames * dim]).f_view([1, frames as i64, dim as i64])?;
     let y = tch::Tensor::from_slice(&codes[..n]).f_view([1, n as i64])?;
     let (l, logits) = tch::no_grad(|| -> anyhow::Result<(tch::Tensor, tch::Tensor)> {
@@ -205,7 +186,7 @@ fn add_duration(voice: &Path, duration: &Path, features: Option<&String>, out: &
     if let Some(f) = features {
         data.url = f.clone();
     }
-    let split = dv_train::Prosody::load(&data, d.config.f0_points as usize)?;
+    let split = dv_train::Prosody::load(&data, d.config.duration.f0_points)?;
     let set = if split.validation.examples.is_empty() { &split.train } else { &split.validation };
     let example = set.examples.first().with_context(|| format!("{}: no utterances", data.url))?;
     let stress =
@@ -228,7 +209,7 @@ fn add_duration(voice: &Path, duration: &Path, features: Option<&String>, out: &
     if same_manifest || same(wavenet_features, &data.url) {
         config.conditioning.stress = stress;
     }
-    let dc = &d.config;
+    let dc = &d.config.duration;
     config.duration = Some(duration_section(&d, stress));
     let mut weights = v.weights().clone();
     weights.retain(|k, _| !k.starts_with("duration."));
@@ -279,15 +260,12 @@ pub(crate) fn g2p_checkpoint(path: &Path, phonemes: usize, stress_levels: usize)
     }
     let model = dv_train::G2p::new(&sizes, tch::Device::Cpu)?;
     dv_train::checkpoint::load_model_weights(&name, &ck, &model)?;
-    let mut config = dv_voice::G2pConfig::new(
-        sizes.embed as usize,
-        sizes.hidden as usize,
-        sizes.layers as usize,
-        phonemes,
-        stress_levels,
-    );
-    config.beam = sizes.beam;
-    config.attention = sizes.attention;
+    let g = &sizes.g2p;
+    let config = dv_voice::G2pConfig {
+        beam: g.beam,
+        attention: g.attention,
+        ..dv_voice::G2pConfig::new(g.embed, g.hidden, g.layers, phonemes, stress_levels)
+    };
     let mut weights = Weights::new();
     for (n, t) in model.named_parameters() {
         weights.insert(n.clone(), to_voice_tensor(&n, &t)?);
@@ -318,7 +296,7 @@ fn add_g2p(voice: &Path, g2p: &Path, golden_words: usize, out: &Path) -> anyhow:
     let split = dv_train::Pronunciations::load(&lexicon)?;
     let mut words = Vec::new();
     for i in 0..split.test.len().min(golden_words) {
-        let (toks, _) = model.beam(&split.test.letters[i], sizes.beam)?;
+        let (toks, _) = model.beam(&split.test.letters[i], sizes.g2p.beam)?;
         words.push(dv_voice::G2pWord {
             letters: split.test.letters[i].iter().map(|&l| l as usize).collect(),
             tokens: toks.iter().map(|&t| t as usize).collect(),
@@ -339,11 +317,11 @@ fn add_g2p(voice: &Path, g2p: &Path, golden_words: usize, out: &Path) -> anyhow:
         out.display(),
         voice.display(),
         step,
-        sizes.layers,
-        sizes.layers,
-        sizes.hidden,
-        if sizes.attention { " with attention" } else { "" },
-        sizes.beam,
+        sizes.g2p.layers,
+        sizes.g2p.layers,
+        sizes.g2p.hidden,
+        if sizes.g2p.attention { " with attention" } else { "" },
+        sizes.g2p.beam,
         words.len()
     );
     Ok(())
@@ -415,7 +393,7 @@ pub(crate) fn run(a: ExportArgs) -> anyhow::Result<()> {
     if let Some(f) = &a.features {
         data.url = f.clone();
     }
-    let split = Chunks::load(&data, sizes.hop as usize)
+    let split = Chunks::load(&data, sizes.hop)
         .with_context(|| format!("reading the features {} (pass --features if they moved)", data.url))?;
     let (chunks, index) = if !split.validation.is_empty() { (&split.validation, 0) } else { (&split.train, 0) };
     if chunks.is_empty() {
@@ -448,7 +426,7 @@ pub(crate) fn run(a: ExportArgs) -> anyhow::Result<()> {
     let example = match &dur {
         Some((d, _)) => {
             let u = chunks.utterance(index).context("no utterance for the duration golden example")?;
-            Some(dv_train::prosody::prosody_example(u, d.config.f0_points as usize))
+            Some(dv_train::prosody::prosody_example(u, d.config.duration.f0_points))
         }
         None => None,
     };
@@ -474,7 +452,7 @@ pub(crate) fn run(a: ExportArgs) -> anyhow::Result<()> {
         ck.state.step,
         config.f0.min_hz,
         config.f0.max_hz,
-        a.golden_frames * sizes.hop as usize
+        a.golden_frames * sizes.hop
     );
     Ok(())
 }

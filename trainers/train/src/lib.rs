@@ -44,9 +44,13 @@
 //!   WaveNet with its bidirectional-QRNN conditioning ([`Wavenet`], [`qrnn`]),
 //!   the §3.3 duration + F0 model with the eq. 27 loss ([`DurationModel`])
 //!   and the §3.1 grapheme-to-phoneme encoder-decoder with beam search
-//!   ([`G2p`]). The last three use the voice package's parameter names and
-//!   shapes (`inference/voice/FORMAT.md`), so `dv export` copies them and
-//!   `dv-synth` runs them without libtorch.
+//!   ([`G2p`]). The last three are the voice package's models: their
+//!   configs ([`G2pConfig`], [`DurationConfig`], [`WavenetConfig`]) hold the
+//!   package's config sections (`dv_voice`'s types, usize sizes, converted
+//!   to libtorch's i64 where a tensor is made) plus the training fields, and
+//!   they use the package's parameter names and shapes
+//!   (`inference/voice/FORMAT.md`), so `dv export` copies them and `dv-synth`
+//!   runs them without libtorch.
 //! * Tracking ([`Tracker`]): a JSONL file, and an MLflow server when given.
 //!
 //! # Layout

@@ -428,7 +428,7 @@ pub(crate) fn duration_error(ctx: &Ctx) -> anyhow::Result<serde_json::Value> {
     let cfg = ctx.loaded.run_config(field, &table, &ctx.out, &data)?;
     let DataConfig::Prosody(data) = cfg.data else { bail!("{field}: [data] kind must be \"prosody\"") };
     let (model, step) = crate::export::load_duration(&ck)?;
-    let split = Prosody::load(&data, model.config.f0_points as usize)?;
+    let split = Prosody::load(&data, model.config.duration.f0_points)?;
     let m = dv_train::prosody::evaluate(&model, &split.validation)?;
     let mut v = serde_json::to_value(m)?;
     v["step"] = json!(step);
