@@ -201,7 +201,7 @@ pub(crate) fn run(a: EvaluateArgs) -> anyhow::Result<()> {
     }
     // Scored against the corpus's labels, also where the run trained on aligner times.
     data.alignments = None;
-    let (model, step) = crate::export::load_duration(&a.checkpoint)?;
+    let (model, step) = dv_train::export::load_duration(&a.checkpoint)?;
     let split = Prosody::load(&data, model.config.duration.f0_points)?;
     let set = if a.train_split { &split.train } else { &split.validation };
     let m = dv_train::prosody::evaluate(&model, set)?;
