@@ -77,7 +77,8 @@ pub const PRESETS: [(&str, WavenetConfig); 5] = [
 ];
 
 impl WavenetConfig {
-    const fn table2(layers: usize, residual_channels: usize, skip_channels: usize) -> Self {
+    /// Sizes ℓ, r, s with Table 2's dilation cycle of 10 (1, 2, …, 512).
+    pub const fn table2(layers: usize, residual_channels: usize, skip_channels: usize) -> Self {
         Self { layers, residual_channels, skip_channels, dilation_cycle: 10 }
     }
 
@@ -124,6 +125,15 @@ pub struct ConditioningConfig {
 
 fn stress_default() -> bool {
     true
+}
+
+impl ConditioningConfig {
+    /// The paper's conditioning network: 227-wide frames (App. A.3) and two
+    /// bidirectional QRNN layers (App. A.2), with H = 128, which the paper
+    /// does not give (every preset uses it).
+    pub const fn paper(stress: bool) -> Self {
+        Self { input_dim: 227, qrnn_layers: 2, hidden: 128, stress }
+    }
 }
 
 /// The duration and F0 model (Deep Voice §3.3, App. B): per phoneme, two

@@ -10,6 +10,15 @@
 //!   model ([`SegmentationConfig`], [`G2pConfig`], [`DurationConfig`],
 //!   [`WavenetConfig`]), its data ([`DataConfig`]) and Adam's constants
 //!   ([`AdamConfig`], [`StepAnnealing`]) live beside it.
+//! * One contract from trainer to server: the G2P, duration/F0 and WaveNet
+//!   models' architecture is the voice package's (`dv_voice`'s config types,
+//!   with the Table 2 presets), which the libtorch-free inference side reads.
+//!   Their configs here hold those types, as the sections `dv export`
+//!   writes, and add only what training chooses (dropout, loss weights,
+//!   precision, the fused step). A run config still writes each
+//!   `[model.sizes]` as the flat table it always has; a private serde shape
+//!   per model maps it (`wavenet.rs` says why), and refuses an unknown key by
+//!   name.
 //! * [`recipe::Recipe`]: `dv recipe run RECIPE.toml`; `dv` resolves its paths
 //!   and reads the run configs it names.
 #![forbid(unsafe_code)]

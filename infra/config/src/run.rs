@@ -406,11 +406,9 @@ impl RunConfig {
             (_, Some(s)) => Ok(s.clone()),
             (Some(p), None) => WavenetConfig::preset(p).ok_or_else(|| ConfigError {
                 path: path.into(),
-                reason: format!(
-                    "unknown wavenet preset {p:?} (20x32x128, 20x64x128, 40x64x256, 40x64x128, 40x32x128, paper, tiny)"
-                ),
+                reason: format!("unknown wavenet preset {p:?} ({})", WavenetConfig::preset_names()),
             }),
-            (None, None) => Ok(WavenetConfig::sized(40, 64, 256)),
+            (None, None) => Ok(WavenetConfig::new(dv_voice::WavenetConfig::table2(40, 64, 256))),
         }
     }
 

@@ -101,7 +101,7 @@ fn run_g2p(a: &EvaluateArgs, name: &str, cfg: &RunConfig, ck: &dv_train::Checkpo
         (_, true) => (&split.dev, "held-out dev"),
         _ => (&split.test, "held-out test"),
     };
-    let width = a.beam.unwrap_or(models[0].config.beam);
+    let width = a.beam.unwrap_or(models[0].config.g2p.beam);
     let t0 = std::time::Instant::now();
     let refs: Vec<&dv_train::G2p> = models.iter().collect();
     let r2l_refs: Vec<&dv_train::G2p> = r2l.iter().collect();
@@ -201,8 +201,8 @@ pub(crate) fn run(a: EvaluateArgs) -> anyhow::Result<()> {
     }
     // Scored against the corpus's labels, also where the run trained on aligner times.
     data.alignments = None;
-    let (model, step) = crate::export::load_duration(&a.checkpoint)?;
-    let split = Prosody::load(&data, model.config.f0_points as usize)?;
+    let (model, step) = dv_train::export::load_duration(&a.checkpoint)?;
+    let split = Prosody::load(&data, model.config.duration.f0_points)?;
     let set = if a.train_split { &split.train } else { &split.validation };
     let m = dv_train::prosody::evaluate(&model, set)?;
     println!(

@@ -48,6 +48,56 @@ pub enum TrainError {
     /// A rank's thread panicked.
     #[error("rank {rank} panicked: {message}")]
     Panicked { rank: usize, message: String },
+    /// A file (a checkpoint to export) could not be read.
+    #[error("reading {path}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file could not be written.
+    #[error(transparent)]
+    Write(#[from] dv_util::WriteError),
+    /// The voice package at `path` could not be read.
+    #[error("reading {path}")]
+    ReadVoice {
+        path: String,
+        #[source]
+        source: dv_voice::VoiceError,
+    },
+    /// A voice package could not be built or written: a weight, a golden
+    /// output or the config the format refuses (`dv_voice`'s checks).
+    #[error(transparent)]
+    Voice(#[from] dv_voice::VoiceError),
+    /// The checkpoint `name` holds another model than the one asked for
+    /// (`model`: "WaveNet", "duration/F0", "G2P").
+    #[error("{name} is not a {model} checkpoint")]
+    NotModel {
+        name: String,
+        model: &'static str,
+        #[source]
+        source: ConfigError,
+    },
+    /// A checkpoint, voice package, weight or featurize output (`name`) that
+    /// [`crate::export`] cannot make a voice package of, and why.
+    #[error("{name}: {reason}")]
+    Export { name: String, reason: String },
+    /// The featurize output a WaveNet run trained on, which export reads
+    /// again, is unreadable or gone (give its new location).
+    #[error("reading the features {url} (pass --features if they moved)")]
+    ExportFeatures {
+        url: String,
+        #[source]
+        source: Box<TrainError>,
+    },
+    /// A G2P checkpoint that the libtorch-free G2P (`dv_synth::G2p`) cannot
+    /// load.
+    #[error("{path}: the G2P model in the voice format")]
+    G2pFormat {
+        path: String,
+        #[source]
+        source: dv_synth::SynthError,
+    },
 }
 
 impl From<ConfigError> for TrainError {

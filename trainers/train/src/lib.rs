@@ -44,14 +44,22 @@
 //!   WaveNet with its bidirectional-QRNN conditioning ([`Wavenet`], [`qrnn`]),
 //!   the §3.3 duration + F0 model with the eq. 27 loss ([`DurationModel`])
 //!   and the §3.1 grapheme-to-phoneme encoder-decoder with beam search
-//!   ([`G2p`]). The last three use the voice package's parameter names and
-//!   shapes (`inference/voice/FORMAT.md`), so `dv export` copies them and
-//!   `dv-synth` runs them without libtorch.
+//!   ([`G2p`]). The last three are the voice package's models: their
+//!   configs ([`G2pConfig`], [`DurationConfig`], [`WavenetConfig`]) hold the
+//!   package's config sections (`dv_voice`'s types, usize sizes, converted
+//!   to libtorch's i64 where a tensor is made) plus the training fields, and
+//!   they use the package's parameter names and shapes
+//!   (`inference/voice/FORMAT.md`), so [`export`] copies them and `dv-synth`
+//!   runs them without libtorch.
+//! * Export ([`export`]): a checkpoint → a voice package with golden outputs
+//!   (the WaveNet, the duration/F0 model and the G2P model, added alone or
+//!   together), or a checkpoint's model weights alone (averaged, in half
+//!   precision). `dv export` is a thin wrapper over it.
 //! * Tracking ([`Tracker`]): a JSONL file, and an MLflow server when given.
 //!
 //! # Layout
 //!
-//! Three parts, one job each:
+//! Four parts, one job each:
 //!
 //! * `models`: the networks above, each behind the one [`Model`] trait (a
 //!   [`Batch`] in, the sum of its examples' losses out);
@@ -60,16 +68,20 @@
 //!   ([`Sampler`]);
 //! * `run`: the loop that trains any model on any dataset over ranks
 //!   ([`train_rank`], [`train_threads`]) and what it stands on: the config,
-//!   Adam, checkpoints, the collectives and the rendezvous, stopping, tracking.
+//!   Adam, checkpoints, the collectives and the rendezvous, stopping, tracking;
+//! * [`export`]: what a run's checkpoints become, the voice package the
+//!   inference side reads.
 //!
-//! Dependencies point one way: `run` uses `data` and `models`, `data` uses
-//! `models` (a dataset builds the [`Batch`] a model reads), `models` uses
-//! neither; [`TrainError`] is shared by all three.
+//! Dependencies point one way: `export` uses `run` (checkpoints), `data` and
+//! `models`, `run` uses `data` and `models`, `data` uses `models` (a dataset
+//! builds the [`Batch`] a model reads), `models` uses none; [`TrainError`] is
+//! shared by all four.
 //!
-//! Everything public is re-exported here; [`checkpoint`], [`duration`],
-//! [`g2p`], [`qrnn`], [`prosody`] and [`pronunciation`] are public modules as
-//! well, for their helpers and constants, and [`conformance`] is the suite
-//! every [`Collective`] passes.
+//! Everything public of the first three is re-exported here; [`checkpoint`],
+//! [`duration`], [`g2p`], [`qrnn`], [`prosody`] and [`pronunciation`] are
+//! public modules as well, for their helpers and constants, [`export`] is
+//! reached by its path (`dv_train::export::add_g2p`), and [`conformance`] is
+//! the suite every [`Collective`] passes.
 //!
 //! Not yet: overlapping the all-reduce with the backward pass (tch exposes
 //! no gradient hooks; gradients are reduced after backward), autocast (the
@@ -79,6 +91,7 @@
 pub mod conformance;
 mod data;
 mod error;
+pub mod export;
 mod models;
 mod run;
 

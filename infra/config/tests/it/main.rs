@@ -1,3 +1,4 @@
 mod files;
 mod fuzz;
+mod sizes;
 mod validate;

@@ -101,8 +101,7 @@ fn check_init(name: &str, from: &str, cfg: &RunConfig) -> anyhow::Result<()> {
     let voice: dv_voice::VoiceConfig = serde_json::from_str(&text)
         .with_context(|| format!("{name}: init: {} is not a voice config", file.display()))?;
     if let Ok(w) = cfg.wavenet_sizes(name) {
-        let (theirs, ours) =
-            (&voice.wavenet, (w.layers as usize, w.residual_channels as usize, w.skip_channels as usize));
+        let (theirs, ours) = (&voice.wavenet, (w.wavenet.layers, w.wavenet.residual_channels, w.wavenet.skip_channels));
         if (theirs.layers, theirs.residual_channels, theirs.skip_channels) != ours {
             bail!(
                 "{name}: init = {from} holds a ({}, {}, {}) WaveNet, this stage trains a {ours:?} one: \

@@ -57,7 +57,7 @@ pub(crate) fn phones_of_texts(
             (Err(SpeakError::OutOfVocabulary { words }), Some(path)) => {
                 let m = match &mut model {
                     Some(m) => m,
-                    None => model.insert(crate::export::load_g2p(path)?),
+                    None => model.insert(dv_train::export::load_g2p(path)?),
                 };
                 let r = dv_speak::pronounce(text, lexicon, Some(m));
                 if r.is_ok() {

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use clap::{Args, FromArgMatches};
 use dv_manifest::{bad_items_frame, utterances_frame, write_parquet, Summary};
+use dv_train::export::{add_duration, add_g2p, export_wavenet, WavenetExport, GOLDEN_FRAMES, GOLDEN_WORDS};
 use dv_train::{DataConfig, Prosody};
 use polars::prelude::*;
 use serde_json::json;
@@ -395,21 +396,37 @@ fn export(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
             std::fs::remove_dir_all(d).with_context(|| format!("removing {}", d.display()))?;
         }
     }
-    let mut argv =
-        vec!["--checkpoint".into(), s(&wavenet), "--features".into(), s(ctx.aligned()), "--out".into(), s(&only)];
-    if ctx.loaded.recipe.export.half {
-        argv.push("--half".into());
+    // What `dv export` would do with the arguments logged, through the same library calls.
+    let (features, half) = (s(ctx.aligned()), ctx.loaded.recipe.export.half);
+    log.line(&format!(
+        "dv export --checkpoint {} --features {features} --out {}{}",
+        s(&wavenet),
+        s(&only),
+        if half { " --half" } else { "" }
+    ));
+    let exported = export_wavenet(&WavenetExport {
+        checkpoint: wavenet,
+        out: only.clone(),
+        features: Some(features.clone()),
+        duration: None,
+        half,
+        golden_frames: GOLDEN_FRAMES,
+        created: crate::utc_now(),
+    })?;
+    println!("{exported}");
+    let g2p =
+        if ctx.lock.stages.get("g2p").is_some_and(|e| !e.outputs.is_empty()) { Some(ctx.output("g2p")?) } else { None };
+    log.line(&format!(
+        "dv export --voice {} --duration {} --features {features}{} --out {}",
+        s(&only),
+        s(&duration),
+        g2p.as_ref().map_or(String::new(), |g| format!(" --g2p {}", s(g))),
+        s(&voice)
+    ));
+    println!("{}", add_duration(&only, &duration, Some(features.as_str()), &voice)?);
+    if let Some(g) = &g2p {
+        println!("{}", add_g2p(&voice, g, GOLDEN_WORDS, &voice)?);
     }
-    log.line(&format!("dv export {}", argv.join(" ")));
-    crate::export::run(args("export", &argv)?)?;
-    let mut argv =
-        vec!["--voice".into(), s(&only), "--duration".into(), s(&duration), "--features".into(), s(ctx.aligned())];
-    if ctx.lock.stages.get("g2p").is_some_and(|e| !e.outputs.is_empty()) {
-        argv.extend(["--g2p".into(), s(ctx.output("g2p")?)]);
-    }
-    argv.extend(["--out".into(), s(&voice)]);
-    log.line(&format!("dv export {}", argv.join(" ")));
-    crate::export::run(args("export", &argv)?)?;
     std::fs::remove_dir_all(&only).with_context(|| format!("removing {}", only.display()))?;
     Ok(vec!["voice".into()])
 }
@@ -427,8 +444,8 @@ pub(crate) fn duration_error(ctx: &Ctx) -> anyhow::Result<serde_json::Value> {
     };
     let cfg = ctx.loaded.run_config(field, &table, &ctx.out, &data)?;
     let DataConfig::Prosody(data) = cfg.data else { bail!("{field}: [data] kind must be \"prosody\"") };
-    let (model, step) = crate::export::load_duration(&ck)?;
-    let split = Prosody::load(&data, model.config.f0_points as usize)?;
+    let (model, step) = dv_train::export::load_duration(&ck)?;
+    let split = Prosody::load(&data, model.config.duration.f0_points)?;
     let m = dv_train::prosody::evaluate(&model, &split.validation)?;
     let mut v = serde_json::to_value(m)?;
     v["step"] = json!(step);

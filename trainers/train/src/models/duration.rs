@@ -39,7 +39,8 @@ pub const F0_UNIT_HZ: f64 = 100.0;
 /// One-hot width: 40 phonemes and 5 stress levels (App. A.3).
 pub const DURATION_INPUT: i64 = 45;
 
-// Defined in dv-config with the run config, which parses them without libtorch.
+// Defined in dv-config with the run config, which parses them without libtorch:
+// the voice package's `duration` section plus dropout and the λ.
 pub use dv_config::DurationConfig;
 
 pub struct DurationModel {
@@ -54,16 +55,16 @@ pub struct DurationModel {
 impl DurationModel {
     pub fn new(config: &DurationConfig, device: tch::Device) -> Result<DurationModel, TrainError> {
         config.check()?;
-        let c = config.clone();
+        let d = &config.duration;
+        let (fc, h) = (d.fc as i64, d.gru as i64);
         let vs = nn::VarStore::new(device);
         let p = vs.root() / "duration";
-        let fc1 = nn::linear(&p / "fc1", DURATION_INPUT, c.fc, Default::default());
-        let fc2 = nn::linear(&p / "fc2", c.fc, c.fc, Default::default());
+        let fc1 = nn::linear(&p / "fc1", DURATION_INPUT, fc, Default::default());
+        let fc2 = nn::linear(&p / "fc2", fc, fc, Default::default());
         let rnn = nn::RNNConfig { num_layers: 1, batch_first: true, ..Default::default() };
-        let gru =
-            (0..c.gru_layers).map(|k| nn::gru(&p / "gru" / k, if k == 0 { c.fc } else { c.gru }, c.gru, rnn)).collect();
-        let out = nn::linear(&p / "out", c.gru, c.outputs(), Default::default());
-        Ok(DurationModel { config: c, vs, fc1, fc2, gru, out })
+        let gru = (0..d.gru_layers).map(|k| nn::gru(&p / "gru" / k, if k == 0 { fc } else { h }, h, rnn)).collect();
+        let out = nn::linear(&p / "out", h, d.output_dim() as i64, Default::default());
+        Ok(DurationModel { config: config.clone(), vs, fc1, fc2, gru, out })
     }
 
     pub fn var_store(&self) -> &nn::VarStore {
@@ -92,7 +93,7 @@ impl DurationModel {
     /// # Shapes
     /// `out` `[b, P, 2 + k]`, `targets` `[b, P, 2 + 2k]`, `lengths` `b` → `[b]`.
     pub fn losses(&self, out: &Tensor, targets: &Tensor, lengths: &[i64]) -> Result<Tensor, TrainError> {
-        let k = self.config.f0_points;
+        let k = self.config.duration.f0_points as i64;
         let [l1, l2, l3] = self.config.lambdas;
         let (b, pmax) = (out.size()[0], out.size()[1]);
         let dur = out.f_select(2, 0)?.f_sub(&targets.f_select(2, 0)?)?.f_abs()?; // [b, P]

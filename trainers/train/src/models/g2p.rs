@@ -36,7 +36,8 @@ pub const EOS: i64 = 0;
 /// The decoder's start token (an input only).
 pub const BOS: i64 = G2P_OUTPUTS;
 
-// Defined in dv-config with the run config, which parses them without libtorch.
+// Defined in dv-config with the run config, which parses them without libtorch:
+// the voice package's `g2p` section plus dropout and label smoothing.
 pub use dv_config::G2pConfig;
 
 /// A word's letters as encoder indices, or the first letter outside
@@ -86,34 +87,31 @@ pub struct Encoded {
 impl G2p {
     pub fn new(config: &G2pConfig, device: tch::Device) -> Result<G2p, TrainError> {
         config.check()?;
-        let c = config.clone();
+        let g = &config.g2p;
+        let (embed, hidden) = (g.embed as i64, g.hidden as i64);
         let vs = nn::VarStore::new(device);
         let p = vs.root() / "g2p";
         let init = nn::Init::Randn { mean: 0.0, stdev: 0.1 };
-        let enc_embed = p.var("enc_embed", &[GRAPHEMES.len() as i64 + 1, c.embed], init);
-        let dec_embed = p.var("dec_embed", &[G2P_OUTPUTS + 1, c.embed], init);
+        let enc_embed = p.var("enc_embed", &[GRAPHEMES.len() as i64 + 1, embed], init);
+        let dec_embed = p.var("dec_embed", &[G2P_OUTPUTS + 1, embed], init);
         let rnn = nn::RNNConfig { num_layers: 1, batch_first: true, ..Default::default() };
-        let enc = (0..c.layers)
+        let enc = (0..g.layers)
             .map(|k| {
-                let input = if k == 0 { c.embed } else { 2 * c.hidden };
+                let input = if k == 0 { embed } else { 2 * hidden };
                 let q = &p / "enc" / k;
-                (nn::gru(&q / "fwd", input, c.hidden, rnn), nn::gru(&q / "bwd", input, c.hidden, rnn))
+                (nn::gru(&q / "fwd", input, hidden, rnn), nn::gru(&q / "bwd", input, hidden, rnn))
             })
             .collect();
-        let dec = (0..c.layers)
-            .map(|k| nn::gru(&p / "dec" / k, if k == 0 { c.embed } else { c.hidden }, c.hidden, rnn))
-            .collect();
-        let out = nn::linear(&p / "out", c.hidden, G2P_OUTPUTS, Default::default());
-        let attention = c.attention.then(|| {
+        let dec =
+            (0..g.layers).map(|k| nn::gru(&p / "dec" / k, if k == 0 { embed } else { hidden }, hidden, rnn)).collect();
+        let out = nn::linear(&p / "out", hidden, G2P_OUTPUTS, Default::default());
+        let attention = g.attention.then(|| {
             let a = &p / "att";
-            let w = a.var(
-                "w",
-                &[c.hidden, 2 * c.hidden],
-                nn::Init::Randn { mean: 0.0, stdev: 0.1 / (c.hidden as f64).sqrt() },
-            );
-            (w, nn::linear(&a / "combine", 3 * c.hidden, c.hidden, Default::default()))
+            let w =
+                a.var("w", &[hidden, 2 * hidden], nn::Init::Randn { mean: 0.0, stdev: 0.1 / (hidden as f64).sqrt() });
+            (w, nn::linear(&a / "combine", 3 * hidden, hidden, Default::default()))
         });
-        Ok(G2p { config: c, vs, enc_embed, dec_embed, enc, dec, out, attention })
+        Ok(G2p { config: config.clone(), vs, enc_embed, dec_embed, enc, dec, out, attention })
     }
 
     pub fn var_store(&self) -> &nn::VarStore {
@@ -140,7 +138,7 @@ impl G2p {
             Tensor::from_slice(&lengths.iter().map(|l| l - 1).collect::<Vec<_>>()).f_to_device(letters.device())?;
         for (k, (f, bw)) in self.enc.iter().enumerate() {
             let fo = f.seq(&x).0; // [b, n, H]
-            let h = self.config.hidden;
+            let h = self.config.g2p.hidden as i64;
             let idx = last.f_view([b, 1, 1])?.f_expand([b, 1, h], false)?;
             states.push(fo.f_gather(1, &idx, false)?.f_view([1, b, h])?); // state after the last real letter
             let bo = bw.seq(&reverse_within(&x, lengths)?).0;

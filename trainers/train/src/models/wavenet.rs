@@ -52,7 +52,8 @@ use crate::TrainError;
 /// The mu-law code of silence, the input before the first sample.
 pub const SILENCE_CODE: i64 = 128;
 
-// Defined in dv-config with the run config, which parses them without libtorch.
+// Defined in dv-config with the run config, which parses them without libtorch:
+// the voice package's `wavenet` and `conditioning` sections plus bf16 and fused.
 pub use dv_config::WavenetConfig;
 
 struct Layer {
@@ -105,18 +106,21 @@ impl Wavenet {
     pub fn new(config: &WavenetConfig, device: tch::Device) -> Result<Wavenet, TrainError> {
         config.check()?;
         let c = config.clone();
-        let (l, r, s, a) = (c.layers, c.residual_channels, c.skip_channels, c.quantization_channels);
+        let (l, r, s, a) = (
+            c.wavenet.layers as i64,
+            c.wavenet.residual_channels as i64,
+            c.wavenet.skip_channels as i64,
+            c.quantization_channels as i64,
+        );
+        let (input, hidden) = (c.conditioning.input_dim as i64, c.conditioning.hidden as i64);
         let vs = nn::VarStore::new(device);
         let root = vs.root();
         let cond = &root / "cond";
-        let qrnn = (0..c.qrnn_layers)
-            .map(|k| {
-                let input = if k == 0 { c.conditioning_input } else { 2 * c.conditioning_hidden };
-                BiQrnn::new(&cond / "qrnn" / k, input, c.conditioning_hidden)
-            })
+        let qrnn = (0..c.conditioning.qrnn_layers)
+            .map(|k| BiQrnn::new(&cond / "qrnn" / k, if k == 0 { input } else { 2 * hidden }, hidden))
             .collect();
         let proj = &cond / "proj";
-        let proj_w = proj.var("weight", &[l * 2 * r, 2 * c.conditioning_hidden], uniform(2 * c.conditioning_hidden));
+        let proj_w = proj.var("weight", &[l * 2 * r, 2 * hidden], uniform(2 * hidden));
         let proj_b = proj.var("bias", &[l * 2 * r], nn::Init::Const(0.0));
         let w = &root / "wavenet";
         let embed = nn::Init::Randn { mean: 0.0, stdev: 1.0 / (2.0f64).sqrt() };
@@ -142,7 +146,7 @@ impl Wavenet {
         let out_w = (&w / "out").var("weight", &[a, a], uniform(a));
         let out_b = (&w / "out").var("bias", &[a], nn::Init::Const(0.0));
         let gate = if c.fused {
-            Gate::for_device(device, r, c.hop, if c.bf16 { Kind::BFloat16 } else { Kind::Float })?
+            Gate::for_device(device, r, c.hop as i64, if c.bf16 { Kind::BFloat16 } else { Kind::Float })?
         } else {
             Gate::Reference
         };
@@ -170,6 +174,17 @@ impl Wavenet {
         &self.vs
     }
 
+    /// ℓ, r and the hop, as libtorch's sizes.
+    fn sizes(&self) -> (i64, i64, i64) {
+        let c = &self.config;
+        (c.wavenet.layers as i64, c.wavenet.residual_channels as i64, c.hop as i64)
+    }
+
+    /// The dilation of layer `i`, at most `n` (a window of `n` samples).
+    fn dilation(&self, i: usize, n: i64) -> i64 {
+        (self.config.wavenet.dilation(i) as i64).min(n)
+    }
+
     fn compute(&self, t: &Tensor) -> Result<Tensor, TrainError> {
         Ok(if self.config.bf16 { t.f_to_kind(Kind::BFloat16)? } else { t.shallow_clone() })
     }
@@ -192,13 +207,17 @@ impl Wavenet {
 
     /// Checks that `frames` `[b, F, 227]` belong to `samples` `[b, F · hop]`.
     fn check_input(&self, frames: &Tensor, samples: &Tensor) -> Result<(i64, i64, i64), TrainError> {
-        let c = &self.config;
+        let (_, _, hop) = self.sizes();
         let (b, n) = (samples.size()[0], samples.size()[1]);
         let f = frames.size()[1];
-        if frames.size()[0] != b || f * c.hop != n {
+        if frames.size()[0] != b || f * hop != n {
             return Err(TrainError::Shape {
                 what: "wavenet input",
-                expected: format!("[{b}, {}, {}] frames for [{b}, {n}] samples", n / c.hop, c.conditioning_input),
+                expected: format!(
+                    "[{b}, {}, {}] frames for [{b}, {n}] samples",
+                    n / hop,
+                    self.config.conditioning.input_dim
+                ),
                 got: format!("{:?}", frames.size()),
             });
         }
@@ -254,19 +273,18 @@ impl Wavenet {
     ///   `N = F · hop`
     /// * returns `[b, N, a]` float32: row t is the logits of y(t).
     pub fn logits(&self, frames: &Tensor, samples: &Tensor) -> Result<Tensor, TrainError> {
-        let c = &self.config;
         let (b, n, f) = self.check_input(frames, samples)?;
-        let r = c.residual_channels;
+        let (_, r, hop) = self.sizes();
         let cond = self.compute(&self.conditioning(frames)?)?; // [b, F, ℓ·2r]
         let mut x = self.compute(&self.embedded(samples, false)?)?; // [b, N, r]
         let mut hs = Vec::with_capacity(self.layers.len());
         for (i, layer) in self.layers.iter().enumerate() {
-            let d = c.dilation(i as i64).min(n);
+            let d = self.dilation(i, n);
             let past = x.f_constant_pad_nd([0, 0, d, 0])?.f_narrow(1, 0, n)?; // [b, N, r]: x(t − d), 0 before 0
             let w = self.compute(&Tensor::f_cat(&[&layer.w_prev, &layer.w_cur], 1)?)?; // [2r, 2r]
             let hp = Tensor::f_cat(&[&past, &x], 2)?.f_matmul(&w.f_tr()?)?.f_add(&self.compute(&layer.bias)?)?; // [b, N, 2r]
             let l_i = cond.f_narrow(2, i as i64 * 2 * r, 2 * r)?.f_unsqueeze(2)?; // [b, F, 1, 2r]
-            let hp = hp.f_view([b, f, c.hop, 2 * r])?.f_add(&l_i)?.f_view([b, n, 2 * r])?; // + L by repetition
+            let hp = hp.f_view([b, f, hop, 2 * r])?.f_add(&l_i)?.f_view([b, n, 2 * r])?; // + L by repetition
             let h = hp.f_narrow(2, 0, r)?.f_tanh()?.f_mul(&hp.f_narrow(2, r, r)?.f_sigmoid()?)?; // [b, N, r]
             if let Some((w_res, b_res)) = &layer.residual {
                 let res = h.f_matmul(&self.compute(&w_res.f_tr()?)?)?.f_add(&self.compute(b_res)?)?;
@@ -338,15 +356,15 @@ impl Wavenet {
         x0: &Tensor,
         (b, n, f): (i64, i64, i64),
     ) -> Result<Saved, TrainError> {
-        let c = &self.config;
-        let (r, l, rows) = (c.residual_channels, c.layers, n * b);
-        let shape = dv_fused::GateShape { r, batch: b, hop: c.hop, frames: f };
+        let (l, r, hop) = self.sizes();
+        let rows = n * b;
+        let shape = dv_fused::GateShape { r, batch: b, hop, frames: f };
         let cl = self.compute(&cond.f_transpose(0, 1)?.f_contiguous()?.f_view([f * b, l * 2 * r])?)?; // [F·b, ℓ·2r]
         let mut x = self.compute(&x0.f_reshape([rows, r])?)?; // [N·b, r]
         let h = Tensor::f_empty([rows, l * r], (x.kind(), x.device()))?;
         let (mut xs, mut ps) = (Vec::with_capacity(l as usize), Vec::with_capacity(l as usize));
         for (i, layer) in w.iter().enumerate() {
-            let d = c.dilation(i as i64).min(n);
+            let d = self.dilation(i, n);
             let p = x.f_matmul(&layer.w_cur.f_tr()?)?; // [N·b, 2r]: x(t) W_cur
             if d < n {
                 let past = x.f_narrow(0, 0, (n - d) * b)?; // x(t − d) for t ≥ d
@@ -387,14 +405,14 @@ impl Wavenet {
         g_h: &Tensor,
         (b, n, f): (i64, i64, i64),
     ) -> Result<(Tensor, Tensor), TrainError> {
-        let c = &self.config;
-        let (r, l, rows) = (c.residual_channels, c.layers, n * b);
-        let shape = dv_fused::GateShape { r, batch: b, hop: c.hop, frames: f };
+        let (l, r, hop) = self.sizes();
+        let rows = n * b;
+        let shape = dv_fused::GateShape { r, batch: b, hop, frames: f };
         let g_cl = Tensor::f_empty([f * b, l * 2 * r], (Kind::Float, g_h.device()))?;
         // The gradient of the next layer's input x_{i+1} (none after the last layer).
         let mut g_x: Option<Tensor> = None;
         for (i, (layer, gl)) in w.iter().zip(gw).enumerate().rev() {
-            let (d, x) = (c.dilation(i as i64).min(n), &saved.x[i]);
+            let (d, x) = (self.dilation(i, n), &saved.x[i]);
             let mut g_z = g_h.f_narrow(1, i as i64 * r, r)?; // [N·b, r]: from the skip path
             let z = saved.h.f_narrow(1, i as i64 * r, r)?;
             if let (Some(gx), Some((w_res, _)), Some((g_w_res, g_b_res))) = (&g_x, &layer.residual, &gl.residual) {

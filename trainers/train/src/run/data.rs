@@ -39,7 +39,7 @@ pub(super) fn build_data(cfg: &RunConfig) -> Result<(Datasets, Vec<String>), Tra
             Ok((boxed(split.train, split.dev), notes))
         }
         DataConfig::Prosody(c) => {
-            let k = cfg.duration_sizes("[model]")?.f0_points as usize;
+            let k = cfg.duration_sizes("[model]")?.duration.f0_points;
             let split = Prosody::load(c, k)?;
             let notes = vec![format!(
                 "prosody {}: {} training utterances, {} validation; {}",
@@ -52,7 +52,7 @@ pub(super) fn build_data(cfg: &RunConfig) -> Result<(Datasets, Vec<String>), Tra
             Ok((boxed(split.train, split.validation), notes))
         }
         DataConfig::Chunks(c) => {
-            let hop = cfg.wavenet_sizes("[model]")?.hop as usize;
+            let hop = cfg.wavenet_sizes("[model]")?.hop;
             let split = Chunks::load(c, hop)?;
             let notes = vec![format!(
                 "chunks {}: {} shards, {} utterances, {} training chunks ({:.1} min of targets), {} validation; \

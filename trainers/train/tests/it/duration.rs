@@ -40,7 +40,8 @@ fn outputs_have_the_paper_shape() {
 #[test]
 fn the_loss_is_eq_27_by_hand() {
     // Two F0 points, λ = (1, 0.5, 0.25); one phoneme, one padded.
-    let c = DurationConfig { f0_points: 2, lambdas: [1.0, 0.5, 0.25], ..DurationConfig::tiny() };
+    let mut c = DurationConfig { lambdas: [1.0, 0.5, 0.25], ..DurationConfig::tiny() };
+    c.duration.f0_points = 2;
     let m = DurationModel::new(&c, Device::Cpu).unwrap();
     // outputs: duration 5, voicing logit 0, F0 (1.0, 1.5); padded row garbage.
     let out = Tensor::from_slice(&[5.0f32, 0.0, 1.0, 1.5, 9.0, 9.0, 9.0, 9.0]).view([1, 2, 4]);

@@ -78,8 +78,15 @@ fn a_tiny_lexicon_overfits_and_decodes_exactly() {
     }
 }
 
+/// The tiny preset without dropout, with or without attention.
+fn tiny(attention: bool) -> G2pConfig {
+    let mut c = G2pConfig { dropout: 0.0, ..G2pConfig::tiny() };
+    c.g2p.attention = attention;
+    c
+}
+
 fn tiny_lexicon_overfits(attention: bool) {
-    let c = G2pConfig { dropout: 0.0, attention, ..G2pConfig::tiny() };
+    let c = tiny(attention);
     let m = dv_train::with_rng(2, || G2p::new(&c, Device::Cpu)).unwrap();
     let data = toy();
     let batch: Batch = data.batch(&(0..data.len()).collect::<Vec<_>>(), Device::Cpu).unwrap();
@@ -105,7 +112,7 @@ fn width_one_is_greedy_and_width_five_scores_at_least_as_well() {
 }
 
 fn width_one_is_greedy(attention: bool) {
-    let c = G2pConfig { dropout: 0.0, attention, ..G2pConfig::tiny() };
+    let c = tiny(attention);
     let m = dv_train::with_rng(3, || G2p::new(&c, Device::Cpu)).unwrap();
     let words = ["speech", "synthesis", "deep", "voice", "rust", "a", "queue", "onomatopoeia"];
     let (mut greedy_total, mut beam_total) = (0.0, 0.0);
@@ -128,11 +135,8 @@ fn width_one_is_greedy(attention: bool) {
 #[test]
 fn an_ensemble_decodes_with_the_mean_of_its_models() {
     use dv_train::g2p::beam_ensemble;
-    let a = dv_train::with_rng(5, || G2p::new(&G2pConfig { dropout: 0.0, ..G2pConfig::tiny() }, Device::Cpu)).unwrap();
-    let b = dv_train::with_rng(6, || {
-        G2p::new(&G2pConfig { dropout: 0.0, attention: true, ..G2pConfig::tiny() }, Device::Cpu)
-    })
-    .unwrap();
+    let a = dv_train::with_rng(5, || G2p::new(&tiny(false), Device::Cpu)).unwrap();
+    let b = dv_train::with_rng(6, || G2p::new(&tiny(true), Device::Cpu)).unwrap();
     let (mut mean1, mut mean5) = (0.0, 0.0);
     let mut differs = 0;
     for w in ["speech", "synthesis", "deep", "voice", "rust", "a", "queue", "onomatopoeia"] {
@@ -201,7 +205,7 @@ fn forced_mean(models: &[&G2p], letters: &[i64], tokens: &[i64]) -> (f64, f64) {
 #[test]
 fn label_smoothing_matches_the_formula_and_leaves_validation_alone() {
     let eps = 0.1;
-    let c = G2pConfig { dropout: 0.0, label_smoothing: eps, ..G2pConfig::tiny() };
+    let c = G2pConfig { label_smoothing: eps, ..tiny(false) };
     let m = dv_train::with_rng(4, || G2p::new(&c, Device::Cpu)).unwrap();
     let data = toy();
     let batch: Batch = data.batch(&(0..data.len()).collect::<Vec<_>>(), Device::Cpu).unwrap();
@@ -239,8 +243,8 @@ fn label_smoothing_matches_the_formula_and_leaves_validation_alone() {
 #[test]
 fn nbest_lists_sequence_scores_and_right_to_left_rescoring() {
     use dv_train::g2p::{beam_ensemble, beam_ensemble_nbest, rescore, rescore_weights, sequence_score};
-    let a = dv_train::with_rng(5, || G2p::new(&G2pConfig { dropout: 0.0, ..G2pConfig::tiny() }, Device::Cpu)).unwrap();
-    let b = dv_train::with_rng(7, || G2p::new(&G2pConfig { dropout: 0.0, ..G2pConfig::tiny() }, Device::Cpu)).unwrap();
+    let a = dv_train::with_rng(5, || G2p::new(&tiny(false), Device::Cpu)).unwrap();
+    let b = dv_train::with_rng(7, || G2p::new(&tiny(false), Device::Cpu)).unwrap();
     let mut reordered = 0;
     for w in ["speech", "synthesis", "deep", "voice", "onomatopoeia", "queue"] {
         let l = encode_word(w).unwrap();

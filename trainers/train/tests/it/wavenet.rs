@@ -103,8 +103,8 @@ fn tiny() -> (Wavenet, WavenetConfig) {
 
 fn inputs(c: &WavenetConfig, frames: i64, seed: u64) -> (Tensor, Tensor) {
     dv_train::with_rng(seed, || {
-        let x = Tensor::randn([1, frames, c.conditioning_input], (Kind::Float, Device::Cpu));
-        let y = Tensor::randint(256, [1, frames * c.hop], (Kind::Int64, Device::Cpu));
+        let x = Tensor::randn([1, frames, c.conditioning.input_dim as i64], (Kind::Float, Device::Cpu));
+        let y = Tensor::randint(256, [1, frames * c.hop as i64], (Kind::Int64, Device::Cpu));
         (x, y)
     })
 }
@@ -119,12 +119,13 @@ fn presets_have_the_table_2_sizes_and_receptive_fields() {
         ("40x32x128", 40, 32, 128),
     ] {
         let c = WavenetConfig::preset(name).unwrap();
-        assert_eq!((c.layers, c.residual_channels, c.skip_channels), (l, r, s));
+        let w = c.wavenet;
+        assert_eq!((w.layers, w.residual_channels, w.skip_channels), (l, r, s));
         // Cycles of 10: 1 + 2 + … + 512 = 1023 per cycle.
-        assert_eq!(c.receptive_field(), 2 + 1023 * l / 10, "{name}");
+        assert_eq!(w.receptive_field(), 2 + 1023 * l / 10, "{name}");
     }
     let c = WavenetConfig::preset("tiny").unwrap();
-    assert_eq!(c.receptive_field(), 2 + 1 + 2 + 4 + 1);
+    assert_eq!(c.wavenet.receptive_field(), 2 + 1 + 2 + 4 + 1);
 }
 
 #[test]
@@ -132,10 +133,11 @@ fn output_before_t_ignores_samples_at_and_after_t() {
     let (m, c) = tiny();
     let (x, y) = inputs(&c, 3, 1);
     let base = m.logits(&x, &y).unwrap();
-    assert_eq!(base.size(), vec![1, 3 * c.hop, 256]);
+    let hop = c.hop as i64;
+    assert_eq!(base.size(), vec![1, 3 * hop, 256]);
     for t in [0i64, 1, 17, 100, 190] {
         let changed = y.copy();
-        let _ = changed.narrow(1, t, 3 * c.hop - t).fill_(255 - 7);
+        let _ = changed.narrow(1, t, 3 * hop - t).fill_(255 - 7);
         let out = m.logits(&x, &changed).unwrap();
         // Positions ≤ t see only samples < t.
         let d = max_abs_diff(&base.narrow(1, 0, t + 1), &out.narrow(1, 0, t + 1));
@@ -149,7 +151,7 @@ fn output_before_t_ignores_samples_at_and_after_t() {
 #[test]
 fn the_receptive_field_equals_the_formula() {
     let (m, c) = tiny();
-    let rf = c.receptive_field();
+    let rf = c.wavenet.receptive_field() as i64;
     let (x, y) = inputs(&c, 2, 2);
     let t = 100i64;
     let base = m.logits(&x, &y).unwrap().narrow(1, t, 1);
@@ -173,7 +175,7 @@ fn conditioning_reaches_the_output_and_the_shape_contract_holds() {
     let (x, y) = inputs(&c, 2, 3);
     let other = x.f_add_scalar(1.0).unwrap();
     assert!(max_abs_diff(&m.logits(&x, &y).unwrap(), &m.logits(&other, &y).unwrap()) > 0.0);
-    let short = y.narrow(1, 0, c.hop * 2 - 1);
+    let short = y.narrow(1, 0, c.hop as i64 * 2 - 1);
     let err = m.logits(&x, &short).err().expect("N != F·hop must be an error").to_string();
     assert!(err.contains("wavenet input"), "{err}");
 }
@@ -181,15 +183,15 @@ fn conditioning_reaches_the_output_and_the_shape_contract_holds() {
 #[test]
 fn a_tiny_batch_overfits() {
     let (m, c) = tiny();
-    let frames = 3;
+    let (frames, hop) = (3, c.hop as i64);
     let (x, _) = inputs(&c, frames, 4);
     // A learnable signal: a slow sawtooth in mu-law codes.
-    let codes: Vec<i64> = (0..2 * frames * c.hop).map(|i| 100 + (i % 32) * 2).collect();
-    let y = Tensor::from_slice(&codes).view([2, frames * c.hop]);
+    let codes: Vec<i64> = (0..2 * frames * hop).map(|i| 100 + (i % 32) * 2).collect();
+    let y = Tensor::from_slice(&codes).view([2, frames * hop]);
     let x = Tensor::cat(&[&x, &x.flip([1])], 0);
     let batch = Batch {
         inputs: x,
-        input_lengths: vec![frames * c.hop; 2],
+        input_lengths: vec![frames * hop; 2],
         targets: y,
         target_lengths: vec![16, 16],
         example_ids: vec![0, 1],
@@ -220,7 +222,7 @@ fn the_fused_step_equals_autograd_in_loss_and_every_gradient() {
         let (fused, plain) = (build(true), build(false));
         let (x, _) = inputs(&base, frames, 6);
         let (_, y) = inputs(&base, 2 * frames, 7);
-        let n = frames * hop;
+        let n = frames * hop as i64;
         let batch = Batch {
             inputs: Tensor::cat(&[&x, &x.flip([1])], 0),
             input_lengths: vec![n, n - 1],
