@@ -89,11 +89,7 @@ async fn read_body(app: &App, req: Request) -> Result<Bytes, ApiError> {
 fn fresh_seed() -> u64 {
     static COUNT: AtomicU64 = AtomicU64::new(0);
     let t = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
-    let mut x = t ^ COUNT.fetch_add(1, Ordering::Relaxed).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    // splitmix64's finaliser.
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
+    dv_util::splitmix64(t ^ COUNT.fetch_add(1, Ordering::Relaxed).wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
 /// A started request: its plan and the channel its audio arrives on.
