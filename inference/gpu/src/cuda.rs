@@ -18,7 +18,9 @@ use crate::model::{MultiLayout, SingleLayout, Sizes, Stored, Weights, A};
 use crate::sampling::{rng_state, GpuSampling};
 use crate::source::{MultiKernel, MultiPlan, SinglePlan};
 
+mod conditioner;
 mod pipeline;
+pub use conditioner::{conditioning_source, GpuConditioner, Projector};
 pub use pipeline::{PipeTimes, Pipelined};
 
 fn driver(call: &'static str) -> impl FnOnce(DriverError) -> GpuError {
@@ -151,6 +153,12 @@ impl GpuDevice {
 
     pub fn multiprocessors(&self) -> usize {
         self.sm_count
+    }
+
+    /// Device memory free now, bytes.
+    pub fn free_memory(&self) -> Result<usize, GpuError> {
+        self.ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
+        cudarc::driver::result::mem_get_info().map(|(free, _)| free).map_err(driver("cuMemGetInfo"))
     }
 
     /// Shared memory a block may opt into, bytes.

@@ -119,10 +119,10 @@ mod source;
 
 pub use bench::{floor, time_multi, time_single, Floor, MultiTiming, SingleTiming, SAMPLE_RATE};
 pub use cuda::{
-    compile_ptx, driver_available, nvrtc_available, window_frames, GpuDevice, MultiRun, MultiStream, PipeTimes, Pipelined, SingleRun,
+    compile_ptx, conditioning_source, driver_available, GpuConditioner, Projector, nvrtc_available, window_frames, GpuDevice, MultiRun, MultiStream, PipeTimes, Pipelined, SingleRun,
     SingleStream, StreamStart, CHAIN_CLOCK, PROFILE_PHASES, PROFILE_PHASES_MULTI, PROFILE_PHASES_SMALL, PROFILE_PHASES_TILES,
 };
 pub use error::GpuError;
-pub use model::{Sizes, Weights};
+pub use model::{CondLayout, Sizes, Weights};
 pub use sampling::GpuSampling;
 pub use source::{MultiKernel, MultiPlan, SinglePlan};

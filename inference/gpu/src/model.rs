@@ -668,3 +668,140 @@ impl MultiLayout {
         }
     }
 }
+
+/// The conditioning network (`cond.*`, FORMAT.md) as the GPU runs it
+/// (`kernels/conditioning.cu`): per QRNN layer the four gate matrices
+/// stacked `[fwd.w_cur; fwd.w_prev; bwd.w_cur; bwd.w_prev]` (`[12H, D]`, as
+/// `dv_synth::ConditioningNetwork` stacks them) and the biases `[fwd; bwd]`
+/// (`[6H]`); the projection with its inputs in the layers' output order
+/// (`[z_fwd; z_bwd]`, the interleaving folded in) and its outputs in a
+/// multi-stream plan's pool order ([`crate::MultiStream::pool_rows`]), the
+/// gate biases the pool carries added to its bias. A frame's projected row
+/// is then exactly what the plan's kernel reads from its pool.
+#[derive(Debug, Clone)]
+pub struct CondLayout {
+    /// H, and the width of the first layer's input.
+    pub hidden: usize,
+    pub input_dim: usize,
+    /// Per layer: `[12H, D_k]` and `[6H]`.
+    pub gates: Vec<Vec<f32>>,
+    pub biases: Vec<Vec<f32>>,
+    /// The width of u, the projection's input: 2H (the input width without
+    /// QRNN layers).
+    pub u_width: usize,
+    /// `[ℓ·2r, u_width]` in pool order, and its bias.
+    pub proj: Vec<f32>,
+    pub proj_b: Vec<f32>,
+}
+
+impl CondLayout {
+    /// The `cond.*` tensors of `voice` for `plan`'s pool (`w` the voice's
+    /// WaveNet, for the pool's order and gate biases).
+    pub fn new(voice: &Voice, plan: &crate::MultiPlan, w: &Weights) -> Result<Self, GpuError> {
+        let c = voice.config().conditioning;
+        let h = c.hidden;
+        let t = |name: String| -> Result<Vec<f32>, GpuError> { Ok(voice.tensor(&name)?.data().to_vec()) };
+        let mut gates = Vec::with_capacity(c.qrnn_layers);
+        let mut biases = Vec::with_capacity(c.qrnn_layers);
+        for k in 0..c.qrnn_layers {
+            let mut g = Vec::new();
+            for d in ["fwd", "bwd"] {
+                g.extend(t(format!("cond.qrnn.{k}.{d}.w_cur"))?);
+                g.extend(t(format!("cond.qrnn.{k}.{d}.w_prev"))?);
+            }
+            let d_k = if k == 0 { c.input_dim } else { 2 * h };
+            if g.len() != 12 * h * d_k {
+                return Err(GpuError::Shape { what: "cond.qrnn gate weights", expected: 12 * h * d_k, got: g.len() });
+            }
+            gates.push(g);
+            let mut b = t(format!("cond.qrnn.{k}.fwd.bias"))?;
+            b.extend(t(format!("cond.qrnn.{k}.bwd.bias"))?);
+            biases.push(b);
+        }
+        let u_width = if c.qrnn_layers == 0 { c.input_dim } else { 2 * h };
+        let out = w.sizes.conditioning_width();
+        let proj_w = t("cond.proj.weight".into())?;
+        let proj_bias = t("cond.proj.bias".into())?;
+        if proj_w.len() != out * u_width || proj_bias.len() != out {
+            return Err(GpuError::Shape { what: "cond.proj.weight", expected: out * u_width, got: proj_w.len() });
+        }
+        // The pool's column order (a permutation, read off index codes) and the bias it adds.
+        let unbiased = Weights { gate_b: vec![0.0; w.gate_b.len()], ..w.clone() };
+        let codes: Vec<f32> = (0..out).map(|k| k as f32).collect();
+        let order = crate::MultiStream::pool_rows(plan, &unbiased, &codes);
+        let added = crate::MultiStream::pool_rows(plan, w, &vec![0.0; out]);
+        let mut proj = Vec::with_capacity(out * u_width);
+        let mut proj_b = Vec::with_capacity(out);
+        for (p, &k) in order.iter().enumerate() {
+            let k = k as usize;
+            let row = &proj_w[k * u_width..(k + 1) * u_width];
+            if c.qrnn_layers == 0 {
+                proj.extend_from_slice(row);
+            } else {
+                // u[2j] = z_fwd[j], u[2j + 1] = z_bwd[j]: column j meets z_fwd[j], H + j z_bwd[j].
+                proj.extend((0..h).map(|j| row[2 * j]));
+                proj.extend((0..h).map(|j| row[2 * j + 1]));
+            }
+            proj_b.push(proj_bias[k] + added[p]);
+        }
+        Ok(Self { hidden: h, input_dim: c.input_dim, gates, biases, u_width, proj, proj_b })
+    }
+
+    /// u, the last layer's output (`[F, u_width]`), for `features` (`[F,
+    /// input_dim]`), computed as the kernels compute it (float32 products
+    /// and gates, the cell state in float64): the CPU reference of
+    /// `cond_gemm` and `cond_fo_pool`.
+    pub fn u_reference(&self, features: &[f32]) -> Vec<f32> {
+        let h = self.hidden;
+        let mut x = features.to_vec();
+        for (g, b) in self.gates.iter().zip(&self.biases) {
+            let d = g.len() / (12 * h);
+            let f = x.len() / d;
+            let prod: Vec<f32> = (0..f)
+                .flat_map(|t| {
+                    let xr = &x[t * d..(t + 1) * d];
+                    (0..12 * h).map(move |n| xr.iter().zip(&g[n * d..(n + 1) * d]).fold(0.0f32, |s, (a, w)| a.mul_add(*w, s)))
+                })
+                .collect();
+            let mut y = vec![0.0f32; f * 2 * h];
+            for dir in 0..2 {
+                let at = 6 * h * dir;
+                for j in 0..h {
+                    let mut c = 0.0f64;
+                    for step in 0..f {
+                        let t = if dir == 1 { f - 1 - step } else { step };
+                        let cur = &prod[t * 12 * h + at..];
+                        let mut a = [0usize, h, 2 * h].map(|q| b[3 * h * dir + q + j] + cur[q + j]);
+                        if step > 0 {
+                            let tp = if dir == 1 { t + 1 } else { t - 1 };
+                            let prev = &prod[tp * 12 * h + at + 3 * h..];
+                            for (q, av) in a.iter_mut().enumerate() {
+                                *av += prev[q * h + j];
+                            }
+                        }
+                        let sig = |v: f32| 1.0 / (1.0 + (-v).exp());
+                        let (cand, o, fg) = (a[0].tanh() as f64, sig(a[1]) as f64, sig(a[2]) as f64);
+                        c = fg * c + (1.0 - fg) * cand;
+                        y[t * 2 * h + dir * h + j] = (o * c) as f32;
+                    }
+                }
+            }
+            x = y;
+        }
+        x
+    }
+
+    /// The projected rows (`[F, ℓ·2r]` in pool order) of u: the CPU
+    /// reference of `cond_project`.
+    pub fn project_reference(&self, u: &[f32]) -> Vec<f32> {
+        let k = self.u_width;
+        u.chunks_exact(k)
+            .flat_map(|ur| {
+                self.proj
+                    .chunks_exact(k)
+                    .zip(&self.proj_b)
+                    .map(move |(w, &b)| b + ur.iter().zip(w).fold(0.0f32, |s, (a, w)| a.mul_add(*w, s)))
+            })
+            .collect()
+    }
+}

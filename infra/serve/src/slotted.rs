@@ -18,7 +18,7 @@ use tokio::task::JoinHandle;
 use crate::error::ApiError;
 use crate::job::{times, Event, Job, Planned, Summary, CHANNEL_BLOCKS};
 use crate::pool::Ticket;
-use crate::slots::{Scheduler, SlotEvent, SlotSentence, SlotStream};
+use crate::slots::{Scheduler, SlotCond, SlotEvent, SlotSentence, SlotStream};
 
 /// A voice's scheduler and the conditioning network its requests run on
 /// the CPU.
@@ -41,9 +41,13 @@ fn prepare(
     sentence: &Sentence,
     seed: u64,
 ) -> Result<SlotSentence, String> {
-    let cond = engine.network.forward(sentence.conditioning_frames()).map_err(|e| e.to_string())?;
-    let n = cond.frames() * speaker.hop();
     let s = &engine.scheduler;
+    let features = sentence.conditioning_frames();
+    let cond = match s.condition() {
+        Some(condition) => condition(features).map_err(|e| e.to_string())?,
+        None => SlotCond::Rows(engine.network.forward(features).map_err(|e| e.to_string())?),
+    };
+    let n = cond.frames() * speaker.hop();
     let rate = speaker.sample_rate() as f64;
     if n > s.max_samples() {
         return Err(format!(
@@ -58,7 +62,10 @@ fn prepare(
         Some(p) if s.feeds_lead() && p.phoneme == PAUSE => (((p.end_s - LEAD_SAMPLED_S).max(0.0) * rate) as usize).min(n),
         _ => 0,
     };
-    let cond = (s.prepare())(cond).map_err(|e| e.to_string())?;
+    let cond = match cond {
+        SlotCond::Rows(rows) => SlotCond::Rows((s.prepare())(rows).map_err(|e| e.to_string())?),
+        device => device,
+    };
     Ok(SlotSentence { cond, samples: n, seed: sentence_seed(seed, sentence.index()), lead })
 }
 

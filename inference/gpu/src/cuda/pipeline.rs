@@ -78,6 +78,9 @@ pub struct Pipelined {
     off: [CudaSlice<i64>; 2],
     stage: [PinnedHostSlice<f32>; 2],
     stage_off: [PinnedHostSlice<i64>; 2],
+    /// Per slot (u offset, frames, first frame) for [`Pipelined::submit_projected`].
+    meta: [CudaSlice<i64>; 2],
+    stage_meta: [PinnedHostSlice<i64>; 2],
     mirror: [Mirror; 2],
     out: [CudaSlice<i32>; 2],
     host_out: [PinnedHostSlice<i32>; 2],
@@ -136,6 +139,11 @@ impl Pipelined {
         ];
         let stage = [pinned(&dev, n * win.frames * width, false)?, pinned(&dev, n * win.frames * width, false)?];
         let stage_off = [pinned(&dev, n, false)?, pinned(&dev, n, false)?];
+        let meta = [
+            s.alloc_zeros::<i64>(3 * n).map_err(driver("cuMemAlloc(window sources)"))?,
+            s.alloc_zeros::<i64>(3 * n).map_err(driver("cuMemAlloc(window sources)"))?,
+        ];
+        let stage_meta = [pinned(&dev, 3 * n, false)?, pinned(&dev, 3 * n, false)?];
         let mirror = |dev: &GpuDevice| -> Result<Mirror, GpuError> {
             Ok(Mirror {
                 pos: pinned(dev, n, false)?,
@@ -170,6 +178,8 @@ impl Pipelined {
             off,
             stage,
             stage_off,
+            meta,
+            stage_meta,
             mirror,
             out,
             host_out,
@@ -283,6 +293,45 @@ impl Pipelined {
         self.stage[b].as_mut_slice().map_err(driver("cuEventSynchronize(staging)"))
     }
 
+    /// Checks a launch's shape: the blocks it launches.
+    fn launched(&self, used: usize, firsts: usize, steps: usize) -> Result<usize, GpuError> {
+        self.check_free("submitting a launch")?;
+        let n = self.ms.slots;
+        if steps == 0 || steps > self.steps {
+            return Err(GpuError::Shape {
+                what: "steps per launch (at most the pipeline's)",
+                expected: self.steps,
+                got: steps,
+            });
+        }
+        if used == 0 || used > n || firsts != used {
+            return Err(GpuError::Shape { what: "first frames of the used slots", expected: used.clamp(1, n), got: firsts });
+        }
+        let spb = self.ms.plan.streams_per_block;
+        Ok((used.div_ceil(spb) * spb).min(n))
+    }
+
+    /// Writes the launch's window offsets into buffer `b`'s staging: slot s
+    /// reads its window from frame `first[s]` (0 past `first`).
+    fn stage_offsets(&mut self, b: usize, launched: usize, first: impl Fn(usize) -> usize) -> Result<(), GpuError> {
+        let width = self.ms.sizes.conditioning_width();
+        let win = self.win;
+        let offs = self.stage_off[b].as_mut_slice().map_err(driver("cuEventSynchronize(offsets)"))?;
+        for (slot, o) in offs[..launched].iter_mut().enumerate() {
+            let f = first(slot);
+            if f > win.base {
+                return Err(GpuError::Shape {
+                    what: "first frame of a window (past the longest stream)",
+                    expected: win.base,
+                    got: f,
+                });
+            }
+            // At or past the pool's start: a dead slot reads row 0 of its window.
+            *o = ((win.base + slot * win.frames - f) * width) as i64;
+        }
+        Ok(())
+    }
+
     /// Queues one launch of `steps` samples over slots `0 .. used` (rounded
     /// up to whole blocks) with the staged windows: slot s's window starts
     /// at frame `first[s]` of its stream (`first.len() == used`). Uploads on
@@ -295,44 +344,13 @@ impl Pipelined {
         steps: usize,
         sampling: GpuSampling,
     ) -> Result<(), GpuError> {
-        self.check_free("submitting a launch")?;
-        let n = self.ms.slots;
-        let spb = self.ms.plan.streams_per_block;
-        if steps == 0 || steps > self.steps {
-            return Err(GpuError::Shape {
-                what: "steps per launch (at most the pipeline's)",
-                expected: self.steps,
-                got: steps,
-            });
-        }
-        if used == 0 || used > n || first.len() != used {
-            return Err(GpuError::Shape {
-                what: "first frames of the used slots",
-                expected: used.clamp(1, n),
-                got: first.len(),
-            });
-        }
-        let launched = (used.div_ceil(spb) * spb).min(n);
+        let launched = self.launched(used, first.len(), steps)?;
         let width = self.ms.sizes.conditioning_width();
-        let (b, e) = (self.next_buf(), (self.submitted % 3) as usize);
-        let win = self.win;
-        {
-            let offs = self.stage_off[b].as_mut_slice().map_err(driver("cuEventSynchronize(offsets)"))?;
-            for (slot, o) in offs[..launched].iter_mut().enumerate() {
-                let f = first.get(slot).copied().unwrap_or(0);
-                if f > win.base {
-                    return Err(GpuError::Shape {
-                        what: "first frame of a window (past the longest stream)",
-                        expected: win.base,
-                        got: f,
-                    });
-                }
-                // At or past the pool's start: a dead slot reads row 0 of its window.
-                *o = ((win.base + slot * win.frames - f) * width) as i64;
-            }
-        }
+        let b = self.next_buf();
+        self.stage_offsets(b, launched, |s| first.get(s).copied().unwrap_or(0))?;
         // The upload, on the copy stream.
         let c = self.copy.clone();
+        let win = self.win;
         let rows = launched * win.frames * width;
         let start = win.base * width;
         self.up[b].0.record(&c).map_err(driver("cuEventRecord(upload start)"))?;
@@ -346,6 +364,74 @@ impl Pipelined {
                 .map_err(driver("cuMemcpyHtoDAsync(conditioning offsets)"))?;
         }
         self.up[b].1.record(&c).map_err(driver("cuEventRecord(upload end)"))?;
+        self.enqueue(b, launched, steps, sampling)
+    }
+
+    /// [`Pipelined::submit`] with the windows projected on the device from
+    /// `proj`'s arena instead of staged: `sources[s]` is slot s's u rows
+    /// (`(arena frame of its frame 0, its frames)`, `None` idle) and its
+    /// window's first frame. Only the offsets cross PCIe; the projection
+    /// (`cond_project`) runs on the copy stream while the launch before
+    /// runs.
+    pub fn submit_projected(
+        &mut self,
+        proj: &super::Projector,
+        sources: &[(Option<(usize, usize)>, usize)],
+        steps: usize,
+        sampling: GpuSampling,
+    ) -> Result<(), GpuError> {
+        let used = sources.len();
+        let launched = self.launched(used, used, steps)?;
+        if proj.out != self.ms.sizes.conditioning_width() {
+            return Err(GpuError::Shape {
+                what: "projected conditioning width",
+                expected: self.ms.sizes.conditioning_width(),
+                got: proj.out,
+            });
+        }
+        let b = self.next_buf();
+        self.stage_offsets(b, launched, |s| sources.get(s).map_or(0, |x| x.1))?;
+        {
+            let meta = self.stage_meta[b].as_mut_slice().map_err(driver("cuEventSynchronize(window sources)"))?;
+            for slot in 0..launched {
+                let (src, first) = sources.get(slot).copied().unwrap_or((None, 0));
+                let (off, frames) = match src {
+                    Some((at, frames)) => {
+                        if at + frames > proj.arena_frames {
+                            return Err(GpuError::Shape {
+                                what: "arena frames of a slot's conditioning",
+                                expected: proj.arena_frames,
+                                got: at + frames,
+                            });
+                        }
+                        ((at * proj.u_width) as i64, frames as i64)
+                    }
+                    None => (-1, 0),
+                };
+                meta[3 * slot..3 * slot + 3].copy_from_slice(&[off, frames, first as i64]);
+            }
+        }
+        let c = self.copy.clone();
+        let win = self.win;
+        self.up[b].0.record(&c).map_err(driver("cuEventRecord(upload start)"))?;
+        {
+            let meta = self.stage_meta[b].as_mut_slice().map_err(driver("cuEventSynchronize(window sources)"))?;
+            c.memcpy_htod(&meta[..3 * launched], &mut self.meta[b].slice_mut(0..3 * launched))
+                .map_err(driver("cuMemcpyHtoDAsync(window sources)"))?;
+            let offs = self.stage_off[b].as_mut_slice().map_err(driver("cuEventSynchronize(offsets)"))?;
+            c.memcpy_htod(&offs[..launched], &mut self.off[b].slice_mut(0..launched))
+                .map_err(driver("cuMemcpyHtoDAsync(conditioning offsets)"))?;
+            let pool = if b == 0 { &mut self.ms.pool } else { &mut self.pool1 };
+            proj.launch(&c, pool, &self.meta[b], win.base, launched, win.frames)?;
+        }
+        self.up[b].1.record(&c).map_err(driver("cuEventRecord(upload end)"))?;
+        self.enqueue(b, launched, steps, sampling)
+    }
+
+    /// The launch itself on the compute stream, after buffer `b`'s upload.
+    fn enqueue(&mut self, b: usize, launched: usize, steps: usize, sampling: GpuSampling) -> Result<(), GpuError> {
+        let spb = self.ms.plan.streams_per_block;
+        let e = (self.submitted % 3) as usize;
         // The launch, on the compute stream, after the upload.
         let dev = self.ms.dev.clone();
         let s = &dev.stream;

@@ -173,3 +173,17 @@ fn a_broken_source_is_a_compile_error_with_the_log() {
         other => panic!("{other:?}"),
     }
 }
+
+/// The conditioning network's kernels (`kernels/conditioning.cu`) compile,
+/// all three entry points in one module.
+#[test]
+fn nvrtc_compiles_the_conditioning_kernels() {
+    if !nvrtc_available() {
+        eprintln!("NVRTC not loadable here: the conditioning kernels not checked");
+        return;
+    }
+    let ptx = compile_ptx(dv_gpu::conditioning_source(), "cond_gemm", "compute_90").unwrap().to_src();
+    for entry in ["cond_gemm", "cond_fo_pool", "cond_project"] {
+        assert!(ptx.contains(&format!(".entry {entry}")), "{entry} missing");
+    }
+}

@@ -628,3 +628,37 @@ fn serving_windows_hold_every_frame_a_launch_reads_and_pool_rows_match_the_pool(
     let tiles = MultiPlan::tiles(&w.sizes, 32, 256, 2, 0, false, smem).unwrap();
     assert_eq!(dv_gpu::MultiStream::pool_rows(&tiles, &w, &rows), rows);
 }
+
+/// The GPU conditioning network's layout (`CondLayout`: stacked gates, the
+/// projection in each plan's pool order with the gate biases folded in)
+/// computes, through its CPU reference of the kernels, what
+/// `dv_synth::ConditioningNetwork` computes and the plan's pool holds.
+#[test]
+fn the_gpu_conditioning_layout_gives_the_pool_rows_of_the_cpu_network() {
+    use dv_gpu::{CondLayout, MultiStream};
+    use dv_synth::ConditioningNetwork;
+    let smem = 227 * 1024;
+    for (name, plan) in [
+        ("20x64x128", MultiPlan::cols(&weights("20x64x128").sizes, 40, 3, 0, smem).unwrap()),
+        ("20x32x128", MultiPlan::tiles_wg(&weights("20x32x128").sizes, 256, 2, 0, false, smem).unwrap()),
+        ("20x32x128", MultiPlan::new(&weights("20x32x128").sizes, 32, 256, true, 3, 16384, smem).unwrap()),
+    ] {
+        let voice = random_voice(WavenetConfig::preset(name).unwrap(), 11).unwrap();
+        let w = Weights::from_voice(&voice).unwrap();
+        let lay = CondLayout::new(&voice, &plan, &w).unwrap();
+        let d = voice.config().conditioning.input_dim;
+        let frames = 9;
+        let mut rng = dv_synth::Rng::new(4);
+        let features: Vec<f32> = (0..frames * d).map(|_| rng.uniform()).collect();
+        let cpu = ConditioningNetwork::new(&voice).unwrap().forward(&features).unwrap();
+        let expected = MultiStream::pool_rows(&plan, &w, cpu.data());
+        let u = lay.u_reference(&features);
+        assert_eq!(u.len(), frames * lay.u_width);
+        let got = lay.project_reference(&u);
+        assert_eq!(got.len(), expected.len());
+        let diff = got.iter().zip(&expected).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        assert!(diff < 1e-4, "{name} {:?}: max |Δ| {diff}", plan.kernel);
+        // Not a permutation of zeros: the rows vary and carry the gate biases.
+        assert!(expected.iter().any(|v| v.abs() > 1e-3), "{name}");
+    }
+}

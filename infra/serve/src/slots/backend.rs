@@ -20,12 +20,45 @@ pub enum SlotError {
     Stopped,
 }
 
+/// A sentence's conditioning as a slot reads it.
+#[derive(Debug, Clone)]
+pub enum SlotCond {
+    /// `[F, ℓ·2r]` rows on the host, made ready by the backend's
+    /// [`MultiBackend::prepare`].
+    Rows(Conditioning),
+    /// The conditioning network's output left on the GPU
+    /// ([`MultiBackend::condition`]).
+    Device(Arc<DeviceRows>),
+}
+
+impl SlotCond {
+    pub fn frames(&self) -> usize {
+        match self {
+            SlotCond::Rows(c) => c.frames(),
+            SlotCond::Device(d) => d.span.frames(),
+        }
+    }
+
+    /// The host rows, if that is where they are.
+    pub fn rows(&self) -> Option<&Conditioning> {
+        match self {
+            SlotCond::Rows(c) => Some(c),
+            SlotCond::Device(_) => None,
+        }
+    }
+}
+
+/// A sentence's u rows in a GPU arena; the frames are freed when the last
+/// holder (the request, the slot, the launches in flight) lets go.
+#[derive(Debug)]
+pub struct DeviceRows {
+    pub span: super::arena::Span,
+}
+
 /// One sentence for a slot.
 #[derive(Debug, Clone)]
 pub struct SlotSentence {
-    /// `[F, ℓ·2r]` conditioning rows, already made ready by the backend's
-    /// [`MultiBackend::prepare`].
-    pub cond: Conditioning,
+    pub cond: SlotCond,
     /// Samples to produce (at most F · hop).
     pub samples: usize,
     /// The sentence's sampler seed (`dv_speak::sentence_seed`).
@@ -39,6 +72,10 @@ pub struct SlotSentence {
 /// read; runs on the request's side (many at once), not on the scheduler.
 pub type Prepare = Arc<dyn Fn(Conditioning) -> Result<Conditioning, SlotError> + Send + Sync>;
 
+/// Runs the conditioning network on a sentence's frames (`[F, input_dim]`)
+/// where the backend keeps its output (blocking; on the request's side).
+pub type Condition = Arc<dyn Fn(&[f32]) -> Result<SlotCond, SlotError> + Send + Sync>;
+
 /// A sampler of `slots()` independent streams advanced together. Owned by
 /// one scheduler thread; nothing here is called from two threads.
 pub trait MultiBackend: Send + 'static {
@@ -50,6 +87,13 @@ pub trait MultiBackend: Send + 'static {
 
     /// The conversion of [`SlotSentence::cond`] for this backend.
     fn prepare(&self) -> Prepare;
+
+    /// The backend's own conditioning network, when it runs one (the GPU's:
+    /// its output stays on the device); `None`: requests run the CPU's and
+    /// [`MultiBackend::prepare`] its rows.
+    fn condition(&self) -> Option<Condition> {
+        None
+    }
 
     /// The longest sentence a slot takes, in samples.
     fn max_samples(&self) -> usize;

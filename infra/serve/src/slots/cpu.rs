@@ -91,6 +91,9 @@ impl MultiBackend for CpuSlots {
             let Some(place) = self.slots.get_mut(*slot) else {
                 return Err(SlotError::Slot { slot: *slot, reason: format!("only {n} slots") });
             };
+            if sentence.cond.rows().is_none() {
+                return Err(SlotError::Slot { slot: *slot, reason: "conditioning on the GPU given to the CPU sampler".into() });
+            }
             let covered = sentence.cond.frames() * self.sampler.hop();
             if sentence.samples > covered || sentence.samples > self.max_samples {
                 return Err(SlotError::Slot {
@@ -137,13 +140,14 @@ impl MultiBackend for CpuSlots {
         for (k, place) in self.slots.iter_mut().enumerate() {
             let Some(b) = place else { continue };
             let s = &b.sentence;
+            let Some(cond) = s.cond.rows() else { continue };
             let n = steps.min(s.samples - b.pos);
             let codes = &mut self.codes[..n];
             // The lead first (fed as silence), then sampled.
             let forced = s.lead.saturating_sub(b.pos).min(n);
             codes[..forced].fill(SILENCE);
-            self.sampler.force(&mut b.scratch, &s.cond, &codes[..forced])?;
-            self.sampler.generate(&mut b.scratch, &s.cond, Sampling::Direct, &mut b.rng, &mut codes[forced..])?;
+            self.sampler.force(&mut b.scratch, cond, &codes[..forced])?;
+            self.sampler.generate(&mut b.scratch, cond, Sampling::Direct, &mut b.rng, &mut codes[forced..])?;
             b.pos += n;
             for (o, &c) in out[k * steps..k * steps + n].iter_mut().zip(codes.iter()) {
                 *o = c as i32;

@@ -14,6 +14,16 @@
 //! (the scheduler fills the lowest free slots first), so a launch costs
 //! what the busy slots cost.
 //!
+//! The conditioning network runs on the GPU too ([`GpuConditioning`]:
+//! thousands of streams need more of it than the host's cores give): each
+//! sentence's QRNN output stays in a device arena, and each launch's windows
+//! are projected from it on the device
+//! ([`dv_gpu::Pipelined::submit_projected`]), so no conditioning rows are
+//! staged or uploaded per launch. It is checked at load against the voice's
+//! golden example (max |Δ| ≤ 1e-3, as `dv_speak`'s golden check); a voice
+//! that fails it, or `DV_SERVE_CPU_CONDITIONING=1`, runs the network on the
+//! CPU and stages the windows as above.
+//!
 //! The voice is checked first as `dv bench gpu-streams` checks a plan:
 //! two blocks of slots against the CPU reference with the voice's weights
 //! rounded to bfloat16 (per-step distributions within 1e-3); a voice that
@@ -24,16 +34,62 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use dv_gpu::parity::{bf16_rounded, multi_parity};
-use dv_gpu::{GpuDevice, GpuSampling, MultiPlan, MultiStream, Pipelined, StreamStart, Weights};
+use dv_gpu::{
+    CondLayout, GpuConditioner, GpuDevice, GpuSampling, MultiPlan, MultiStream, Pipelined, Projector, StreamStart,
+    Weights,
+};
 use dv_synth::random::random_conditioning;
 use dv_synth::{Conditioning, Sampling};
 use dv_voice::Voice;
 
-use super::backend::{LaunchTimes, MultiBackend, Prepare, SlotError, SlotSentence};
+use super::backend::{Condition, LaunchTimes, MultiBackend, Prepare, SlotCond, SlotError, SlotSentence};
+use super::condition::GpuConditioning;
 
 /// The bound on the parity check's per-step distributions (bfloat16
 /// weights; `dv bench gpu-streams` uses the same).
 pub const PARITY_BOUND: f64 = 1e-3;
+
+/// The bound on the GPU conditioning network's golden check (max |Δ|, as
+/// `dv_speak`'s check of the CPU's).
+pub const CONDITIONING_BOUND: f64 = 1e-3;
+
+/// Frames of one conditioning batch, and its sentences.
+const BATCH_FRAMES: usize = 1 << 16;
+const BATCH_SENTENCES: usize = 1024;
+
+/// The share of the device memory left after the pipeline that the arena
+/// of conditioning rows may take.
+const ARENA_SHARE: f64 = 0.5;
+
+/// The GPU conditioning network of `voice`, checked against its golden
+/// example, and the projection for the pipeline: room for every slot's
+/// sentence and the next one at `max_frames`, or half the free memory.
+fn gpu_conditioning(
+    voice: &Voice,
+    dev: Arc<GpuDevice>,
+    w: &Weights,
+    plan: MultiPlan,
+    slots: usize,
+    max_frames: usize,
+) -> Result<(GpuConditioning, Projector, f64, usize), SlotError> {
+    let layout = CondLayout::new(voice, &plan, w)?;
+    let features = voice.tensor("golden.features").map_err(dv_gpu::GpuError::from)?.data();
+    let expected = MultiStream::pool_rows(&plan, w, voice.tensor("golden.conditioning").map_err(dv_gpu::GpuError::from)?.data());
+    let per_frame = 4 * layout.u_width;
+    let room = (dev.free_memory()? as f64 * ARENA_SHARE) as usize / per_frame;
+    let golden = features.len() / layout.input_dim.max(1);
+    let frames = (2 * slots * max_frames).min(room).max(golden);
+    let mut net = GpuConditioner::new(dev, &layout, BATCH_FRAMES, BATCH_SENTENCES, frames)?;
+    let diff = net.check(features, &expected)?;
+    if diff > CONDITIONING_BOUND {
+        return Err(SlotError::Gpu(dv_gpu::GpuError::Unsupported {
+            what: format!("the GPU conditioning network is off the golden example by {diff:.2e} (bound {CONDITIONING_BOUND:.0e})"),
+        }));
+    }
+    let projector = net.projector();
+    let service = GpuConditioning::spawn(net).map_err(|e| SlotError::Slot { slot: 0, reason: format!("starting the conditioning thread: {e}") })?;
+    Ok((service, projector, diff, frames))
+}
 
 struct Busy {
     sentence: Arc<SlotSentence>,
@@ -109,8 +165,13 @@ pub struct CudaSlots {
     slots: Vec<Option<Busy>>,
     first: Vec<usize>,
     /// Per launch in flight: whether it ran on the GPU (no busy slot: no
-    /// launch), its steps, and its host staging seconds.
-    flights: VecDeque<(bool, usize, f64)>,
+    /// launch), its steps, its host staging seconds, and its sentences
+    /// (their arena rows stay allocated until the launch is collected).
+    flights: VecDeque<(bool, usize, f64, Vec<Arc<SlotSentence>>)>,
+    /// The GPU conditioning network and its projection (`None`: the CPU's).
+    conditioning: Option<(Arc<GpuConditioning>, Projector)>,
+    sources: Vec<(Option<(usize, usize)>, usize)>,
+    note: String,
     threads: usize,
     sampling: GpuSampling,
     weights: Arc<Weights>,
@@ -155,9 +216,20 @@ impl CudaSlots {
                 ),
             }));
         }
-        let gpu = Pipelined::new(dev, &w, plan, slots, steps, max_samples.div_ceil(hop))?;
+        let gpu = Pipelined::new(dev.clone(), &w, plan, slots, steps, max_samples.div_ceil(hop))?;
         let n = gpu.slots();
         let window = gpu.window_frames();
+        let (conditioning, note) = if std::env::var_os("DV_SERVE_CPU_CONDITIONING").is_some_and(|v| v != "0") {
+            (None, "conditioning network on the CPU (DV_SERVE_CPU_CONDITIONING)".to_string())
+        } else {
+            match gpu_conditioning(voice, dev, &w, plan, n, max_samples.div_ceil(hop)) {
+                Ok((c, p, diff, frames)) => (
+                    Some((Arc::new(c), p)),
+                    format!("conditioning network on the GPU (golden max |Δ| {diff:.1e}, arena of {frames} frames)"),
+                ),
+                Err(e) => (None, format!("conditioning network on the CPU: {e}")),
+            }
+        };
         Ok(Self {
             hop,
             width: w.sizes.conditioning_width(),
@@ -167,6 +239,9 @@ impl CudaSlots {
             slots: (0..n).map(|_| None).collect(),
             first: Vec::new(),
             flights: VecDeque::new(),
+            conditioning,
+            sources: Vec::new(),
+            note,
             threads: fill_threads(),
             sampling: GpuSampling::new(Sampling::Direct)?,
             weights: Arc::new(w),
@@ -177,7 +252,7 @@ impl CudaSlots {
 
     /// The kernel's name and streams per block, for the log.
     pub fn describe(&self) -> String {
-        format!("{} ({} streams per block)", self.plan.entry(), self.plan.streams_per_block)
+        format!("{} ({} streams per block); {}", self.plan.entry(), self.plan.streams_per_block, self.note)
     }
 }
 
@@ -198,6 +273,12 @@ impl MultiBackend for CudaSlots {
         })
     }
 
+    fn condition(&self) -> Option<Condition> {
+        let (c, _) = self.conditioning.as_ref()?;
+        let c = c.clone();
+        Some(Arc::new(move |features: &[f32]| c.condition(features)))
+    }
+
     fn max_samples(&self) -> usize {
         self.max_samples
     }
@@ -208,16 +289,21 @@ impl MultiBackend for CudaSlots {
             if *slot >= self.slots.len() {
                 return Err(SlotError::Slot { slot: *slot, reason: format!("only {} slots", self.slots.len()) });
             }
-            if s.cond.width() != self.width || s.samples > s.cond.frames() * self.hop || s.samples > self.max_samples {
+            let fits = match &s.cond {
+                SlotCond::Rows(c) => self.conditioning.is_none() && c.width() == self.width,
+                SlotCond::Device(_) => self.conditioning.is_some(),
+            };
+            if !fits || s.samples > s.cond.frames() * self.hop || s.samples > self.max_samples {
                 return Err(SlotError::Slot {
                     slot: *slot,
                     reason: format!(
-                        "{} samples of {} frames × {} (a slot takes {} samples of width {})",
+                        "{} samples of {} frames{} (a slot takes {} samples of width {}{})",
                         s.samples,
                         s.cond.frames(),
-                        s.cond.width(),
+                        s.cond.rows().map_or(" on the GPU".to_string(), |c| format!(" × {}", c.width())),
                         self.max_samples,
-                        self.width
+                        self.width,
+                        if self.conditioning.is_some() { ", conditioned on the GPU" } else { ", rows from the host" }
                     ),
                 });
             }
@@ -256,19 +342,40 @@ impl MultiBackend for CudaSlots {
         // Windows for slots 0 ..= the last busy one: the scheduler fills the lowest free slots first.
         let used = self.slots.iter().rposition(Option::is_some).map_or(0, |k| k + 1);
         if used == 0 {
-            self.flights.push_back((false, steps, 0.0));
+            self.flights.push_back((false, steps, 0.0, Vec::new()));
             return Ok(());
         }
         let t = Instant::now();
-        let (hop, window, width, threads) = (self.hop, self.window, self.width, self.threads);
-        let sources: Vec<Option<(&[f32], usize)>> =
-            self.slots[..used].iter().map(|s| s.as_ref().map(|b| (b.sentence.cond.data(), b.pos))).collect();
-        let stage = self.gpu.stage()?;
-        fill_windows(&sources, hop, window, width, stage, &mut self.first, threads);
-        drop(sources);
-        let stage_s = t.elapsed().as_secs_f64();
-        self.gpu.submit(used, &self.first, steps, self.sampling)?;
-        self.flights.push_back((true, steps, stage_s));
+        let held: Vec<Arc<SlotSentence>> = self.slots.iter().flatten().map(|b| b.sentence.clone()).collect();
+        if let Some((_, proj)) = &self.conditioning {
+            let hop = self.hop;
+            self.sources.clear();
+            for slot in &self.slots[..used] {
+                self.sources.push(match slot {
+                    Some(b) => match &b.sentence.cond {
+                        SlotCond::Device(d) => (Some((d.span.at(), d.span.frames())), b.pos / hop),
+                        SlotCond::Rows(_) => {
+                            return Err(SlotError::Slot { slot: 0, reason: "host rows on a GPU-conditioned slot".into() })
+                        }
+                    },
+                    None => (None, 0),
+                });
+            }
+            self.gpu.submit_projected(proj, &self.sources, steps, self.sampling)?;
+            self.flights.push_back((true, steps, t.elapsed().as_secs_f64(), held));
+        } else {
+            let (hop, window, width, threads) = (self.hop, self.window, self.width, self.threads);
+            let sources: Vec<Option<(&[f32], usize)>> = self.slots[..used]
+                .iter()
+                .map(|s| s.as_ref().and_then(|b| b.sentence.cond.rows().map(|c| (c.data(), b.pos))))
+                .collect();
+            let stage = self.gpu.stage()?;
+            fill_windows(&sources, hop, window, width, stage, &mut self.first, threads);
+            drop(sources);
+            let stage_s = t.elapsed().as_secs_f64();
+            self.gpu.submit(used, &self.first, steps, self.sampling)?;
+            self.flights.push_back((true, steps, stage_s, held));
+        }
         // Where the next launch starts: every busy slot moved by min(steps, left).
         for slot in self.slots.iter_mut() {
             if let Some(b) = slot {
@@ -282,7 +389,7 @@ impl MultiBackend for CudaSlots {
     }
 
     fn collect(&mut self, out: &mut [i32]) -> Result<LaunchTimes, SlotError> {
-        let Some((launched, steps, stage_s)) = self.flights.pop_front() else {
+        let Some((launched, steps, stage_s, _held)) = self.flights.pop_front() else {
             return Err(SlotError::Slot { slot: 0, reason: "no launch in flight".into() });
         };
         if out.len() != self.slots.len() * steps {

@@ -29,12 +29,16 @@
 //! thread (CI tests the scheduler with it; `--device cpu-slots` serves with
 //! it).
 
+mod arena;
 mod backend;
+mod condition;
 mod cpu;
 mod cuda;
 mod scheduler;
 
-pub use backend::{LaunchTimes, MultiBackend, Prepare, SlotError, SlotSentence};
+pub use arena::{FrameArena, Span};
+pub use backend::{Condition, DeviceRows, LaunchTimes, MultiBackend, Prepare, SlotCond, SlotError, SlotSentence};
+pub use condition::GpuConditioning;
 pub use cpu::CpuSlots;
 pub use cuda::{fill_windows, CudaSlots};
 pub use scheduler::{Scheduler, SlotEvent, SlotStats, SlotStream};

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use dv_speak::CancelToken;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
-use super::backend::{LaunchTimes, MultiBackend, Prepare, SlotError, SlotSentence};
+use super::backend::{Condition, LaunchTimes, MultiBackend, Prepare, SlotError, SlotSentence};
 
 /// What a member hears, in order: each sentence's audio in blocks, then
 /// `SentenceDone`; the channel closes after the last sentence of an ended
@@ -127,6 +127,7 @@ pub struct Scheduler {
     tx: Sender<Command>,
     next: AtomicU64,
     prepare: Prepare,
+    condition: Option<Condition>,
     feeds_lead: bool,
     max_samples: usize,
     block: usize,
@@ -142,6 +143,7 @@ impl Scheduler {
         let stats = Arc::new(SlotStats::default());
         stats.slots.store(backend.slots(), Ordering::Relaxed);
         let (prepare, feeds_lead, max_samples) = (backend.prepare(), backend.feeds_lead(), backend.max_samples());
+        let condition = backend.condition();
         let block = block.max(1);
         let st = stats.clone();
         let thread =
@@ -150,6 +152,7 @@ impl Scheduler {
             tx,
             next: AtomicU64::new(0),
             prepare,
+            condition,
             feeds_lead,
             max_samples,
             block,
@@ -172,6 +175,12 @@ impl Scheduler {
     /// [`SlotStream::push`].
     pub fn prepare(&self) -> &Prepare {
         &self.prepare
+    }
+
+    /// The backend's own conditioning network, if it runs one
+    /// ([`MultiBackend::condition`]).
+    pub fn condition(&self) -> Option<&Condition> {
+        self.condition.as_ref()
     }
 
     /// Whether sentences' leads are fed as silence ([`SlotSentence::lead`]).

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use dv_serve::slots::{
-    fill_windows, CpuSlots, LaunchTimes, MultiBackend, Prepare, Scheduler, SlotError, SlotEvent, SlotSentence,
+    fill_windows, CpuSlots, FrameArena, LaunchTimes, MultiBackend, Prepare, Scheduler, SlotCond, SlotError, SlotEvent,
+    SlotSentence,
 };
 use dv_serve::{SlotBackend, SlotConfig};
 use dv_speak::CancelToken;
@@ -28,7 +29,7 @@ fn voice() -> Voice {
 
 fn sentence(v: &Voice, frames: usize, seed: u64, lead: usize) -> SlotSentence {
     let cond = random_conditioning(v.config(), frames, seed);
-    SlotSentence { samples: frames * v.config().hop(), cond, seed, lead }
+    SlotSentence { samples: frames * v.config().hop(), cond: SlotCond::Rows(cond), seed, lead }
 }
 
 /// What the sampler makes of `s` alone, as `Speaker::render` drives it: the
@@ -37,8 +38,9 @@ fn alone(v: &Voice, s: &SlotSentence) -> Vec<i16> {
     let sampler = Sampler::new(v, Kernel::detect(), SamplerOptions::default()).unwrap();
     let mut scratch = sampler.make_scratch();
     let mut codes = vec![SILENCE; s.samples];
-    sampler.force(&mut scratch, &s.cond, &codes[..s.lead]).unwrap();
-    sampler.generate(&mut scratch, &s.cond, Sampling::Direct, &mut Rng::new(s.seed), &mut codes[s.lead..]).unwrap();
+    let cond = s.cond.rows().unwrap();
+    sampler.force(&mut scratch, cond, &codes[..s.lead]).unwrap();
+    sampler.generate(&mut scratch, cond, Sampling::Direct, &mut Rng::new(s.seed), &mut codes[s.lead..]).unwrap();
     codes.iter().map(|&c| (dv_audio::mulaw::decode(c) * 32767.0).round().clamp(-32768.0, 32767.0) as i16).collect()
 }
 
@@ -465,4 +467,53 @@ fn cpu_slots_keep_launches_in_flight_in_order_and_starts_wait_for_the_boundary()
     let mut want = codes_of(&alone(&v, &s1));
     want.extend(codes_of(&alone(&v, &s2))[..BLOCK].iter());
     assert_eq!(codes, want);
+}
+
+/// The GPU conditioning arena's frames: first fit, no span overlaps
+/// another, every frame comes back when the spans are dropped (neighbours
+/// merged, so the whole arena fits one sentence again).
+#[test]
+fn arena_spans_never_overlap_and_all_frames_come_back() {
+    let arena = FrameArena::new(100);
+    let a = arena.alloc(30).unwrap();
+    let b = arena.alloc(50).unwrap();
+    assert_eq!((a.at(), b.at()), (0, 30));
+    assert!(arena.alloc(21).is_none(), "only 20 frames are left");
+    let c = arena.alloc(20).unwrap();
+    assert_eq!(c.at(), 80);
+    assert_eq!(arena.free_frames(), 0);
+    assert!(arena.alloc(0).is_none());
+    drop(a);
+    // 30 free at 0: a span of 10 goes there, first fit.
+    let d = arena.alloc(10).unwrap();
+    assert_eq!(d.at(), 0);
+    drop(c);
+    drop(b);
+    assert_eq!(arena.free_frames(), 90);
+    assert!(arena.alloc(91).is_none());
+    drop(d);
+    let whole = arena.alloc(100).unwrap();
+    assert_eq!((whole.at(), whole.frames()), (0, 100));
+    drop(whole);
+    // Random spans: the allocated ones are disjoint and within the arena.
+    let mut rng = Rng::new(9);
+    let mut held: Vec<dv_serve::slots::Span> = Vec::new();
+    for _ in 0..2000 {
+        if rng.uniform() < 0.55 {
+            if let Some(s) = arena.alloc(1 + (rng.uniform() * 20.0) as usize) {
+                assert!(s.at() + s.frames() <= 100);
+                for h in &held {
+                    assert!(s.at() + s.frames() <= h.at() || h.at() + h.frames() <= s.at(), "overlap");
+                }
+                held.push(s);
+            }
+        } else if !held.is_empty() {
+            let k = (rng.uniform() * held.len() as f32) as usize % held.len();
+            held.swap_remove(k);
+        }
+        let used: usize = held.iter().map(|s| s.frames()).sum();
+        assert_eq!(arena.free_frames(), 100 - used);
+    }
+    held.clear();
+    assert_eq!(arena.alloc(100).map(|s| s.frames()), Some(100));
 }

@@ -1,0 +1,136 @@
+//! [`GpuConditioning`]: one thread running a voice's conditioning network on
+//! the GPU ([`dv_gpu::GpuConditioner`]) for every request of that voice.
+//! Requests hand it a sentence's frames and wait; the thread takes every
+//! sentence waiting (up to a batch's frames and sentences), gives each a
+//! span of the arena, runs them as one batch and answers each with its
+//! span. A sentence that finds no room waits for frames to be freed (by
+//! sentences that finish); one longer than the whole arena is refused.
+
+use std::collections::VecDeque;
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use dv_gpu::GpuConditioner;
+
+use super::arena::{FrameArena, Span};
+use super::backend::{DeviceRows, SlotCond, SlotError};
+
+struct Job {
+    features: Vec<f32>,
+    reply: SyncSender<Result<SlotCond, String>>,
+}
+
+/// The conditioning thread of one voice; dropping it ends the thread once
+/// the requests in flight have their answers.
+pub struct GpuConditioning {
+    tx: Option<Sender<Job>>,
+    arena: Arc<FrameArena>,
+    input_dim: usize,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl GpuConditioning {
+    /// Starts the thread that owns `net`.
+    pub fn spawn(net: GpuConditioner) -> std::io::Result<Self> {
+        let arena = FrameArena::new(net.arena_frames());
+        let input_dim = net.input_dim();
+        let (tx, rx) = mpsc::channel();
+        let a = arena.clone();
+        let thread = std::thread::Builder::new().name("dv-conditioning".into()).spawn(move || run(net, a, rx))?;
+        Ok(Self { tx: Some(tx), arena, input_dim, thread: Some(thread) })
+    }
+
+    pub fn arena(&self) -> &Arc<FrameArena> {
+        &self.arena
+    }
+
+    /// The conditioning of `features` (`[F, input_dim]`), left on the GPU;
+    /// blocks until it is there.
+    pub fn condition(&self, features: &[f32]) -> Result<SlotCond, SlotError> {
+        let bad = |reason: String| SlotError::Slot { slot: 0, reason };
+        if features.is_empty() || !features.len().is_multiple_of(self.input_dim) {
+            return Err(bad(format!(
+                "{} conditioning values (whole frames of {}, at least one)",
+                features.len(),
+                self.input_dim
+            )));
+        }
+        let (reply, answer) = mpsc::sync_channel(1);
+        let tx = self.tx.as_ref().ok_or(SlotError::Stopped)?;
+        tx.send(Job { features: features.to_vec(), reply }).map_err(|_| SlotError::Stopped)?;
+        answer.recv().map_err(|_| SlotError::Stopped)?.map_err(bad)
+    }
+}
+
+impl Drop for GpuConditioning {
+    fn drop(&mut self) {
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn run(mut net: GpuConditioner, arena: Arc<FrameArena>, rx: Receiver<Job>) {
+    let d = net.input_dim();
+    let mut pending: VecDeque<Job> = VecDeque::new();
+    let mut open = true;
+    while open || !pending.is_empty() {
+        // Every job waiting now (blocking only when none is).
+        if pending.is_empty() {
+            match rx.recv() {
+                Ok(j) => pending.push_back(j),
+                Err(_) => return,
+            }
+        }
+        loop {
+            match rx.try_recv() {
+                Ok(j) => pending.push_back(j),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    open = false;
+                    break;
+                }
+            }
+        }
+        // A batch, first come first served, as far as frames and the arena allow.
+        let (mut batch, mut spans, mut frames) = (Vec::new(), Vec::new(), 0usize);
+        while let Some(j) = pending.front() {
+            let f = j.features.len() / d;
+            if f > arena.frames() || f > net.batch_frames() {
+                let j = pending.pop_front().expect("front exists");
+                let _ = j.reply.send(Err(format!(
+                    "a sentence of {f} frames: the GPU conditioning takes at most {} at once",
+                    arena.frames().min(net.batch_frames())
+                )));
+                continue;
+            }
+            if batch.len() == net.max_batch() || frames + f > net.batch_frames() {
+                break;
+            }
+            let Some(span) = arena.alloc(f) else { break };
+            frames += f;
+            batch.push(pending.pop_front().expect("front exists"));
+            spans.push(span);
+        }
+        if batch.is_empty() {
+            if !pending.is_empty() {
+                // No room: wait for finished sentences to free theirs (or for more jobs).
+                arena.wait_for_free(Duration::from_millis(5));
+            }
+            continue;
+        }
+        let feats: Vec<&[f32]> = batch.iter().map(|j| j.features.as_slice()).collect();
+        let at: Vec<usize> = spans.iter().map(Span::at).collect();
+        let r = net.run(&feats, &at);
+        for (j, span) in batch.into_iter().zip(spans) {
+            let answer = match &r {
+                Ok(()) => Ok(SlotCond::Device(Arc::new(DeviceRows { span }))),
+                Err(e) => Err(format!("the GPU conditioning network: {e}")),
+            };
+            let _ = j.reply.send(answer);
+        }
+    }
+}
