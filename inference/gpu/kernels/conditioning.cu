@@ -12,7 +12,7 @@ typedef long long i64;
 // C[m, n] = bias[n] + sum_k A(m)[k] * W[n * K + k] over a 128 x 128 tile of
 // (m, n) per block of 256 threads, each thread 8 x 8 outputs strided by 16
 // (broadcast shared-memory reads). `Rows` maps an output row to its input
-// row (nullptr: zeros) and its output row (nullptr: not written).
+// row (`a`, nullptr: zeros) and stores outputs (`store`).
 #define GBM 128
 #define GBN 128
 #define GBK 8
@@ -60,12 +60,10 @@ __device__ __forceinline__ void gemm_tile(const Rows& rows, int M, int N, int K,
     for (int i = 0; i < 8; i++) {
         const int m = m0 + ty + 16 * i;
         if (m >= M) continue;
-        float* c = rows.c(m);
-        if (!c) continue;
 #pragma unroll
         for (int j = 0; j < 8; j++) {
             const int n = n0 + tx + 16 * j;
-            if (n < N) c[n] = (bias ? bias[n] : 0.f) + acc[i][j];
+            if (n < N) rows.store(m, n, (bias ? bias[n] : 0.f) + acc[i][j]);
         }
     }
 }
@@ -75,7 +73,7 @@ struct Dense {
     float* C;
     i64 lda, ldc;
     __device__ const float* a(int m) const { return A + (i64)m * lda; }
-    __device__ float* c(int m) const { return C + (i64)m * ldc; }
+    __device__ void store(int m, int n, float v) const { C[(i64)m * ldc + n] = v; }
 };
 
 // A QRNN layer's gate products for every frame of a batch: C [M, N] =
@@ -132,9 +130,9 @@ struct Windows {
         const i64 off = meta[3 * s], frames = meta[3 * s + 1], f = meta[3 * s + 2] + k;
         return (off >= 0 && f < frames) ? arena + off + f * K : nullptr;
     }
-    __device__ float* c(int r) const {
+    __device__ void store(int r, int n, float v) const {
         const int s = r / wf, k = r - s * wf;
-        return pool + (base + (i64)s * wf + k) * N;
+        pool[(base + (i64)s * wf + k) * N + n] = v;
     }
 };
 

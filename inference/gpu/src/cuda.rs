@@ -119,6 +119,7 @@ pub struct GpuDevice {
     capability: (i32, i32),
     sm_count: usize,
     smem_optin: usize,
+    smem_per_sm: usize,
 }
 
 impl GpuDevice {
@@ -139,8 +140,11 @@ impl GpuDevice {
         let smem_optin = ctx
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
             .map_err(driver("cuDeviceGetAttribute(shared memory opt-in)"))? as usize;
+        let smem_per_sm = ctx
+            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)
+            .map_err(driver("cuDeviceGetAttribute(shared memory per multiprocessor)"))? as usize;
         let stream = ctx.default_stream();
-        Ok(Self { ctx, stream, name, capability, sm_count, smem_optin })
+        Ok(Self { ctx, stream, name, capability, sm_count, smem_optin, smem_per_sm })
     }
 
     pub fn name(&self) -> &str {
@@ -153,6 +157,11 @@ impl GpuDevice {
 
     pub fn multiprocessors(&self) -> usize {
         self.sm_count
+    }
+
+    /// Shared memory of one multiprocessor, bytes.
+    pub fn shared_memory_per_multiprocessor(&self) -> usize {
+        self.smem_per_sm
     }
 
     /// Device memory free now, bytes.

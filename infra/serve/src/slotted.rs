@@ -1,8 +1,9 @@
 //! One request on its voice's slot scheduler ([`crate::slots`]): wait for
 //! a render permit, plan the text (on a blocking thread), then join the
 //! scheduler and feed it sentence by sentence, each sentence's conditioning
-//! computed on a blocking thread at most one sentence ahead of the one
-//! sampling, while the slot's blocks are forwarded to the response. A
+//! computed at most one sentence ahead of the one sampling (on a blocking
+//! thread, or queued on the backend's own network on the GPU and awaited)
+//! while the slot's blocks are forwarded to the response. A
 //! response that is dropped or stalls past the stall timeout, a cancelled
 //! ticket, or a failed backend ends the request and frees its slot.
 
@@ -33,20 +34,36 @@ const LOOKAHEAD: usize = 1;
 /// How often a request waiting on its slot checks its cancel token.
 const POLL: Duration = Duration::from_millis(50);
 
-/// Sentence `k` of `plan` made ready for a slot: conditioning network,
-/// length, lead, the backend's layout.
-fn prepare(
+/// Sentence `k` of `plan` made ready for a slot on the CPU: conditioning
+/// network, length, lead, the backend's layout (on a blocking thread).
+fn prepare(engine: &SlotEngine, speaker: &Speaker, sentence: &Sentence, seed: u64) -> Result<SlotSentence, String> {
+    let cond = engine.network.forward(sentence.conditioning_frames()).map_err(|e| e.to_string())?;
+    finish(engine, speaker, sentence, seed, SlotCond::Rows(cond))
+}
+
+/// [`prepare`] with the backend's own conditioning network (the GPU's):
+/// queued there and awaited.
+async fn prepare_on_backend(
     engine: &SlotEngine,
     speaker: &Speaker,
     sentence: &Sentence,
     seed: u64,
 ) -> Result<SlotSentence, String> {
+    let condition = engine.scheduler.condition().ok_or("the backend runs no conditioning network")?;
+    let answer = condition(sentence.conditioning_frames()).map_err(|e| e.to_string())?;
+    let cond = answer.await.map_err(|_| "the conditioning thread stopped".to_string())??;
+    finish(engine, speaker, sentence, seed, cond)
+}
+
+/// The sentence's length, lead and seed around its conditioning.
+fn finish(
+    engine: &SlotEngine,
+    speaker: &Speaker,
+    sentence: &Sentence,
+    seed: u64,
+    cond: SlotCond,
+) -> Result<SlotSentence, String> {
     let s = &engine.scheduler;
-    let features = sentence.conditioning_frames();
-    let cond = match s.condition() {
-        Some(condition) => condition(features).map_err(|e| e.to_string())?,
-        None => SlotCond::Rows(engine.network.forward(features).map_err(|e| e.to_string())?),
-    };
     let n = cond.frames() * speaker.hop();
     let rate = speaker.sample_rate() as f64;
     if n > s.max_samples() {
@@ -128,7 +145,11 @@ impl Job {
         let n = plan.len();
         let spawn_prepare = |k: usize| -> JoinHandle<Result<SlotSentence, String>> {
             let (engine, speaker, plan, seed) = (engine.clone(), self.speaker.clone(), plan.clone(), self.seed);
-            tokio::task::spawn_blocking(move || prepare(&engine, &speaker, &plan[k], seed))
+            if engine.scheduler.condition().is_some() {
+                tokio::spawn(async move { prepare_on_backend(&engine, &speaker, &plan[k], seed).await })
+            } else {
+                tokio::task::spawn_blocking(move || prepare(&engine, &speaker, &plan[k], seed))
+            }
         };
         let send = |e: Event| async move {
             match tokio::time::timeout(self.stall, tx.send(e)).await {

@@ -20,7 +20,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::sys::{CUevent_flags, CUfunction_attribute};
 use cudarc::driver::{CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, LaunchConfig};
 use cudarc::driver::{PinnedHostSlice, PushKernelArg};
 
@@ -60,6 +60,8 @@ pub struct Projector {
     pub out: usize,
     /// Frames the arena holds.
     pub arena_frames: usize,
+    /// Dynamic shared memory per block ([`GpuConditioner::exclusive_of`]).
+    smem: usize,
 }
 
 impl Projector {
@@ -83,7 +85,7 @@ impl Projector {
         let cfg = LaunchConfig {
             grid_dim: (rows.div_ceil(TILE) as u32, self.out.div_ceil(TILE) as u32, 1),
             block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
+            shared_mem_bytes: self.smem as u32,
         };
         let (base_i, slots_i, wf_i, k_i, n_i) =
             (base as i64, slots as i32, wf as i32, self.u_width as i32, self.out as i32);
@@ -127,6 +129,7 @@ pub struct GpuConditioner {
     done: CudaEvent,
     arena_frames: usize,
     arena: u64,
+    smem: usize,
 }
 
 impl GpuConditioner {
@@ -206,7 +209,25 @@ impl GpuConditioner {
             done,
             arena_frames,
             arena: arena_ptr,
+            smem: 0,
         })
+    }
+
+    /// Makes every block of these kernels ask for enough shared memory
+    /// that none fits on a multiprocessor beside a block of `block_smem`
+    /// bytes (the sampling kernel's): they then run on the multiprocessors
+    /// the sampling kernel leaves free instead of stretching its per-sample
+    /// critical path. Applies to projectors made after it.
+    pub fn exclusive_of(&mut self, block_smem: usize) -> Result<(), GpuError> {
+        let per_sm = self.dev.shared_memory_per_multiprocessor();
+        // 1 KB per block is the driver's; the GEMM's own tiles are 8 KB of static memory.
+        let smem = (per_sm + 2048).saturating_sub(block_smem).min(self.dev.shared_memory_limit() - 8192);
+        for f in [&self.gemm, &self.fo_pool, &self.project] {
+            f.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)
+                .map_err(driver("cuFuncSetAttribute(dynamic shared memory)"))?;
+        }
+        self.smem = smem;
+        Ok(())
     }
 
     pub fn arena_frames(&self) -> usize {
@@ -237,6 +258,7 @@ impl GpuConditioner {
             u_width: self.u_width,
             out: self.out,
             arena_frames: self.arena_frames,
+            smem: self.smem,
         }
     }
 
@@ -298,7 +320,7 @@ impl GpuConditioner {
             let cfg = LaunchConfig {
                 grid_dim: (total.div_ceil(TILE) as u32, (12 * h).div_ceil(TILE) as u32, 1),
                 block_dim: (256, 1, 1),
-                shared_mem_bytes: 0,
+                shared_mem_bytes: self.smem as u32,
             };
             {
                 let (input, gbuf) = (if k == 0 { &self.x } else { &self.y[(k - 1) % 2] }, &mut self.g);
@@ -309,7 +331,11 @@ impl GpuConditioner {
                 unsafe { b.launch(cfg) }.map_err(driver("cuLaunchKernel(cond_gemm)"))?;
             }
             let last = k + 1 == layers;
-            let cfg = LaunchConfig { grid_dim: (nb as u32, 2, 1), block_dim: (h as u32, 1, 1), shared_mem_bytes: 0 };
+            let cfg = LaunchConfig {
+                grid_dim: (nb as u32, 2, 1),
+                block_dim: (h as u32, 1, 1),
+                shared_mem_bytes: self.smem as u32,
+            };
             let ldo = (2 * h) as i64;
             let h_i = h as i32;
             let seq = self.seq.slice(if last { 3 * self.max_batch..3 * self.max_batch + 3 * nb } else { 0..3 * nb });

@@ -72,9 +72,13 @@ pub struct SlotSentence {
 /// read; runs on the request's side (many at once), not on the scheduler.
 pub type Prepare = Arc<dyn Fn(Conditioning) -> Result<Conditioning, SlotError> + Send + Sync>;
 
-/// Runs the conditioning network on a sentence's frames (`[F, input_dim]`)
-/// where the backend keeps its output (blocking; on the request's side).
-pub type Condition = Arc<dyn Fn(&[f32]) -> Result<SlotCond, SlotError> + Send + Sync>;
+/// Queues a sentence's frames (`[F, input_dim]`) for the conditioning
+/// network where the backend keeps its output; the answer arrives on the
+/// receiver (awaited by the request, holding no thread).
+pub type Condition = Arc<dyn Fn(&[f32]) -> Result<Conditioned, SlotError> + Send + Sync>;
+
+/// The answer to a [`Condition`] call.
+pub type Conditioned = tokio::sync::oneshot::Receiver<Result<SlotCond, String>>;
 
 /// A sampler of `slots()` independent streams advanced together. Owned by
 /// one scheduler thread; nothing here is called from two threads.

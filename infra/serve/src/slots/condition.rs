@@ -1,13 +1,14 @@
 //! [`GpuConditioning`]: one thread running a voice's conditioning network on
 //! the GPU ([`dv_gpu::GpuConditioner`]) for every request of that voice.
-//! Requests hand it a sentence's frames and wait; the thread takes every
+//! Requests hand it a sentence's frames and await the answer (no thread of
+//! theirs waits, so thousands can be queued at once); the thread takes every
 //! sentence waiting (up to a batch's frames and sentences), gives each a
 //! span of the arena, runs them as one batch and answers each with its
 //! span. A sentence that finds no room waits for frames to be freed (by
 //! sentences that finish); one longer than the whole arena is refused.
 
 use std::collections::VecDeque;
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError};
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -15,11 +16,11 @@ use std::time::Duration;
 use dv_gpu::GpuConditioner;
 
 use super::arena::{FrameArena, Span};
-use super::backend::{DeviceRows, SlotCond, SlotError};
+use super::backend::{Conditioned, DeviceRows, SlotCond, SlotError};
 
 struct Job {
     features: Vec<f32>,
-    reply: SyncSender<Result<SlotCond, String>>,
+    reply: tokio::sync::oneshot::Sender<Result<SlotCond, String>>,
 }
 
 /// The conditioning thread of one voice; dropping it ends the thread once
@@ -46,9 +47,9 @@ impl GpuConditioning {
         &self.arena
     }
 
-    /// The conditioning of `features` (`[F, input_dim]`), left on the GPU;
-    /// blocks until it is there.
-    pub fn condition(&self, features: &[f32]) -> Result<SlotCond, SlotError> {
+    /// Queues `features` (`[F, input_dim]`); the answer is its conditioning
+    /// left on the GPU, or why not.
+    pub fn condition(&self, features: &[f32]) -> Result<Conditioned, SlotError> {
         let bad = |reason: String| SlotError::Slot { slot: 0, reason };
         if features.is_empty() || !features.len().is_multiple_of(self.input_dim) {
             return Err(bad(format!(
@@ -57,10 +58,10 @@ impl GpuConditioning {
                 self.input_dim
             )));
         }
-        let (reply, answer) = mpsc::sync_channel(1);
+        let (reply, answer) = tokio::sync::oneshot::channel();
         let tx = self.tx.as_ref().ok_or(SlotError::Stopped)?;
         tx.send(Job { features: features.to_vec(), reply }).map_err(|_| SlotError::Stopped)?;
-        answer.recv().map_err(|_| SlotError::Stopped)?.map_err(bad)
+        Ok(answer)
     }
 }
 

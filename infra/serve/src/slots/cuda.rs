@@ -73,13 +73,19 @@ fn gpu_conditioning(
     max_frames: usize,
 ) -> Result<(GpuConditioning, Projector, f64, usize), SlotError> {
     let layout = CondLayout::new(voice, &plan, w)?;
-    let features = voice.tensor("golden.features").map_err(dv_gpu::GpuError::from)?.data();
-    let expected = MultiStream::pool_rows(&plan, w, voice.tensor("golden.conditioning").map_err(dv_gpu::GpuError::from)?.data());
+    let golden = voice.golden().ok_or_else(|| {
+        SlotError::Gpu(dv_gpu::GpuError::Unsupported { what: "a voice without a golden example to check it on".into() })
+    })?;
+    let features = golden.features.data();
+    let expected = MultiStream::pool_rows(&plan, w, golden.conditioning.data());
     let per_frame = 4 * layout.u_width;
     let room = (dev.free_memory()? as f64 * ARENA_SHARE) as usize / per_frame;
-    let golden = features.len() / layout.input_dim.max(1);
-    let frames = (2 * slots * max_frames).min(room).max(golden);
+    let golden_frames = features.len() / layout.input_dim.max(1);
+    let frames = (2 * slots * max_frames).min(room).max(golden_frames);
     let mut net = GpuConditioner::new(dev, &layout, BATCH_FRAMES, BATCH_SENTENCES, frames)?;
+    if std::env::var_os("DV_SERVE_SHARED_SMS").is_none() {
+        net.exclusive_of(plan.smem_bytes)?;
+    }
     let diff = net.check(features, &expected)?;
     if diff > CONDITIONING_BOUND {
         return Err(SlotError::Gpu(dv_gpu::GpuError::Unsupported {
@@ -193,6 +199,18 @@ impl CudaSlots {
         let w = Weights::from_voice(voice)?;
         let plan = MultiPlan::fastest(&w.sizes, dev.compute_capability(), dev.shared_memory_limit())?;
         let hop = w.sizes.hop;
+        // The conditioning network first: on the GPU, the column kernel reads its pool as halves.
+        let (conditioning, note) = if std::env::var_os("DV_SERVE_CPU_CONDITIONING").is_some_and(|v| v != "0") {
+            (None, "conditioning network on the CPU (DV_SERVE_CPU_CONDITIONING)".to_string())
+        } else {
+            match gpu_conditioning(voice, dev.clone(), &w, plan, slots, max_samples.div_ceil(hop)) {
+                Ok((c, p, diff, frames)) => (
+                    Some((Arc::new(c), p)),
+                    format!("conditioning network on the GPU (golden max |Δ| {diff:.1e}, arena of {frames} frames)"),
+                ),
+                Err(e) => (None, format!("conditioning network on the CPU: {e}")),
+            }
+        };
         // Parity: two blocks of slots, every one live, four checked (one leaves midway, one joins).
         let pstreams = 2 * plan.streams_per_block;
         let parity_steps: usize = 512;
@@ -216,20 +234,10 @@ impl CudaSlots {
                 ),
             }));
         }
-        let gpu = Pipelined::new(dev.clone(), &w, plan, slots, steps, max_samples.div_ceil(hop))?;
+        let mut gpu = Pipelined::new(dev.clone(), &w, plan, slots, steps, max_samples.div_ceil(hop))?;
+        gpu.set_serial_projection(std::env::var_os("DV_SERVE_SERIAL_PROJECTION").is_some_and(|v| v != "0"));
         let n = gpu.slots();
         let window = gpu.window_frames();
-        let (conditioning, note) = if std::env::var_os("DV_SERVE_CPU_CONDITIONING").is_some_and(|v| v != "0") {
-            (None, "conditioning network on the CPU (DV_SERVE_CPU_CONDITIONING)".to_string())
-        } else {
-            match gpu_conditioning(voice, dev, &w, plan, n, max_samples.div_ceil(hop)) {
-                Ok((c, p, diff, frames)) => (
-                    Some((Arc::new(c), p)),
-                    format!("conditioning network on the GPU (golden max |Δ| {diff:.1e}, arena of {frames} frames)"),
-                ),
-                Err(e) => (None, format!("conditioning network on the CPU: {e}")),
-            }
-        };
         Ok(Self {
             hop,
             width: w.sizes.conditioning_width(),
