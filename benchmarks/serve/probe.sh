@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A/B on one device call: the kernel alone at the server's launch length (1638 steps), then
-# dv-serve as it starts by default at LEVELS, and with AB_ENV set (default DV_SERVE_F32_POOL=1,
-# the float32 conditioning pool) at AB_LEVELS. GPU clocks sampled throughout. Copies the
+# dv-serve as it starts by default at LEVELS, and with AB_ENV set (default
+# DV_SERVE_CPU_CONDITIONING=1, the conditioning network on the CPU and windows staged by the host)
+# at AB_LEVELS. GPU clocks sampled throughout. Copies the
 # summaries to $OUT. Knobs: LEVELS (default "2048 4096"), AB_LEVELS (default "4096"), AB_ENV,
 # DURATION (15), BENCH_STREAMS (2080,4120).
 here=$(pwd)
@@ -18,5 +19,5 @@ run() {  # NAME LEVELS [ENV...]
     echo "== $name"; sed -n '2p;5,20p' /tmp/sg-$name/summary.md; grep -i "conditioning network\|panic" /tmp/sg-$name/server.log | head -2
 }
 run default "${LEVELS:-2048 4096}"
-[ -n "${AB_LEVELS-4096}" ] && run ab "${AB_LEVELS:-4096}" ${AB_ENV:-DV_SERVE_F32_POOL=1}
+[ -n "${AB_LEVELS-4096}" ] && run ab "${AB_LEVELS:-4096}" ${AB_ENV:-DV_SERVE_CPU_CONDITIONING=1}
 kill $smi

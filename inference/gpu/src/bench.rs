@@ -64,6 +64,10 @@ pub struct MultiTiming {
     pub total_rate: f64,
 }
 
+/// Times kernel 2 with every slot live: slot s reads the pool from frame
+/// `s · stride` (modulo the frames left after one stream's): a small pool and
+/// stride 7 share rows between streams, a pool of `slots · frames` and a
+/// stride of one stream's frames gives each its own.
 pub fn time_multi(
     gpu: &mut MultiStream,
     pool_frames: usize,
@@ -71,6 +75,7 @@ pub fn time_multi(
     steps: usize,
     sampling: GpuSampling,
     repeats: usize,
+    stride: usize,
 ) -> Result<MultiTiming, GpuError> {
     let frames = (steps * (repeats.max(1) + 1)).div_ceil(hop);
     if frames > pool_frames {
@@ -81,7 +86,7 @@ pub fn time_multi(
     let starts: Vec<StreamStart> = (0..slots)
         .map(|s| StreamStart {
             slot: s,
-            cond_frame: (s * 7) % distinct,
+            cond_frame: (s * stride) % distinct,
             samples: steps * (repeats.max(1) + 1),
             seed: s as u64,
         })

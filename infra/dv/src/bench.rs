@@ -158,6 +158,11 @@ pub struct StreamsArgs {
     /// DV_GPU_DEFINES; they still count as failures).
     #[arg(long)]
     force_timing: bool,
+    /// Give every stream conditioning rows of its own (as a server's streams
+    /// have), instead of all streams reading one small shared pool (the
+    /// default: rows in L2 whatever the stream count).
+    #[arg(long)]
+    distinct_conditioning: bool,
 }
 
 fn voices(c: &Common) -> anyhow::Result<Vec<(String, Voice)>> {
@@ -570,10 +575,17 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                         }
                     }
                     drop(gpu);
-                    let pool = random_conditioning(voice.config(), (a.repeats + 1) * a.steps.div_ceil(hop) + 64, 9);
+                    let per_stream = (a.repeats + 1) * a.steps.div_ceil(hop);
+                    let (pool_frames, stride) = if a.distinct_conditioning {
+                        (per_stream * a.streams.iter().copied().max().unwrap_or(1).next_multiple_of(plan.streams_per_block) + 64, per_stream)
+                    } else {
+                        (per_stream + 64, 7)
+                    };
+                    let pool = random_conditioning(voice.config(), pool_frames, 9);
                     println!(
-                        "| streams | ms / {} steps | samples/s per stream | real-time factor | samples/s in all |",
-                        a.steps
+                        "| streams | ms / {} steps | samples/s per stream | real-time factor | samples/s in all |{}",
+                        a.steps,
+                        if a.distinct_conditioning { " (each stream its own conditioning rows)" } else { "" }
                     );
                     println!("|---|---|---|---|---|");
                     let mut best = 0;
@@ -586,6 +598,7 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                             a.steps,
                             GpuSampling::new(Sampling::Direct)?,
                             a.repeats,
+                            stride,
                         )?;
                         println!(
                             "| {} | {:.1} | {:.0} | {:.2}x | {:.3e} |",
@@ -599,6 +612,7 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                         "mma": mma, "per_block": per_block, "threads": plan.threads, "streams": t.streams, "steps": t.steps,
                         "median_ms": t.median_ms, "per_stream_rate": t.per_stream_rate, "real_time_factor": t.real_time_factor,
                         "total_rate": t.total_rate, "floor_streams_flops": fl.streams_by_flops, "floor_streams_bytes": fl.streams_by_bytes,
+                        "distinct_conditioning": a.distinct_conditioning,
                     }))?;
                     }
                     println!("largest real-time stream count tried: {best}");

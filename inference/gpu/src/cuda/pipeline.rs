@@ -92,9 +92,6 @@ pub struct Pipelined {
     kern: [(CudaEvent, CudaEvent); 3],
     flights: VecDeque<Flight>,
     submitted: u64,
-    /// [`Pipelined::submit_projected`] projects on the compute stream,
-    /// between the launches, instead of on the copy stream beside them.
-    serial_projection: bool,
 }
 
 /// Page-locked host memory (not write-combined where the host reads it).
@@ -192,20 +189,11 @@ impl Pipelined {
             kern,
             flights: VecDeque::new(),
             submitted: 0,
-            serial_projection: false,
         })
     }
 
     pub fn slots(&self) -> usize {
         self.ms.slots
-    }
-
-    /// Whether [`Pipelined::submit_projected`] runs the projection on the
-    /// compute stream right before its launch (the whole device, nothing
-    /// beside the sampling kernel) rather than on the copy stream while
-    /// the launch before runs (default).
-    pub fn set_serial_projection(&mut self, serial: bool) {
-        self.serial_projection = serial;
     }
 
     pub fn plan(&self) -> MultiPlan {
@@ -433,18 +421,10 @@ impl Pipelined {
             let offs = self.stage_off[b].as_mut_slice().map_err(driver("cuEventSynchronize(offsets)"))?;
             c.memcpy_htod(&offs[..launched], &mut self.off[b].slice_mut(0..launched))
                 .map_err(driver("cuMemcpyHtoDAsync(conditioning offsets)"))?;
-            if !self.serial_projection {
-                let pool = if b == 0 { &mut self.ms.pool } else { &mut self.pool1 };
-                proj.launch(&c, pool, &self.meta[b], win.base, launched, win.frames)?;
-            }
+            let pool = if b == 0 { &mut self.ms.pool } else { &mut self.pool1 };
+            proj.launch(&c, pool, &self.meta[b], win.base, launched, win.frames)?;
         }
         self.up[b].1.record(&c).map_err(driver("cuEventRecord(upload end)"))?;
-        if self.serial_projection {
-            let dev = self.ms.dev.clone();
-            dev.stream.wait(&self.up[b].1).map_err(driver("cuStreamWaitEvent(upload)"))?;
-            let pool = if b == 0 { &mut self.ms.pool } else { &mut self.pool1 };
-            proj.launch(&dev.stream, pool, &self.meta[b], win.base, launched, win.frames)?;
-        }
         self.enqueue(b, launched, steps, sampling)
     }
 

@@ -9,6 +9,7 @@
 //! | `cuda-single-f32` (kernel 1, `SinglePlan::new`) | the scalar reference | max \|Δp\| ≤ 1e-5, mode streams identical, ≤ 1 % of replayed direct draws differ |
 //! | `cuda-single-bf16`, `cuda-chain-bf16` (`SinglePlan::chain_split`, what `dv synth --device cuda` runs) | the scalar reference on the bfloat16-rounded weights | max \|Δp\| ≤ 1e-3, draws as above |
 //! | `cuda-multi` (kernel 2, `MultiPlan::fastest`, what `dv serve --device cuda` runs) | the same, per checked stream, streams leaving and joining between launches | max \|Δp\| ≤ 1e-3 |
+//! | `cuda-conditioning` (`GpuConditioner`, `dv serve --device cuda`'s conditioning network: sentences of several lengths in one batch, at scattered arena frames) | `CondLayout`'s CPU reference of the kernels, and `dv_synth::ConditioningNetwork` in the pool's order | max \|Δ\| ≤ 1e-4 and 1e-3 |
 //!
 //! The CPU backends always run (AVX2 where the CPU has it); the CUDA ones
 //! when a device opens, else each prints `skipped: no CUDA device …`. A
@@ -291,4 +292,46 @@ fn a_perturbed_sampler_is_caught() {
     assert_eq!(measured, cases().len());
     // Every case of more than a step leaves the bound; the 1-step case may stay within it.
     assert!(report.failures().len() >= measured - 1, "{:?}", report.failures());
+}
+
+/// The GPU conditioning network on a batch of sentences of different
+/// lengths written to scattered arena frames (the serving path batches
+/// whatever sentences arrive together): every sentence's projected rows
+/// against the CPU reference of the kernels and against the CPU network.
+#[test]
+fn gpu_conditioning_batches_match_the_cpu_network() {
+    use dv_gpu::{CondLayout, GpuConditioner};
+    let dev = match GpuDevice::new(0) {
+        Ok(d) => Arc::new(d),
+        Err(e) => {
+            println!("conformance cuda-conditioning: skipped: no CUDA device ({e})");
+            return;
+        }
+    };
+    let voice = random_voice(WavenetConfig::preset("20x64x128").unwrap(), 7).unwrap();
+    let w = Weights::from_voice(&voice).unwrap();
+    let plan = MultiPlan::cols(&w.sizes, 40, 3, 0, 227 * 1024).unwrap();
+    let lay = CondLayout::new(&voice, &plan, &w).unwrap();
+    let mut net = GpuConditioner::new(dev, &lay, 256, 8, 1000).unwrap();
+    net.exclusive_of(plan.smem_bytes).unwrap();
+    let d = lay.input_dim;
+    let mut rng = Rng::new(3);
+    let (lengths, at) = ([5usize, 17, 40, 1], [100usize, 0, 300, 999]);
+    let feats: Vec<Vec<f32>> = lengths.iter().map(|&f| (0..f * d).map(|_| rng.uniform()).collect()).collect();
+    let refs: Vec<&[f32]> = feats.iter().map(|f| f.as_slice()).collect();
+    net.run(&refs, &at).unwrap();
+    let cpu = dv_synth::ConditioningNetwork::new(&voice).unwrap();
+    for ((f, &a), &n) in feats.iter().zip(&at).zip(&lengths) {
+        let got = net.project_rows(a, n).unwrap();
+        let kernels = lay.project_reference(&lay.u_reference(f));
+        let network = MultiStream::pool_rows(&plan, &w, cpu.forward(f).unwrap().data());
+        let diff = |e: &[f32]| got.iter().zip(e).map(|(g, e)| (g - e).abs()).fold(0.0f32, |m, d| if d.is_nan() { f32::INFINITY } else { m.max(d) });
+        let (dk, dn) = (diff(&kernels), diff(&network));
+        println!("conformance cuda-conditioning: {n} frames at {a}: max |Δ| {dk:.2e} from the kernels' reference, {dn:.2e} from the CPU network");
+        assert!(dk <= 1e-4 && dn <= 1e-3, "{n} frames at {a}: {dk:.2e}, {dn:.2e}");
+    }
+    // A sentence past the arena's end, or a batch of more frames than it takes, is refused.
+    let long = vec![0.5f32; 300 * d];
+    assert!(net.run(&[&long], &[0]).is_err(), "300 frames in a batch of 256");
+    assert!(net.run(&[&feats[0]], &[998]).is_err(), "past the arena");
 }

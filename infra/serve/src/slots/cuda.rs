@@ -83,9 +83,7 @@ fn gpu_conditioning(
     let golden_frames = features.len() / layout.input_dim.max(1);
     let frames = (2 * slots * max_frames).min(room).max(golden_frames);
     let mut net = GpuConditioner::new(dev, &layout, BATCH_FRAMES, BATCH_SENTENCES, frames)?;
-    if std::env::var_os("DV_SERVE_SHARED_SMS").is_none() {
-        net.exclusive_of(plan.smem_bytes)?;
-    }
+    net.exclusive_of(plan.smem_bytes)?;
     let diff = net.check(features, &expected)?;
     if diff > CONDITIONING_BOUND {
         return Err(SlotError::Gpu(dv_gpu::GpuError::Unsupported {
@@ -234,8 +232,7 @@ impl CudaSlots {
                 ),
             }));
         }
-        let mut gpu = Pipelined::new(dev.clone(), &w, plan, slots, steps, max_samples.div_ceil(hop))?;
-        gpu.set_serial_projection(std::env::var_os("DV_SERVE_SERIAL_PROJECTION").is_some_and(|v| v != "0"));
+        let gpu = Pipelined::new(dev.clone(), &w, plan, slots, steps, max_samples.div_ceil(hop))?;
         let n = gpu.slots();
         let window = gpu.window_frames();
         Ok(Self {
