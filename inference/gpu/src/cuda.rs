@@ -140,9 +140,9 @@ impl GpuDevice {
         let smem_optin = ctx
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
             .map_err(driver("cuDeviceGetAttribute(shared memory opt-in)"))? as usize;
-        let smem_per_sm = ctx
-            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)
-            .map_err(driver("cuDeviceGetAttribute(shared memory per multiprocessor)"))? as usize;
+        let smem_per_sm =
+            ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)
+                .map_err(driver("cuDeviceGetAttribute(shared memory per multiprocessor)"))? as usize;
         let stream = ctx.default_stream();
         Ok(Self { ctx, stream, name, capability, sm_count, smem_optin, smem_per_sm })
     }
@@ -695,9 +695,9 @@ impl MultiStream {
         let hist = s.alloc_zeros::<f32>(slots * rows * sizes.residual).map_err(driver("cuMemAlloc(histories)"))?;
         let pool_d = match pool {
             PoolInit::Rows(c) => dev.upload("conditioning pool", &Self::pool_rows(&plan, w, c.data()))?,
-            PoolInit::Zeros(f) => s
-                .alloc_zeros::<f32>(f * sizes.conditioning_width())
-                .map_err(driver("cuMemAlloc(conditioning pool)"))?,
+            PoolInit::Zeros(f) => {
+                s.alloc_zeros::<f32>(f * sizes.conditioning_width()).map_err(driver("cuMemAlloc(conditioning pool)"))?
+            }
         };
         let pos = s.alloc_zeros::<i32>(slots).map_err(driver("cuMemAlloc(positions)"))?;
         let len = s.alloc_zeros::<i32>(slots).map_err(driver("cuMemAlloc(lengths)"))?;

@@ -760,7 +760,8 @@ impl CondLayout {
             let prod: Vec<f32> = (0..f)
                 .flat_map(|t| {
                     let xr = &x[t * d..(t + 1) * d];
-                    (0..12 * h).map(move |n| xr.iter().zip(&g[n * d..(n + 1) * d]).fold(0.0f32, |s, (a, w)| a.mul_add(*w, s)))
+                    (0..12 * h)
+                        .map(move |n| xr.iter().zip(&g[n * d..(n + 1) * d]).fold(0.0f32, |s, (a, w)| a.mul_add(*w, s)))
                 })
                 .collect();
             let mut y = vec![0.0f32; f * 2 * h];

@@ -577,7 +577,12 @@ fn streams(a: StreamsArgs) -> anyhow::Result<()> {
                     drop(gpu);
                     let per_stream = (a.repeats + 1) * a.steps.div_ceil(hop);
                     let (pool_frames, stride) = if a.distinct_conditioning {
-                        (per_stream * a.streams.iter().copied().max().unwrap_or(1).next_multiple_of(plan.streams_per_block) + 64, per_stream)
+                        (
+                            per_stream
+                                * a.streams.iter().copied().max().unwrap_or(1).next_multiple_of(plan.streams_per_block)
+                                + 64,
+                            per_stream,
+                        )
                     } else {
                         (per_stream + 64, 7)
                     };

@@ -76,7 +76,9 @@ fn finish(
     }
     // As Speaker::render: the leading pause fed as silence, all but its last LEAD_SAMPLED_S.
     let lead = match sentence.phonemes.first() {
-        Some(p) if s.feeds_lead() && p.phoneme == PAUSE => (((p.end_s - LEAD_SAMPLED_S).max(0.0) * rate) as usize).min(n),
+        Some(p) if s.feeds_lead() && p.phoneme == PAUSE => {
+            (((p.end_s - LEAD_SAMPLED_S).max(0.0) * rate) as usize).min(n)
+        }
         _ => 0,
     };
     let cond = match cond {

@@ -150,7 +150,11 @@ impl GpuConditioner {
             return Err(GpuError::Unsupported { what: format!("H = {h} QRNN units (one thread each: 1 to 1024)") });
         }
         if batch_frames == 0 || max_batch == 0 || arena_frames == 0 {
-            return Err(GpuError::Shape { what: "conditioning batch frames, sentences and arena frames", expected: 1, got: 0 });
+            return Err(GpuError::Shape {
+                what: "conditioning batch frames, sentences and arena frames",
+                expected: 1,
+                got: 0,
+            });
         }
         let (module, gemm) = dev.load(SOURCE, "cond_gemm", 0)?;
         let fo_pool = module.load_function("cond_fo_pool").map_err(driver("cuModuleGetFunction(cond_fo_pool)"))?;
@@ -173,7 +177,10 @@ impl GpuConditioner {
         let weights = Arc::new((up("cond.proj.weight", &layout.proj)?, up("cond.proj.bias", &layout.proj_b)?, arena));
         let x = zero("cuMemAlloc(conditioning features)", batch_frames * layout.input_dim)?;
         let g = zero("cuMemAlloc(QRNN gate products)", batch_frames * 12 * h)?;
-        let y = [zero("cuMemAlloc(QRNN outputs)", batch_frames * 2 * h)?, zero("cuMemAlloc(QRNN outputs)", batch_frames * 2 * h)?];
+        let y = [
+            zero("cuMemAlloc(QRNN outputs)", batch_frames * 2 * h)?,
+            zero("cuMemAlloc(QRNN outputs)", batch_frames * 2 * h)?,
+        ];
         // SAFETY: page-locked host buffers, written by the host before every copy that reads them.
         let stage = unsafe { dev.ctx.alloc_pinned::<f32>(batch_frames * layout.input_dim) }
             .map_err(driver("cuMemHostAlloc(features)"))?;
@@ -283,10 +290,18 @@ impl GpuConditioner {
             for (b, (s, &a)) in sentences.iter().zip(at).enumerate() {
                 let f = s.len() / d0;
                 if f == 0 || s.len() != f * d0 {
-                    return Err(GpuError::Shape { what: "conditioning features (whole frames, at least one)", expected: f.max(1) * d0, got: s.len() });
+                    return Err(GpuError::Shape {
+                        what: "conditioning features (whole frames, at least one)",
+                        expected: f.max(1) * d0,
+                        got: s.len(),
+                    });
                 }
                 if a + f > self.arena_frames {
-                    return Err(GpuError::Shape { what: "arena frames of a sentence", expected: self.arena_frames, got: a + f });
+                    return Err(GpuError::Shape {
+                        what: "arena frames of a sentence",
+                        expected: self.arena_frames,
+                        got: a + f,
+                    });
                 }
                 // Intermediate layers write their own rows; the last one the arena's.
                 seq[3 * b..3 * b + 3].copy_from_slice(&[total as i64, f as i64, total as i64]);
@@ -295,7 +310,11 @@ impl GpuConditioner {
                 total += f;
             }
             if total > self.batch_frames {
-                return Err(GpuError::Shape { what: "frames of a conditioning batch", expected: self.batch_frames, got: total });
+                return Err(GpuError::Shape {
+                    what: "frames of a conditioning batch",
+                    expected: self.batch_frames,
+                    got: total,
+                });
             }
             let stage = self.stage.as_mut_slice().map_err(driver("cuEventSynchronize(features)"))?;
             let mut o = 0;
@@ -362,7 +381,11 @@ impl GpuConditioner {
     /// windows: for checks.
     pub fn project_rows(&mut self, at: usize, frames: usize) -> Result<Vec<f32>, GpuError> {
         if frames == 0 || at + frames > self.arena_frames {
-            return Err(GpuError::Shape { what: "arena frames to project", expected: self.arena_frames, got: at + frames });
+            return Err(GpuError::Shape {
+                what: "arena frames to project",
+                expected: self.arena_frames,
+                got: at + frames,
+            });
         }
         let s = self.stream.clone();
         let meta =
@@ -379,7 +402,11 @@ impl GpuConditioner {
     pub fn check(&mut self, features: &[f32], expected: &[f32]) -> Result<f64, GpuError> {
         let f = features.len() / self.input_dim.max(1);
         if expected.len() != f * self.out {
-            return Err(GpuError::Shape { what: "expected conditioning rows", expected: f * self.out, got: expected.len() });
+            return Err(GpuError::Shape {
+                what: "expected conditioning rows",
+                expected: f * self.out,
+                got: expected.len(),
+            });
         }
         self.run(&[features], &[0])?;
         let got = self.project_rows(0, f)?;

@@ -305,7 +305,11 @@ impl Pipelined {
             });
         }
         if used == 0 || used > n || firsts != used {
-            return Err(GpuError::Shape { what: "first frames of the used slots", expected: used.clamp(1, n), got: firsts });
+            return Err(GpuError::Shape {
+                what: "first frames of the used slots",
+                expected: used.clamp(1, n),
+                got: firsts,
+            });
         }
         let spb = self.ms.plan.streams_per_block;
         Ok((used.div_ceil(spb) * spb).min(n))

@@ -325,7 +325,15 @@ fn gpu_conditioning_batches_match_the_cpu_network() {
         let got = net.project_rows(a, n).unwrap();
         let kernels = lay.project_reference(&lay.u_reference(f));
         let network = MultiStream::pool_rows(&plan, &w, cpu.forward(f).unwrap().data());
-        let diff = |e: &[f32]| got.iter().zip(e).map(|(g, e)| (g - e).abs()).fold(0.0f32, |m, d| if d.is_nan() { f32::INFINITY } else { m.max(d) });
+        let diff = |e: &[f32]| {
+            got.iter().zip(e).map(|(g, e)| (g - e).abs()).fold(0.0f32, |m, d| {
+                if d.is_nan() {
+                    f32::INFINITY
+                } else {
+                    m.max(d)
+                }
+            })
+        };
         let (dk, dn) = (diff(&kernels), diff(&network));
         println!("conformance cuda-conditioning: {n} frames at {a}: max |Δ| {dk:.2e} from the kernels' reference, {dn:.2e} from the CPU network");
         assert!(dk <= 1e-4 && dn <= 1e-3, "{n} frames at {a}: {dk:.2e}, {dn:.2e}");

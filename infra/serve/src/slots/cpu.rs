@@ -92,7 +92,10 @@ impl MultiBackend for CpuSlots {
                 return Err(SlotError::Slot { slot: *slot, reason: format!("only {n} slots") });
             };
             if sentence.cond.rows().is_none() {
-                return Err(SlotError::Slot { slot: *slot, reason: "conditioning on the GPU given to the CPU sampler".into() });
+                return Err(SlotError::Slot {
+                    slot: *slot,
+                    reason: "conditioning on the GPU given to the CPU sampler".into(),
+                });
             }
             let covered = sentence.cond.frames() * self.sampler.hop();
             if sentence.samples > covered || sentence.samples > self.max_samples {

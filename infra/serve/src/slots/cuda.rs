@@ -87,11 +87,14 @@ fn gpu_conditioning(
     let diff = net.check(features, &expected)?;
     if diff > CONDITIONING_BOUND {
         return Err(SlotError::Gpu(dv_gpu::GpuError::Unsupported {
-            what: format!("the GPU conditioning network is off the golden example by {diff:.2e} (bound {CONDITIONING_BOUND:.0e})"),
+            what: format!(
+                "the GPU conditioning network is off the golden example by {diff:.2e} (bound {CONDITIONING_BOUND:.0e})"
+            ),
         }));
     }
     let projector = net.projector();
-    let service = GpuConditioning::spawn(net).map_err(|e| SlotError::Slot { slot: 0, reason: format!("starting the conditioning thread: {e}") })?;
+    let service = GpuConditioning::spawn(net)
+        .map_err(|e| SlotError::Slot { slot: 0, reason: format!("starting the conditioning thread: {e}") })?;
     Ok((service, projector, diff, frames))
 }
 
@@ -360,7 +363,10 @@ impl MultiBackend for CudaSlots {
                     Some(b) => match &b.sentence.cond {
                         SlotCond::Device(d) => (Some((d.span.at(), d.span.frames())), b.pos / hop),
                         SlotCond::Rows(_) => {
-                            return Err(SlotError::Slot { slot: 0, reason: "host rows on a GPU-conditioned slot".into() })
+                            return Err(SlotError::Slot {
+                                slot: 0,
+                                reason: "host rows on a GPU-conditioned slot".into(),
+                            })
                         }
                     },
                     None => (None, 0),

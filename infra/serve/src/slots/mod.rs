@@ -37,7 +37,9 @@ mod cuda;
 mod scheduler;
 
 pub use arena::{FrameArena, Span};
-pub use backend::{Condition, Conditioned, DeviceRows, LaunchTimes, MultiBackend, Prepare, SlotCond, SlotError, SlotSentence};
+pub use backend::{
+    Condition, Conditioned, DeviceRows, LaunchTimes, MultiBackend, Prepare, SlotCond, SlotError, SlotSentence,
+};
 pub use condition::GpuConditioning;
 pub use cpu::CpuSlots;
 pub use cuda::{fill_windows, CudaSlots};
