@@ -51,6 +51,14 @@
 //! overlapped with the launch before it (what `dv serve --device cuda`
 //! runs).
 //!
+//! **The conditioning network** ([`GpuConditioner`], `kernels/conditioning.cu`):
+//! a server's thousands of streams need more of it than a host's cores give,
+//! so its QRNN layers run here, batched over the sentences that arrive
+//! together, and leave each sentence's u rows in a device arena; each
+//! launch's windows are projected from the arena into the pool on the
+//! device ([`Pipelined::submit_projected`], [`Projector`]). [`CondLayout`]
+//! holds the weights as the kernels read them and their CPU reference.
+//!
 //! # Units and invariants
 //!
 //! Audio is 8-bit mu-law at the voice's rate (16384 Hz); sample n reads
@@ -86,7 +94,8 @@
 //! - In CI (no GPU; `cargo test -p dv-gpu`): the weight layouts hold exactly
 //!   the voice's weights where each kernel indexes them; the plans keep
 //!   each kernel's invariants and refuse what it cannot run; serving
-//!   windows hold every frame a launch reads; NVRTC compiles every source
+//!   windows hold every frame a launch reads; the conditioning layout's CPU
+//!   reference equals `dv_synth`'s network in the pool's order; NVRTC compiles every source
 //!   for every Table 2 size and variant (NVRTC from the torch wheel loads
 //!   without a GPU), and a broken source is an error carrying the compiler
 //!   log; the sampling modes and both draw rules; the emulation equals

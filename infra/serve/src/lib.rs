@@ -55,8 +55,10 @@
 //! `dv-gpu`'s kernel 2) whose N slots requests join as they arrive and leave
 //! when done, so concurrent requests share launches. A request still waits
 //! for one of N render permits in the same bounded queue (429 beyond it),
-//! plans and runs the conditioning network on the CPU (a blocking thread,
-//! one sentence ahead), and each launch sends every busy slot's next block
+//! plans on the CPU (a blocking thread), has each sentence conditioned one
+//! sentence ahead (on the GPU by the voice's conditioning thread, batched
+//! with other requests' sentences and awaited; on the CPU with
+//! `--device cpu-slots`), and each launch sends every busy slot's next block
 //! (about 100 ms) to its response. The same metrics cover both paths, with
 //! the slots' own gauges and counters added.
 #![forbid(unsafe_code)]
