@@ -18,6 +18,44 @@ use dv_gpu::GpuConditioner;
 use super::arena::{FrameArena, Span};
 use super::backend::{Conditioned, DeviceRows, SlotCond, SlotError};
 
+/// A conditioning network that runs batches of sentences into an arena of
+/// u rows: [`GpuConditioner`] on the GPU (what `dv-serve` runs); CI drives
+/// the thread with a CPU one.
+pub trait ConditionBatches: Send + 'static {
+    /// The width of a sentence's frames.
+    fn input_dim(&self) -> usize;
+    /// The most frames, and sentences, of one batch.
+    fn batch_frames(&self) -> usize;
+    fn max_batch(&self) -> usize;
+    /// The arena's frames.
+    fn arena_frames(&self) -> usize;
+    /// Runs `sentences` (`[F_b, input_dim]`), sentence b's rows to arena
+    /// frames `at[b] ..`; returns when they are there.
+    fn run(&mut self, sentences: &[&[f32]], at: &[usize]) -> Result<(), String>;
+}
+
+impl ConditionBatches for GpuConditioner {
+    fn input_dim(&self) -> usize {
+        GpuConditioner::input_dim(self)
+    }
+
+    fn batch_frames(&self) -> usize {
+        GpuConditioner::batch_frames(self)
+    }
+
+    fn max_batch(&self) -> usize {
+        GpuConditioner::max_batch(self)
+    }
+
+    fn arena_frames(&self) -> usize {
+        GpuConditioner::arena_frames(self)
+    }
+
+    fn run(&mut self, sentences: &[&[f32]], at: &[usize]) -> Result<(), String> {
+        GpuConditioner::run(self, sentences, at).map_err(|e| e.to_string())
+    }
+}
+
 struct Job {
     features: Vec<f32>,
     reply: tokio::sync::oneshot::Sender<Result<SlotCond, String>>,
@@ -34,7 +72,7 @@ pub struct GpuConditioning {
 
 impl GpuConditioning {
     /// Starts the thread that owns `net`.
-    pub fn spawn(net: GpuConditioner) -> std::io::Result<Self> {
+    pub fn spawn<N: ConditionBatches>(net: N) -> std::io::Result<Self> {
         let arena = FrameArena::new(net.arena_frames());
         let input_dim = net.input_dim();
         let (tx, rx) = mpsc::channel();
@@ -74,7 +112,7 @@ impl Drop for GpuConditioning {
     }
 }
 
-fn run(mut net: GpuConditioner, arena: Arc<FrameArena>, rx: Receiver<Job>) {
+fn run<N: ConditionBatches>(mut net: N, arena: Arc<FrameArena>, rx: Receiver<Job>) {
     let d = net.input_dim();
     let mut pending: VecDeque<Job> = VecDeque::new();
     let mut open = true;
@@ -129,7 +167,7 @@ fn run(mut net: GpuConditioner, arena: Arc<FrameArena>, rx: Receiver<Job>) {
         for (j, span) in batch.into_iter().zip(spans) {
             let answer = match &r {
                 Ok(()) => Ok(SlotCond::Device(Arc::new(DeviceRows { span }))),
-                Err(e) => Err(format!("the GPU conditioning network: {e}")),
+                Err(e) => Err(format!("the conditioning network: {e}")),
             };
             let _ = j.reply.send(answer);
         }

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use dv_serve::slots::{
-    fill_windows, CpuSlots, FrameArena, LaunchTimes, MultiBackend, Prepare, Scheduler, SlotCond, SlotError, SlotEvent,
-    SlotSentence,
+    fill_windows, ConditionBatches, CpuSlots, FrameArena, GpuConditioning, LaunchTimes, MultiBackend, Prepare,
+    Scheduler, SlotCond, SlotError, SlotEvent, SlotSentence,
 };
 use dv_serve::{SlotBackend, SlotConfig};
 use dv_speak::CancelToken;
@@ -516,4 +516,98 @@ fn arena_spans_never_overlap_and_all_frames_come_back() {
     }
     held.clear();
     assert_eq!(arena.alloc(100).map(|s| s.frames()), Some(100));
+}
+
+/// The conditioning network `--device cuda` runs on the GPU, here on the CPU
+/// (`CondLayout`'s reference of the kernels) over a host arena, so that CI
+/// drives the conditioning thread itself: batching, arena spans, waiting
+/// for frames to be freed, refusals.
+struct CpuBatches {
+    lay: dv_gpu::CondLayout,
+    arena: Arc<Mutex<Vec<f32>>>,
+    frames: usize,
+    batches: Arc<Mutex<Vec<usize>>>,
+}
+
+impl ConditionBatches for CpuBatches {
+    fn input_dim(&self) -> usize {
+        self.lay.input_dim
+    }
+    fn batch_frames(&self) -> usize {
+        48
+    }
+    fn max_batch(&self) -> usize {
+        3
+    }
+    fn arena_frames(&self) -> usize {
+        self.frames
+    }
+    fn run(&mut self, sentences: &[&[f32]], at: &[usize]) -> Result<(), String> {
+        let w = self.lay.u_width;
+        let mut arena = self.arena.lock().unwrap();
+        for (f, &a) in sentences.iter().zip(at) {
+            let u = self.lay.u_reference(f);
+            arena[a * w..a * w + u.len()].copy_from_slice(&u);
+        }
+        self.batches.lock().unwrap().push(sentences.len());
+        Ok(())
+    }
+}
+
+#[test]
+fn the_conditioning_thread_batches_sentences_into_disjoint_spans_and_waits_for_room() {
+    let voice = random_voice(dv_voice::WavenetConfig::preset("20x32x128").unwrap(), 4).unwrap();
+    let w = dv_gpu::Weights::from_voice(&voice).unwrap();
+    let plan = dv_gpu::MultiPlan::tiles_wg(&w.sizes, 256, 2, 0, false, 227 * 1024).unwrap();
+    let lay = dv_gpu::CondLayout::new(&voice, &plan, &w).unwrap();
+    let (d, uw) = (lay.input_dim, lay.u_width);
+    let frames = 60;
+    let arena = Arc::new(Mutex::new(vec![f32::NAN; frames * uw]));
+    let batches = Arc::new(Mutex::new(Vec::new()));
+    let reference = lay.clone();
+    let svc = Arc::new(
+        GpuConditioning::spawn(CpuBatches { lay, arena: arena.clone(), frames, batches: batches.clone() }).unwrap(),
+    );
+    // 16 sentences of 1 to 30 frames (about 4 arenas' worth) from 16 threads at once; each
+    // holds its span a moment, as a slot would, then lets go.
+    let held = Arc::new(Mutex::new(Vec::<(usize, usize)>::new()));
+    let threads: Vec<_> = (0..16)
+        .map(|k| {
+            let (svc, arena, held, reference) = (svc.clone(), arena.clone(), held.clone(), reference.clone());
+            std::thread::spawn(move || {
+                let mut rng = Rng::new(k as u64 + 1);
+                let f = 1 + (rng.uniform() * 30.0) as usize % 30;
+                let features: Vec<f32> = (0..f * d).map(|_| rng.uniform()).collect();
+                let cond = svc.condition(&features).unwrap().blocking_recv().unwrap().unwrap();
+                let SlotCond::Device(rows) = &cond else { panic!("host rows from the conditioning thread") };
+                let (at, n) = (rows.span.at(), rows.span.frames());
+                assert_eq!(n, f);
+                {
+                    let mut h = held.lock().unwrap();
+                    for &(a, m) in h.iter() {
+                        assert!(at + n <= a || a + m <= at, "spans {at}+{n} and {a}+{m} overlap");
+                    }
+                    h.push((at, n));
+                }
+                let want = reference.u_reference(&features);
+                assert_eq!(&arena.lock().unwrap()[at * uw..(at + n) * uw], &want[..], "sentence {k}'s rows");
+                std::thread::sleep(Duration::from_millis(20));
+                held.lock().unwrap().retain(|&(a, _)| a != at);
+                drop(cond);
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let b = batches.lock().unwrap().clone();
+    assert_eq!(b.iter().sum::<usize>(), 16, "every sentence ran once: {b:?}");
+    assert!(b.iter().all(|&n| (1..=3).contains(&n)), "batches of at most 3: {b:?}");
+    assert_eq!(svc.arena().free_frames(), frames, "every span came back");
+    // Refusals: longer than a batch takes, and not whole frames.
+    let long = vec![0.5f32; 49 * d];
+    let e = svc.condition(&long).unwrap().blocking_recv().unwrap().unwrap_err();
+    assert!(e.contains("49 frames") && e.contains("at most 48"), "{e}");
+    assert!(svc.condition(&[0.5; 3]).is_err());
+    assert!(svc.condition(&[]).is_err());
 }
