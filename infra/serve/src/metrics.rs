@@ -6,7 +6,7 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-use crate::slots::SlotStats;
+use crate::slots::{CondStats, SlotStats};
 
 /// Seconds from the request's arrival to its first audio byte.
 const TTFA_BUCKETS: [f64; 12] = [0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0];
@@ -209,7 +209,7 @@ impl Metrics {
         );
         let seconds = [
             ("stage", "Host seconds filling launches' conditioning windows (page-locked, while the launch before runs).", sum(&|s| s.stage_us.load(r))),
-            ("upload", "Device seconds copying launches' windows to the GPU (copy stream).", sum(&|s| s.upload_us.load(r))),
+            ("upload", "Device seconds preparing launches' windows on the copy stream: copied from the host, or projected from the GPU conditioning arena.", sum(&|s| s.upload_us.load(r))),
             ("kernel", "Device seconds in the sampling kernel (CPU slots: sampling).", sum(&|s| s.kernel_us.load(r))),
             ("download", "Device seconds copying launches' codes back.", sum(&|s| s.download_us.load(r))),
             ("gap", "Device idle seconds between back-to-back launches: the kernel waiting for the host.", sum(&|s| s.gap_us.load(r))),
@@ -226,5 +226,48 @@ impl Metrics {
             "# HELP {name} Slot-launches lost: slots held by a request with nothing to sample yet (conditioning not ready).\n# TYPE {name} counter\n{name} {}",
             sum(&|s| s.starved.load(r))
         );
+        // The GPU conditioning networks (absent when the CPU runs it).
+        let cond: Vec<&Arc<CondStats>> = live.iter().filter_map(|s| s.conditioning.as_ref()).collect();
+        if cond.is_empty() {
+            return;
+        }
+        let csum = |f: &dyn Fn(&CondStats) -> u64| cond.iter().map(|c| f(c)).sum::<u64>();
+        let counters = [
+            (
+                "dv_serve_conditioning_batches_total",
+                "Batches the GPU conditioning networks ran.",
+                csum(&|c| c.batches.load(r)) as f64,
+            ),
+            ("dv_serve_conditioning_sentences_total", "Sentences in them.", csum(&|c| c.sentences.load(r)) as f64),
+            ("dv_serve_conditioning_frames_total", "Frames in them.", csum(&|c| c.frames.load(r)) as f64),
+            (
+                "dv_serve_conditioning_seconds_total",
+                "Seconds running them (host clock, launch to finish).",
+                csum(&|c| c.run_us.load(r)) as f64 / 1e6,
+            ),
+        ];
+        for (name, help, v) in counters {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}");
+        }
+        let gauges = [
+            (
+                "dv_serve_conditioning_pending",
+                "Sentences waiting for a batch or for arena room.",
+                csum(&|c| c.pending.load(r) as u64),
+            ),
+            (
+                "dv_serve_conditioning_arena_frames",
+                "Frames of the arenas of conditioning rows.",
+                csum(&|c| c.arena.frames() as u64),
+            ),
+            (
+                "dv_serve_conditioning_arena_free_frames",
+                "Frames of them free now.",
+                csum(&|c| c.arena.free_frames() as u64),
+            ),
+        ];
+        for (name, help, v) in gauges {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
+        }
     }
 }

@@ -99,6 +99,11 @@ pub trait MultiBackend: Send + 'static {
         None
     }
 
+    /// The counters of that network, when it runs one.
+    fn condition_stats(&self) -> Option<Arc<super::condition::CondStats>> {
+        None
+    }
+
     /// The longest sentence a slot takes, in samples.
     fn max_samples(&self) -> usize;
 

@@ -8,10 +8,11 @@
 //! sentences that finish); one longer than the whole arena is refused.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use dv_gpu::GpuConditioner;
 
@@ -56,6 +57,21 @@ impl ConditionBatches for GpuConditioner {
     }
 }
 
+/// The conditioning thread's counters, for `/metrics` and tests.
+#[derive(Debug)]
+pub struct CondStats {
+    /// Batches run, the sentences and frames in them, and the seconds
+    /// (microseconds here) the thread spent running them.
+    pub batches: AtomicU64,
+    pub sentences: AtomicU64,
+    pub frames: AtomicU64,
+    pub run_us: AtomicU64,
+    /// Sentences queued and not yet run (waiting for a batch or for room).
+    pub pending: AtomicUsize,
+    /// The arena (its frames in all and free now).
+    pub arena: Arc<FrameArena>,
+}
+
 struct Job {
     features: Vec<f32>,
     reply: tokio::sync::oneshot::Sender<Result<SlotCond, String>>,
@@ -65,7 +81,7 @@ struct Job {
 /// the requests in flight have their answers.
 pub struct GpuConditioning {
     tx: Option<Sender<Job>>,
-    arena: Arc<FrameArena>,
+    stats: Arc<CondStats>,
     input_dim: usize,
     thread: Option<JoinHandle<()>>,
 }
@@ -73,16 +89,27 @@ pub struct GpuConditioning {
 impl GpuConditioning {
     /// Starts the thread that owns `net`.
     pub fn spawn<N: ConditionBatches>(net: N) -> std::io::Result<Self> {
-        let arena = FrameArena::new(net.arena_frames());
+        let stats = Arc::new(CondStats {
+            batches: AtomicU64::new(0),
+            sentences: AtomicU64::new(0),
+            frames: AtomicU64::new(0),
+            run_us: AtomicU64::new(0),
+            pending: AtomicUsize::new(0),
+            arena: FrameArena::new(net.arena_frames()),
+        });
         let input_dim = net.input_dim();
         let (tx, rx) = mpsc::channel();
-        let a = arena.clone();
-        let thread = std::thread::Builder::new().name("dv-conditioning".into()).spawn(move || run(net, a, rx))?;
-        Ok(Self { tx: Some(tx), arena, input_dim, thread: Some(thread) })
+        let st = stats.clone();
+        let thread = std::thread::Builder::new().name("dv-conditioning".into()).spawn(move || run(net, st, rx))?;
+        Ok(Self { tx: Some(tx), stats, input_dim, thread: Some(thread) })
     }
 
     pub fn arena(&self) -> &Arc<FrameArena> {
-        &self.arena
+        &self.stats.arena
+    }
+
+    pub fn stats(&self) -> &Arc<CondStats> {
+        &self.stats
     }
 
     /// Queues `features` (`[F, input_dim]`); the answer is its conditioning
@@ -98,7 +125,11 @@ impl GpuConditioning {
         }
         let (reply, answer) = tokio::sync::oneshot::channel();
         let tx = self.tx.as_ref().ok_or(SlotError::Stopped)?;
-        tx.send(Job { features: features.to_vec(), reply }).map_err(|_| SlotError::Stopped)?;
+        self.stats.pending.fetch_add(1, Ordering::Relaxed);
+        if tx.send(Job { features: features.to_vec(), reply }).is_err() {
+            self.stats.pending.fetch_sub(1, Ordering::Relaxed);
+            return Err(SlotError::Stopped);
+        }
         Ok(answer)
     }
 }
@@ -112,8 +143,9 @@ impl Drop for GpuConditioning {
     }
 }
 
-fn run<N: ConditionBatches>(mut net: N, arena: Arc<FrameArena>, rx: Receiver<Job>) {
+fn run<N: ConditionBatches>(mut net: N, stats: Arc<CondStats>, rx: Receiver<Job>) {
     let d = net.input_dim();
+    let arena = stats.arena.clone();
     let mut pending: VecDeque<Job> = VecDeque::new();
     let mut open = true;
     while open || !pending.is_empty() {
@@ -140,6 +172,7 @@ fn run<N: ConditionBatches>(mut net: N, arena: Arc<FrameArena>, rx: Receiver<Job
             let f = j.features.len() / d;
             if f > arena.frames() || f > net.batch_frames() {
                 let j = pending.pop_front().expect("front exists");
+                stats.pending.fetch_sub(1, Ordering::Relaxed);
                 let _ = j.reply.send(Err(format!(
                     "a sentence of {f} frames: the GPU conditioning takes at most {} at once",
                     arena.frames().min(net.batch_frames())
@@ -163,7 +196,14 @@ fn run<N: ConditionBatches>(mut net: N, arena: Arc<FrameArena>, rx: Receiver<Job
         }
         let feats: Vec<&[f32]> = batch.iter().map(|j| j.features.as_slice()).collect();
         let at: Vec<usize> = spans.iter().map(Span::at).collect();
+        let t = Instant::now();
         let r = net.run(&feats, &at);
+        let r_ = Ordering::Relaxed;
+        stats.run_us.fetch_add(t.elapsed().as_micros() as u64, r_);
+        stats.batches.fetch_add(1, r_);
+        stats.sentences.fetch_add(batch.len() as u64, r_);
+        stats.frames.fetch_add(frames as u64, r_);
+        stats.pending.fetch_sub(batch.len(), r_);
         for (j, span) in batch.into_iter().zip(spans) {
             let answer = match &r {
                 Ok(()) => Ok(SlotCond::Device(Arc::new(DeviceRows { span }))),

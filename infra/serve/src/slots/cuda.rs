@@ -287,6 +287,10 @@ impl MultiBackend for CudaSlots {
         Some(Arc::new(move |features: &[f32]| c.condition(features)))
     }
 
+    fn condition_stats(&self) -> Option<Arc<super::condition::CondStats>> {
+        self.conditioning.as_ref().map(|(c, _)| c.stats().clone())
+    }
+
     fn max_samples(&self) -> usize {
         self.max_samples
     }

@@ -40,7 +40,7 @@ pub use arena::{FrameArena, Span};
 pub use backend::{
     Condition, Conditioned, DeviceRows, LaunchTimes, MultiBackend, Prepare, SlotCond, SlotError, SlotSentence,
 };
-pub use condition::{ConditionBatches, GpuConditioning};
+pub use condition::{CondStats, ConditionBatches, GpuConditioning};
 pub use cpu::CpuSlots;
 pub use cuda::{fill_windows, CudaSlots};
 pub use scheduler::{Scheduler, SlotEvent, SlotStats, SlotStream};

@@ -85,6 +85,8 @@ pub struct SlotStats {
     pub samples: AtomicU64,
     /// Members dropped because they left early or were cancelled.
     pub left: AtomicU64,
+    /// The backend's own conditioning network's counters, when it runs one.
+    pub conditioning: Option<Arc<super::condition::CondStats>>,
 }
 
 enum Command {
@@ -140,7 +142,7 @@ impl Scheduler {
     /// slots by `block` samples (≥ 1).
     pub fn spawn<B: MultiBackend>(backend: B, block: usize) -> std::io::Result<Scheduler> {
         let (tx, rx) = mpsc::channel();
-        let stats = Arc::new(SlotStats::default());
+        let stats = Arc::new(SlotStats { conditioning: backend.condition_stats(), ..SlotStats::default() });
         stats.slots.store(backend.slots(), Ordering::Relaxed);
         let (prepare, feeds_lead, max_samples) = (backend.prepare(), backend.feeds_lead(), backend.max_samples());
         let condition = backend.condition();

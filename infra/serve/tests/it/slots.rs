@@ -594,20 +594,26 @@ fn the_conditioning_thread_batches_sentences_into_disjoint_spans_and_waits_for_r
                 std::thread::sleep(Duration::from_millis(20));
                 held.lock().unwrap().retain(|&(a, _)| a != at);
                 drop(cond);
+                f
             })
         })
         .collect();
-    for t in threads {
-        t.join().unwrap();
-    }
+    let total: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
     let b = batches.lock().unwrap().clone();
     assert_eq!(b.iter().sum::<usize>(), 16, "every sentence ran once: {b:?}");
+    // The counters /metrics shows.
+    let st = svc.stats();
+    let r = std::sync::atomic::Ordering::Relaxed;
+    assert_eq!(st.batches.load(r) as usize, b.len());
+    assert_eq!((st.sentences.load(r), st.frames.load(r) as usize), (16, total));
+    assert_eq!(st.pending.load(r), 0);
     assert!(b.iter().all(|&n| (1..=3).contains(&n)), "batches of at most 3: {b:?}");
     assert_eq!(svc.arena().free_frames(), frames, "every span came back");
     // Refusals: longer than a batch takes, and not whole frames.
     let long = vec![0.5f32; 49 * d];
     let e = svc.condition(&long).unwrap().blocking_recv().unwrap().unwrap_err();
     assert!(e.contains("49 frames") && e.contains("at most 48"), "{e}");
+    assert_eq!(st.pending.load(r), 0, "a refused sentence is not pending");
     assert!(svc.condition(&[0.5; 3]).is_err());
     assert!(svc.condition(&[]).is_err());
 }
