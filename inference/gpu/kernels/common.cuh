@@ -144,9 +144,20 @@ __device__ __forceinline__ void mbar_wait(u32 bar, u32 par, bool cluster) {
 // `bytes` (a multiple of 16) from global memory into this block's shared
 // memory by the tensor-memory accelerator, completing them on `bar`.
 __device__ __forceinline__ void bulk_load(u32 dst, const void* src, u32 bytes, u32 bar) {
+#ifdef W_EVICT_LAST
+    // Experiment (DV_GPU_DEFINES=W_EVICT_LAST): the weight chunks marked evict-last in L2, so
+    // that thousands of streams' own conditioning and history rows do not push them out.
+    unsigned long long policy;
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(dst),
+        "l"(src), "r"(bytes), "r"(bar), "l"(policy)
+        : "memory");
+#else
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
                  "l"(src), "r"(bytes), "r"(bar)
                  : "memory");
+#endif
 }
 // 2^x and 1/x on the multi-function unit, denormals flushed: __expf and
 // __fdividef add range fix-ups around them (a predicated scaling before and a
