@@ -4,14 +4,19 @@
 # DV_SERVE_CPU_CONDITIONING=1, the conditioning network on the CPU and windows staged by the host)
 # at AB_LEVELS. GPU clocks sampled throughout. Copies the
 # summaries to $OUT. Knobs: LEVELS (default "2048 4096"), AB_LEVELS (default "4096"), AB_ENV,
-# DURATION (15), BENCH_STREAMS (2080,4120).
+# DURATION (15), BENCH_STREAMS (2080,4120), BENCH_ARGS (more `dv bench gpu-streams` flags).
 here=$(pwd)
 source benchmarks/device_env.sh
 bench_env .carry/dv.xz /tmp/bx > /dev/null 2>&1
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,utilization.gpu --format=csv,noheader -lms 1000 > $OUT/clocks.csv &
 smi=$!
-$dv bench gpu-streams --presets none --voice inference/voices/slt --precision bf16 --streams ${BENCH_STREAMS:-2080,4120} --steps 1638 > $OUT/bench1638.txt 2>&1
-grep -A4 "^| streams" $OUT/bench1638.txt
+# The kernel alone, as it starts and with AB_ENV (BENCH_ARGS: e.g. --distinct-conditioning).
+for which in default ab; do
+    e=(); [ $which = ab ] && e=(${AB_ENV:-DV_SERVE_CPU_CONDITIONING=1})
+    env "${e[@]}" $dv bench gpu-streams --presets none --voice inference/voices/slt --precision bf16 \
+        --streams ${BENCH_STREAMS:-2080,4120} --steps 1638 ${BENCH_ARGS:-} > $OUT/bench1638-$which.txt 2>&1
+    echo "== kernel alone, $which"; grep -A4 "^| streams" $OUT/bench1638-$which.txt
+done
 run() {  # NAME LEVELS [ENV...]
     local name=$1 levels=$2; shift 2
     env "$@" KERNEL_RT=5120 LEVELS="$levels" DURATION=${DURATION:-15} benchmarks/serve/gpu.sh /tmp/sg-$name > $OUT/run-$name.txt 2>&1
