@@ -164,12 +164,14 @@ impl Job {
             }
         };
         let (mut next, mut finished, mut samples) = (0usize, 0usize, 0usize);
+        // Sentences conditioned on the GPU hold arena frames: the first waits for the slot.
+        let mut assigned = engine.scheduler.condition().is_none();
         let mut pending: Option<JoinHandle<Result<SlotSentence, String>>> = None;
         if !send(Event::Sentence(plan[0].index())).await {
             return self.cancelled();
         }
         loop {
-            if pending.is_none() && next < n && next <= finished + LOOKAHEAD {
+            if pending.is_none() && assigned && next < n && next <= finished + LOOKAHEAD {
                 pending = Some(spawn_prepare(next));
                 next += 1;
             }
@@ -192,6 +194,7 @@ impl Job {
                     }
                 }
                 ev = events.recv() => match ev {
+                    Some(SlotEvent::Assigned) => assigned = true,
                     Some(SlotEvent::Audio(block)) => {
                         samples += block.len();
                         if !send(Event::Audio(block)).await {

@@ -36,11 +36,16 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 use super::backend::{Condition, LaunchTimes, MultiBackend, Prepare, SlotError, SlotSentence};
 
-/// What a member hears, in order: each sentence's audio in blocks, then
-/// `SentenceDone`; the channel closes after the last sentence of an ended
-/// member, or after `Failed`.
+/// What a member hears, in order: `Assigned` once it has a slot, then each
+/// sentence's audio in blocks, then `SentenceDone`; the channel closes after
+/// the last sentence of an ended member, or after `Failed`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SlotEvent {
+    /// The member holds a slot now. A request whose sentences hold device
+    /// memory (the GPU conditioning arena) prepares its first one only from
+    /// here: requests waiting for a slot hold none, so the arena never fills
+    /// with sentences that cannot run while running ones wait for room.
+    Assigned,
     /// The next samples of the running sentence (at most one block).
     Audio(Vec<i16>),
     /// The running sentence has all its samples.
@@ -405,6 +410,8 @@ impl<B: MultiBackend> Loop<B> {
             self.owner[slot] = Some(id);
             if let Some(m) = self.members.get_mut(&id) {
                 m.slot = Some(slot);
+                // A send fails only when the receiver is gone: reaped next iteration.
+                let _ = m.events.send(SlotEvent::Assigned);
             }
         }
     }

@@ -114,6 +114,7 @@ async fn drain(rx: &mut UnboundedReceiver<SlotEvent>) -> (Vec<i16>, usize, Optio
             SlotEvent::Audio(b) => pcm.extend(b),
             SlotEvent::SentenceDone => done += 1,
             SlotEvent::Failed(m) => failed = Some(m),
+            SlotEvent::Assigned => {}
         }
     }
     (pcm, done, failed)
@@ -167,6 +168,7 @@ async fn join_and_leave(depth: usize) {
     a.push(a2.clone()).unwrap();
     a.end().unwrap();
     let mut a_pcm = Vec::new();
+    assert_eq!(a_rx.recv().await, Some(SlotEvent::Assigned));
     for _ in 0..3 {
         match a_rx.recv().await.unwrap() {
             SlotEvent::Audio(b) => a_pcm.extend(b),
@@ -237,8 +239,9 @@ async fn cancel_leave_drop(depth: usize) {
         let (a, mut a_rx) = sched.join(cancel.clone()).unwrap();
         a.push(long.clone()).unwrap();
         a.end().unwrap();
+        assert_eq!(a_rx.recv().await, Some(SlotEvent::Assigned), "{how}");
         assert!(matches!(a_rx.recv().await, Some(SlotEvent::Audio(_))), "{how}");
-        // The only slot is A's: B waits.
+        // The only slot is A's: B waits, and hears nothing until it has one.
         let (b, mut b_rx) = sched.join(CancelToken::new()).unwrap();
         b.push(short.clone()).unwrap();
         b.end().unwrap();
@@ -246,6 +249,7 @@ async fn cancel_leave_drop(depth: usize) {
             eventually(Duration::from_secs(5), || async { sched.stats().waiting.load(Relaxed) == 1 }).await,
             "{how}"
         );
+        assert!(b_rx.try_recv().is_err(), "{how}: B heard something before it had a slot");
         let t = Instant::now();
         let mut a_rx = Some(a_rx);
         let mut a = Some(a);
@@ -255,6 +259,8 @@ async fn cancel_leave_drop(depth: usize) {
             _ => drop(a_rx.take()),
         }
         // B gets the slot, and hears exactly its sentence.
+        let first = tokio::time::timeout(Duration::from_secs(5), b_rx.recv()).await.expect("B never got the slot");
+        assert_eq!(first, Some(SlotEvent::Assigned), "{how}");
         let (b_pcm, b_done, b_fail) = drain(&mut b_rx).await;
         assert_eq!((b_done, b_fail), (1, None), "{how}");
         assert_eq!(b_pcm, alone(&v, &short), "{how}");
