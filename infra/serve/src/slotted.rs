@@ -2,8 +2,9 @@
 //! a render permit, plan the text (on a blocking thread), then join the
 //! scheduler and feed it sentence by sentence, each sentence's conditioning
 //! computed at most one sentence ahead of the one sampling (on a blocking
-//! thread, or queued on the backend's own network on the GPU and awaited)
-//! while the slot's blocks are forwarded to the response. A
+//! thread, or queued on the backend's own network on the GPU and awaited,
+//! the first once the request holds a slot) while the slot's blocks are
+//! forwarded to the response. A
 //! response that is dropped or stalls past the stall timeout, a cancelled
 //! ticket, or a failed backend ends the request and frees its slot.
 
