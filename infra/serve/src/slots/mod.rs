@@ -24,10 +24,13 @@
 //!   never waits for a slot; requests beyond wait in the bounded queue.
 //!
 //! [`Scheduler`] is generic over the backend: [`CudaSlots`] is `dv-gpu`'s
-//! kernel 2 ([`dv_gpu::MultiStream`] with conditioning windows), and
+//! kernel 2 ([`dv_gpu::Pipelined`] with conditioning windows), whose voice's
+//! conditioning network also runs on the GPU ([`GpuConditioning`]: sentences
+//! batched, their rows in a device arena of [`FrameArena`] spans), and
 //! [`CpuSlots`] drives `dv-synth`'s sampler slot by slot on the scheduler's
 //! thread (CI tests the scheduler with it; `--device cpu-slots` serves with
-//! it).
+//! it; CI drives the conditioning thread with the CPU reference through
+//! [`ConditionBatches`]).
 
 mod arena;
 mod backend;
