@@ -57,8 +57,8 @@ pub const CONDITIONING_BOUND: f64 = 1e-3;
 const BATCH_FRAMES: usize = 1 << 16;
 const BATCH_SENTENCES: usize = 1024;
 
-/// The share of the device memory left after the pipeline that the arena
-/// of conditioning rows may take.
+/// The share of the device memory free at load (before the pipeline's
+/// buffers) that the arena of conditioning rows may take.
 const ARENA_SHARE: f64 = 0.5;
 
 /// The GPU conditioning network of `voice`, checked against its golden
@@ -200,7 +200,7 @@ impl CudaSlots {
         let w = Weights::from_voice(voice)?;
         let plan = MultiPlan::fastest(&w.sizes, dev.compute_capability(), dev.shared_memory_limit())?;
         let hop = w.sizes.hop;
-        // The conditioning network first: on the GPU, the column kernel reads its pool as halves.
+        // The conditioning network first: its arena takes half the device memory free before the pipeline.
         let (conditioning, note) = if std::env::var_os("DV_SERVE_CPU_CONDITIONING").is_some_and(|v| v != "0") {
             (None, "conditioning network on the CPU (DV_SERVE_CPU_CONDITIONING)".to_string())
         } else {
@@ -235,7 +235,7 @@ impl CudaSlots {
                 ),
             }));
         }
-        let gpu = Pipelined::new(dev.clone(), &w, plan, slots, steps, max_samples.div_ceil(hop))?;
+        let gpu = Pipelined::new(dev, &w, plan, slots, steps, max_samples.div_ceil(hop))?;
         let n = gpu.slots();
         let window = gpu.window_frames();
         Ok(Self {
