@@ -41,7 +41,10 @@
 //! | `wavenet_tiles.cu` | [`MultiPlan::tiles`], [`MultiPlan::tiles_wg`] (`Tiles`) | tile grids whose warps own fixed output columns (`mma.sync`), or on sm_90a warpgroup MMAs (`wgmma`, 64 streams per block, weight chunks by TMA) |
 //! | `wavenet_cols.cu` | [`MultiPlan::cols`] (`Cols`) | warpgroup MMAs with the weights as the 64-row A operand and the streams as N: any multiple of 8 streams per block (r = 64, sm_90a) |
 //!
-//! [`MultiPlan::fastest`] is the measured best for a size and device.
+//! [`MultiPlan::fastest`] is the measured best for a size and device (the
+//! most real-time streams); [`MultiPlan::for_streams`] spreads a given load
+//! over every multiprocessor with the fewest streams per block (what a
+//! server runs: each stream gets the headroom the load leaves).
 //! Slot state stays on the device between launches, so streams join
 //! ([`MultiStream::start`]) and leave (at their length) between launches;
 //! [`MultiStream::with_windows`] gives each slot a window of conditioning

@@ -589,6 +589,33 @@ impl MultiPlan {
         Self::tiles(sizes, 32, 256, 2, 0, false, smem_limit)
     }
 
+    /// The plan for `streams` concurrent streams on a device of compute
+    /// capability `cc` with `multiprocessors` SMs (what `dv serve --device
+    /// cuda` runs for its slots): kernel 2e with the fewest streams per block,
+    /// a multiple of 8 from 8 to 40, that still holds every stream in one wave
+    /// of a block per multiprocessor. A block's step is a latency chain whose
+    /// products, gate and residual update shorten with its streams (run v66,
+    /// H100: 512 steps take 26.7 ms at 32 per block against 30.0 ms at 40), so
+    /// spreading a load over every multiprocessor buys each stream headroom
+    /// over real time; beyond 40 per multiprocessor, [`MultiPlan::fastest`].
+    pub fn for_streams(
+        sizes: &Sizes,
+        cc: (i32, i32),
+        smem_limit: usize,
+        streams: usize,
+        multiprocessors: usize,
+    ) -> Result<Self, GpuError> {
+        let per_block = streams.max(1).div_ceil(multiprocessors.max(1)).next_multiple_of(8);
+        if cc == (9, 0) && sizes.residual == 64 && sizes.skip % 64 == 0 && per_block <= 40 {
+            if let Ok(p) = Self::cols(sizes, per_block, 3, 0, smem_limit)
+                .or_else(|_| Self::cols(sizes, per_block, 2, 0, smem_limit))
+            {
+                return Ok(p);
+            }
+        }
+        Self::fastest(sizes, cc, smem_limit)
+    }
+
     /// A plan for `wavenet_cols` (kernel 2e; sm_90a, Hopper only): the
     /// streams are the warpgroup MMAs' N dimension, so a block holds any
     /// multiple of 8 streams up to 64 (kernel 2c: 64 exactly); 256 threads,

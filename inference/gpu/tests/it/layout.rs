@@ -537,6 +537,24 @@ fn the_fastest_plan_is_kernel_2e_for_r_64_on_hopper() {
     assert_eq!((p.entry(), p.streams_per_block, p.wgmma), ("wavenet_tiles", 32, false));
 }
 
+#[test]
+fn a_served_load_is_spread_over_every_multiprocessor() {
+    let smem = 227 * 1024;
+    let sizes = weights("20x64x128").sizes;
+    let per_block = |streams| MultiPlan::for_streams(&sizes, (9, 0), smem, streams, 132).unwrap();
+    for (streams, want) in [(0, 8), (1, 8), (1056, 8), (1057, 16), (2048, 16), (4096, 32), (4224, 32), (4225, 40), (5280, 40)] {
+        let p = per_block(streams);
+        assert_eq!((p.entry(), p.streams_per_block, p.stages), ("wavenet_cols", want, 3), "{streams} streams");
+        assert!(streams.div_ceil(p.streams_per_block) <= 132, "{streams} streams in one wave");
+    }
+    // Beyond one wave of 40: the fastest plan; other devices and sizes: theirs.
+    assert_eq!(per_block(6000).streams_per_block, MultiPlan::fastest(&sizes, (9, 0), smem).unwrap().streams_per_block);
+    let p = MultiPlan::for_streams(&sizes, (8, 0), 163 * 1024, 64, 108).unwrap();
+    assert_eq!((p.entry(), p.wgmma), ("wavenet_tiles", false));
+    let p = MultiPlan::for_streams(&weights("20x32x128").sizes, (9, 0), smem, 64, 132).unwrap();
+    assert_eq!((p.entry(), p.streams_per_block, p.wgmma), ("wavenet_tiles", 64, true));
+}
+
 /// Where `wavenet_chain`'s `head_input` puts element k of a vector (its hi
 /// term; the lo term 16 u16 later): `head_at` in the kernel.
 fn head_at(k: usize) -> usize {

@@ -1,5 +1,5 @@
-//! [`CudaSlots`]: `dv-gpu`'s kernel 2 (the multi-stream kernel, the
-//! fastest plan for the voice's size and the device) as the scheduler's
+//! [`CudaSlots`]: `dv-gpu`'s kernel 2 (the multi-stream kernel, its slots
+//! spread over every multiprocessor: `MultiPlan::for_streams`) as the scheduler's
 //! backend, through [`dv_gpu::Pipelined`]: each slot reads its conditioning
 //! from its own window of the device pool, and nothing a launch needs from
 //! the host is serialized with the kernel before it. While launch k runs,
@@ -198,7 +198,13 @@ impl CudaSlots {
     ) -> Result<Self, SlotError> {
         let dev = Arc::new(GpuDevice::new(device)?);
         let w = Weights::from_voice(voice)?;
-        let plan = MultiPlan::fastest(&w.sizes, dev.compute_capability(), dev.shared_memory_limit())?;
+        let plan = MultiPlan::for_streams(
+            &w.sizes,
+            dev.compute_capability(),
+            dev.shared_memory_limit(),
+            slots,
+            dev.multiprocessors(),
+        )?;
         let hop = w.sizes.hop;
         // The conditioning network first: its arena takes half the device memory free before the pipeline.
         let (conditioning, note) = if std::env::var_os("DV_SERVE_CPU_CONDITIONING").is_some_and(|v| v != "0") {
