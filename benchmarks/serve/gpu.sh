@@ -10,7 +10,7 @@
 # On the device machine, from the repository root:
 #   benchmarks/serve/gpu.sh $OUT
 # Knobs: LEVELS (concurrencies, default "1 64 512 1024 2048 3072 4096"), DURATION (s per level,
-# default 25), KERNEL_RT (skip the kernel bench, taking this figure from an earlier one), SLOTS (default 4096), SLOT_BLOCK (samples per launch, dv-serve's --slot-block,
+# default 25), RAMP (s over which the clients join, gpu_streams.py; default 1), KERNEL_RT (skip the kernel bench, taking this figure from an earlier one), SLOTS (default 4096), SLOT_BLOCK (samples per launch, dv-serve's --slot-block,
 # default its own 1638 = 0.1 s: larger hides more per-launch host work, each request's first audio
 # waits about two launches), KERNEL_STREAMS (gpu-streams counts, default
 # "1024,2048,3072,4096,5120"), DEVICE (cuda; cpu-slots tries the script on a machine without a GPU,
@@ -112,8 +112,8 @@ out, n, prev = sys.argv[1], sys.argv[2], sys.argv[3]
 def read(p):
     d = {}
     for l in open(p):
-        if l.startswith("dv_serve_slot"):
-            k, v = l.split()
+        if l.startswith("dv_serve_slot") or l.startswith("dv_serve_conditioning_"):
+            k, v = l.rsplit(None, 1)
             d[k] = float(v)
     return d
 a = read(f"{out}/metrics-{n}.txt")
@@ -125,6 +125,14 @@ if L:
     print(f"level {n}: {L:.0f} launches, {d['dv_serve_slot_samples_total'] / L:.0f} samples each; per launch ms: "
           + ", ".join(f"{k} {ms(k):.1f}" for k in ["stage", "upload", "kernel", "download", "gap", "wait", "scheduler_busy"])
           + f"; starved slot-launches {d.get('dv_serve_slot_starved_total', 0) / L:.1f} per launch")
+c = {k[len("dv_serve_conditioning_"):]: d.get(k, 0.0) for k in d if k.startswith("dv_serve_conditioning_")}
+B = c.get("batches_total", 0)
+if B:
+    print(f"level {n}: conditioning {B:.0f} batches, {c['sentences_total'] / B:.1f} sentences and "
+          f"{c['frames_total'] / B:.0f} frames each, {1000 * c['seconds_total'] / B:.1f} ms each, "
+          f"{c['frames_total'] / max(c['seconds_total'], 1e-9) / 1e6:.2f} M frames per busy second; per batch ms: "
+          + ", ".join(p + " %.1f" % (1000 * c.get('phase_seconds_total{phase="' + p + '"}', 0) / B)
+                      for p in ["staging", "upload", "products", "pooling"]))
 PY
     prev=$n
 done
@@ -162,14 +170,15 @@ print(f"device {device}; kernel-only real-time streams (dv bench gpu-streams): {
 print(f"through HTTP, the largest concurrency with >= 99 % of streams real-time: {best}"
       + (f" ({100 * best / kernel:.0f} % of the kernel-only figure; goal 80 %)" if kernel else ""))
 print()
-print("| concurrency | responses | ok | real-time | TTFA p50 ms | TTFA p99 ms | speed p1 | speed p50 | lag p99 s | statuses |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("| concurrency | responses | ok | real-time | TTFA p50 ms | TTFA p99 ms | after the ramp: n, TTFA p50 / p99 ms | speed p1 | speed p50 | lag p99 s | statuses |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 ms = lambda v: "-" if v is None else f"{1000 * v:.0f}"
 x = lambda v: "-" if v is None else f"{v:.2f}x"
 for r in rows:
     lag = "-" if r["lag_p99_s"] is None else f"{r['lag_p99_s']:.2f}"
     print(f"| {r['concurrency']} | {r['responses']} | {r['ok']} | {100 * r['realtime_fraction']:.1f} % | "
-          f"{ms(r['ttfa_p50_s'])} | {ms(r['ttfa_p99_s'])} | {x(r['speed_p1'])} | {x(r['speed_p50'])} | {lag} | {r['statuses']} |")
+          f"{ms(r['ttfa_p50_s'])} | {ms(r['ttfa_p99_s'])} | "
+          f"{r.get('ttfa_steady_n', '-')}, {ms(r.get('ttfa_steady_p50_s'))} / {ms(r.get('ttfa_steady_p99_s'))} | {x(r['speed_p1'])} | {x(r['speed_p50'])} | {lag} | {r['statuses']} |")
 PY
 { echo; echo "Per launch (dv-serve's /metrics, each level alone):"; cat "$out/launches.txt" 2>/dev/null; } | tee -a "$out/summary.md"
 rm -rf "$out/bin" "$out/lib"

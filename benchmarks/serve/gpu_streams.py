@@ -11,11 +11,17 @@ underrun over SLACK seconds (a client's playback buffer). Prints one JSON
 line: the level's counts, real-time fraction, TTFA and per-stream speed
 percentiles.
 
+Clients join over RAMP seconds (the environment's RAMP, default 1): with a
+ramp as long as a request, the closed loop's clients are out of step, as a
+service's users are, and `ttfa_steady_*` gives the time to first audio of
+the requests sent after the ramp (no opening burst in it).
+
 usage: gpu_streams.py URL CONCURRENCY SECONDS TEXT [PROCS] [SLACK]
 """
 import asyncio
 import json
 import multiprocessing as mp
+import os
 import statistics
 import sys
 import time
@@ -68,15 +74,18 @@ async def one(host, port, body):
     return {"status": 200, "ttfa": first - t0, "audio": got / 2 / rate, "stream": end - first, "lag": worst}
 
 
-async def client(host, port, text, deadline, seed0, out):
+async def client(host, port, text, start, deadline, seed0, out):
     k = 0
     while time.perf_counter() < deadline:
         body = json.dumps({"model": "tts-1", "input": text, "response_format": "pcm", "seed": seed0 + k}).encode()
         k += 1
+        t = time.perf_counter() - start
         try:
-            out.append(await one(host, port, body))
+            r = await one(host, port, body)
         except Exception as e:  # a reset or a protocol error counts as a failure
-            out.append({"status": "error", "error": repr(e)[:200]})
+            r = {"status": "error", "error": repr(e)[:200]}
+        r["t"] = t
+        out.append(r)
 
 
 def proc(args):
@@ -85,16 +94,21 @@ def proc(args):
     out = []
 
     async def main():
-        deadline = time.perf_counter() + seconds
-        # Clients join over the first second, as users do, not in one burst.
+        start = time.perf_counter()
+        deadline = start + seconds
+        # Clients join over RAMP seconds (default the first one), not in one burst.
         tasks = []
         for c in range(conc):
-            tasks.append(asyncio.create_task(client(u.hostname, u.port, text, deadline, (index * 100000 + c) * 1000, out)))
-            await asyncio.sleep(1.0 / max(conc, 1))
+            seed0 = (index * 100000 + c) * 1000
+            tasks.append(asyncio.create_task(client(u.hostname, u.port, text, start, deadline, seed0, out)))
+            await asyncio.sleep(RAMP / max(conc, 1))
         await asyncio.gather(*tasks)
 
     asyncio.run(main())
     return out
+
+
+RAMP = float(os.environ.get("RAMP", "1"))
 
 
 def pct(v, p):
@@ -120,6 +134,7 @@ if __name__ == "__main__":
     speed = [r["audio"] / r["stream"] for r in ok if r["stream"] > 0]
     realtime = [r for r in ok if r["stream"] > 0 and r["audio"] / r["stream"] >= 1.0 and r["lag"] <= slack]
     ttfa = [r["ttfa"] for r in ok]
+    steady = [r["ttfa"] for r in ok if r["t"] >= RAMP]
     print(json.dumps({
         "concurrency": conc,
         "seconds": seconds,
@@ -130,6 +145,10 @@ if __name__ == "__main__":
         "slack_s": slack,
         "ttfa_p50_s": pct(ttfa, 50),
         "ttfa_p99_s": pct(ttfa, 99),
+        "ramp_s": RAMP,
+        "ttfa_steady_n": len(steady),
+        "ttfa_steady_p50_s": pct(steady, 50),
+        "ttfa_steady_p99_s": pct(steady, 99),
         "speed_p1": pct(speed, 1),
         "speed_p50": pct(speed, 50),
         "lag_p99_s": pct([r["lag"] for r in ok], 99),

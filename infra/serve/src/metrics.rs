@@ -249,6 +249,14 @@ impl Metrics {
         for (name, help, v) in counters {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}");
         }
+        let name = "dv_serve_conditioning_phase_seconds_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Of those seconds: host staging of the features, then on the device their upload, the QRNN products and the pooling (waits for the sampling kernel's multiprocessors included).\n# TYPE {name} counter"
+        );
+        for (i, phase) in ["staging", "upload", "products", "pooling"].iter().enumerate() {
+            let _ = writeln!(out, "{name}{{phase=\"{phase}\"}} {}", csum(&|c| c.phase_us[i].load(r)) as f64 / 1e6);
+        }
         let gauges = [
             (
                 "dv_serve_conditioning_pending",

@@ -101,6 +101,9 @@ impl Projector {
     }
 }
 
+/// Host threads that copy a large batch's features into page-locked memory.
+const STAGING_THREADS: usize = 4;
+
 /// The conditioning network of one voice on one GPU, with its own stream,
 /// batch buffers and the arena of u rows.
 pub struct GpuConditioner {
@@ -127,9 +130,57 @@ pub struct GpuConditioner {
     seq_host: PinnedHostSlice<i64>,
     seq: CudaSlice<i64>,
     done: CudaEvent,
+    /// Timing marks: before the upload, after it, after each layer's product and pooling.
+    marks: Vec<CudaEvent>,
+    phases: CondPhases,
     arena_frames: usize,
     arena: u64,
     smem: usize,
+}
+
+/// Where a [`GpuConditioner`]'s batches spent their time, seconds summed
+/// over every batch it ran (the device's parts by events on its stream, so
+/// they include any wait for multiprocessors the sampling kernel holds).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CondPhases {
+    /// Host: copying the batch's features into page-locked memory.
+    pub staging: f64,
+    /// Device: the features' upload, the QRNN layers' products, their fo-pooling.
+    pub upload: f64,
+    pub products: f64,
+    pub pooling: f64,
+}
+
+/// Copies `parts` one after another into `dst` on up to `threads` threads
+/// (whole parts each; one thread below a megabyte): how a conditioning
+/// batch's sentences reach page-locked memory.
+pub fn gather(dst: &mut [f32], parts: &[&[f32]], threads: usize) {
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    let copy = |dst: &mut [f32], parts: &[&[f32]]| {
+        let mut o = 0;
+        for p in parts {
+            dst[o..o + p.len()].copy_from_slice(p);
+            o += p.len();
+        }
+    };
+    if threads <= 1 || total < 1 << 18 {
+        return copy(dst, parts);
+    }
+    let per = total.div_ceil(threads);
+    std::thread::scope(|s| {
+        let (mut rest, mut i) = (&mut dst[..total], 0);
+        while i < parts.len() {
+            let (j, mut n) = (i, 0);
+            while i < parts.len() && (n < per || i == j) {
+                n += parts[i].len();
+                i += 1;
+            }
+            let (mine, r) = std::mem::take(&mut rest).split_at_mut(n);
+            rest = r;
+            let mine_parts = &parts[j..i];
+            s.spawn(move || copy(mine, mine_parts));
+        }
+    });
 }
 
 impl GpuConditioner {
@@ -188,6 +239,9 @@ impl GpuConditioner {
             unsafe { dev.ctx.alloc_pinned::<i64>(6 * max_batch) }.map_err(driver("cuMemHostAlloc(sentences)"))?;
         let seq = stream.alloc_zeros::<i64>(6 * max_batch).map_err(driver("cuMemAlloc(sentences)"))?;
         let done = dev.ctx.new_event(Some(CUevent_flags::CU_EVENT_BLOCKING_SYNC)).map_err(driver("cuEventCreate"))?;
+        let marks = (0..2 + 2 * layout.gates.len())
+            .map(|_| dev.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(driver("cuEventCreate")))
+            .collect::<Result<Vec<_>, _>>()?;
         stream.synchronize().map_err(driver("cuStreamSynchronize(conditioning set-up)"))?;
         let arena_ptr = raw(&weights.2, &stream);
         Ok(Self {
@@ -214,6 +268,8 @@ impl GpuConditioner {
             seq_host,
             seq,
             done,
+            marks,
+            phases: CondPhases::default(),
             arena_frames,
             arena: arena_ptr,
             smem: 0,
@@ -285,6 +341,7 @@ impl GpuConditioner {
             });
         }
         let mut total = 0usize;
+        let staging = std::time::Instant::now();
         {
             let seq = self.seq_host.as_mut_slice().map_err(driver("cuEventSynchronize(sentences)"))?;
             for (b, (s, &a)) in sentences.iter().zip(at).enumerate() {
@@ -317,13 +374,12 @@ impl GpuConditioner {
                 });
             }
             let stage = self.stage.as_mut_slice().map_err(driver("cuEventSynchronize(features)"))?;
-            let mut o = 0;
-            for s in sentences {
-                stage[o..o + s.len()].copy_from_slice(s);
-                o += s.len();
-            }
+            gather(stage, sentences, STAGING_THREADS);
         }
+        self.phases.staging += staging.elapsed().as_secs_f64();
         let s = self.stream.clone();
+        let mark = |e: &CudaEvent| e.record(&s).map_err(driver("cuEventRecord(conditioning phases)"));
+        mark(&self.marks[0])?;
         {
             let stage = self.stage.as_slice().map_err(driver("cuEventSynchronize(features)"))?;
             s.memcpy_htod(&stage[..total * d0], &mut self.x.slice_mut(0..total * d0))
@@ -331,6 +387,7 @@ impl GpuConditioner {
             let seq = self.seq_host.as_slice().map_err(driver("cuEventSynchronize(sentences)"))?;
             s.memcpy_htod(seq, &mut self.seq).map_err(driver("cuMemcpyHtoDAsync(sentences)"))?;
         }
+        mark(&self.marks[1])?;
         let (m, n) = (total as i32, (12 * h) as i32);
         let nb = sentences.len();
         let layers = self.gates.len();
@@ -349,6 +406,7 @@ impl GpuConditioner {
                 // layer before's [M, 2H]), C M rows of 12H, W 12H rows of K.
                 unsafe { b.launch(cfg) }.map_err(driver("cuLaunchKernel(cond_gemm)"))?;
             }
+            mark(&self.marks[2 + 2 * k])?;
             let last = k + 1 == layers;
             let cfg = LaunchConfig {
                 grid_dim: (nb as u32, 2, 1),
@@ -370,10 +428,23 @@ impl GpuConditioner {
             // bias 6H, seq 3 values per sentence whose rows lie in the batch (and, for the last
             // layer, in the arena: checked above); out rows are 2H wide.
             unsafe { b.launch(cfg) }.map_err(driver("cuLaunchKernel(cond_fo_pool)"))?;
+            mark(&self.marks[3 + 2 * k])?;
         }
         self.done.record(&s).map_err(driver("cuEventRecord(conditioning)"))?;
         self.done.synchronize().map_err(driver("cuEventSynchronize(conditioning)"))?;
+        let ms = |a: usize, b: usize| self.marks[a].elapsed_ms(&self.marks[b]).map_err(driver("cuEventElapsedTime"));
+        self.phases.upload += ms(0, 1)? as f64 / 1e3;
+        for k in 0..layers {
+            let before = if k == 0 { 1 } else { 1 + 2 * k };
+            self.phases.products += ms(before, 2 + 2 * k)? as f64 / 1e3;
+            self.phases.pooling += ms(2 + 2 * k, 3 + 2 * k)? as f64 / 1e3;
+        }
         Ok(())
+    }
+
+    /// Where the batches run so far spent their time.
+    pub fn phases(&self) -> CondPhases {
+        self.phases
     }
 
     /// The projected rows (`[frames, out]`, pool order) of arena frames

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use dv_gpu::GpuConditioner;
+use dv_gpu::{CondPhases, GpuConditioner};
 
 use super::arena::{FrameArena, Span};
 use super::backend::{Conditioned, DeviceRows, SlotCond, SlotError};
@@ -33,6 +33,10 @@ pub trait ConditionBatches: Send + 'static {
     /// Runs `sentences` (`[F_b, input_dim]`), sentence b's rows to arena
     /// frames `at[b] ..`; returns when they are there.
     fn run(&mut self, sentences: &[&[f32]], at: &[usize]) -> Result<(), String>;
+    /// Where its batches spent their time so far (none measured: zeros).
+    fn phases(&self) -> CondPhases {
+        CondPhases::default()
+    }
 }
 
 impl ConditionBatches for GpuConditioner {
@@ -55,6 +59,10 @@ impl ConditionBatches for GpuConditioner {
     fn run(&mut self, sentences: &[&[f32]], at: &[usize]) -> Result<(), String> {
         GpuConditioner::run(self, sentences, at).map_err(|e| e.to_string())
     }
+
+    fn phases(&self) -> CondPhases {
+        GpuConditioner::phases(self)
+    }
 }
 
 /// The conditioning thread's counters, for `/metrics` and tests.
@@ -66,6 +74,9 @@ pub struct CondStats {
     pub sentences: AtomicU64,
     pub frames: AtomicU64,
     pub run_us: AtomicU64,
+    /// Of that time, the network's phases (staging, upload, products,
+    /// pooling: [`CondPhases`]), microseconds.
+    pub phase_us: [AtomicU64; 4],
     /// Sentences queued and not yet run (waiting for a batch or for room).
     pub pending: AtomicUsize,
     /// The arena (its frames in all and free now).
@@ -94,6 +105,7 @@ impl GpuConditioning {
             sentences: AtomicU64::new(0),
             frames: AtomicU64::new(0),
             run_us: AtomicU64::new(0),
+            phase_us: Default::default(),
             pending: AtomicUsize::new(0),
             arena: FrameArena::new(net.arena_frames()),
         });
@@ -200,6 +212,10 @@ fn run<N: ConditionBatches>(mut net: N, stats: Arc<CondStats>, rx: Receiver<Job>
         let r = net.run(&feats, &at);
         let r_ = Ordering::Relaxed;
         stats.run_us.fetch_add(t.elapsed().as_micros() as u64, r_);
+        let p = net.phases();
+        for (c, v) in stats.phase_us.iter().zip([p.staging, p.upload, p.products, p.pooling]) {
+            c.store((v * 1e6) as u64, r_);
+        }
         stats.batches.fetch_add(1, r_);
         stats.sentences.fetch_add(batch.len() as u64, r_);
         stats.frames.fetch_add(frames as u64, r_);
