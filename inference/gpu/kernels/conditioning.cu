@@ -92,11 +92,7 @@ __device__ __forceinline__ float sigmoidf_(float x) { return 1.f / (1.f + expf(-
 // one thread per hidden unit j (blockDim.x = H). seq[b] = (first row in g,
 // frames, first output row). g: [rows, 12H], per direction [w_cur x(t);
 // w_prev x(t)] at 6H * dir. bias: [2][3H]. Writes z into column dir * H + j
-// of out's rows (row stride ldo floats). The recurrence is a latency chain
-// over the frames: each step's six gate values are loaded FO_AHEAD steps
-// before they are used (registers), so no step waits for memory; the sums
-// are formed where they are used, in the order (bias + cur) + prev.
-#define FO_AHEAD 8
+// of out's rows (row stride ldo floats).
 extern "C" __global__ void cond_fo_pool(const float* __restrict__ g, const float* __restrict__ bias,
                                         const i64* __restrict__ seq, float* __restrict__ out, i64 ldo, int H)
 {
@@ -106,40 +102,20 @@ extern "C" __global__ void cond_fo_pool(const float* __restrict__ g, const float
     const i64 ld = 12 * (i64)H;
     const int at = 6 * H * dir;
     const float bz = bias[3 * H * dir + j], bo = bias[3 * H * dir + H + j], bf = bias[3 * H * dir + 2 * H + j];
-    // Step s's loads: cur (z, o, f) at frame t, prev (z, o, f) from the frame before in this
-    // direction (none at step 0: counted as 0, which leaves the sum as it is).
-    float cz[FO_AHEAD], co[FO_AHEAD], cf[FO_AHEAD], pz[FO_AHEAD], po[FO_AHEAD], pf[FO_AHEAD];
-    auto load = [&](i64 step, int q) {
-        cz[q] = co[q] = cf[q] = pz[q] = po[q] = pf[q] = 0.f;
-        if (step >= frames) return;
+    double c = 0.0;
+    for (i64 step = 0; step < frames; step++) {
         const i64 t = dir ? frames - 1 - step : step;
         const float* cur = g + (g0 + t) * ld + at;
-        cz[q] = cur[j];
-        co[q] = cur[H + j];
-        cf[q] = cur[2 * H + j];
+        float az = bz + cur[j], ao = bo + cur[H + j], af = bf + cur[2 * H + j];
         if (step > 0) {
             const float* prev = g + (g0 + (dir ? t + 1 : t - 1)) * ld + at + 3 * H;
-            pz[q] = prev[j];
-            po[q] = prev[H + j];
-            pf[q] = prev[2 * H + j];
+            az += prev[j];
+            ao += prev[H + j];
+            af += prev[2 * H + j];
         }
-    };
-#pragma unroll
-    for (int q = 0; q < FO_AHEAD; q++) load(q, q);
-    double c = 0.0;
-    for (i64 s0 = 0; s0 < frames; s0 += FO_AHEAD) {
-#pragma unroll
-        for (int q = 0; q < FO_AHEAD; q++) {
-            const i64 step = s0 + q;
-            if (step < frames) {
-                const i64 t = dir ? frames - 1 - step : step;
-                const float az = (bz + cz[q]) + pz[q], ao = (bo + co[q]) + po[q], af = (bf + cf[q]) + pf[q];
-                const double cand = tanhf(az), o = sigmoidf_(ao), f = sigmoidf_(af);
-                c = f * c + (1.0 - f) * cand;
-                out[(o0 + t) * ldo + dir * H + j] = (float)(o * c);
-            }
-            load(step + FO_AHEAD, q);
-        }
+        const double cand = tanhf(az), o = sigmoidf_(ao), f = sigmoidf_(af);
+        c = f * c + (1.0 - f) * cand;
+        out[(o0 + t) * ldo + dir * H + j] = (float)(o * c);
     }
 }
 

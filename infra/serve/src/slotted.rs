@@ -49,10 +49,9 @@ async fn prepare_on_backend(
     speaker: &Speaker,
     sentence: &Sentence,
     seed: u64,
-    continues: bool,
 ) -> Result<SlotSentence, String> {
     let condition = engine.scheduler.condition().ok_or("the backend runs no conditioning network")?;
-    let answer = condition(sentence.conditioning_frames(), continues).map_err(|e| e.to_string())?;
+    let answer = condition(sentence.conditioning_frames()).map_err(|e| e.to_string())?;
     let cond = answer.await.map_err(|_| "the conditioning thread stopped".to_string())??;
     finish(engine, speaker, sentence, seed, cond)
 }
@@ -150,7 +149,7 @@ impl Job {
         let spawn_prepare = |k: usize| -> JoinHandle<Result<SlotSentence, String>> {
             let (engine, speaker, plan, seed) = (engine.clone(), self.speaker.clone(), plan.clone(), self.seed);
             if engine.scheduler.condition().is_some() {
-                tokio::spawn(async move { prepare_on_backend(&engine, &speaker, &plan[k], seed, k > 0).await })
+                tokio::spawn(async move { prepare_on_backend(&engine, &speaker, &plan[k], seed).await })
             } else {
                 tokio::task::spawn_blocking(move || prepare(&engine, &speaker, &plan[k], seed))
             }

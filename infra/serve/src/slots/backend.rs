@@ -74,11 +74,8 @@ pub type Prepare = Arc<dyn Fn(Conditioning) -> Result<Conditioning, SlotError> +
 
 /// Queues a sentence's frames (`[F, input_dim]`) for the conditioning
 /// network where the backend keeps its output; the answer arrives on the
-/// receiver (awaited by the request, holding no thread). The flag says the
-/// sentence continues a stream already playing: those go before requests'
-/// first sentences, so that a busy network delays new streams' first
-/// audio rather than stalling streams mid-way.
-pub type Condition = Arc<dyn Fn(&[f32], bool) -> Result<Conditioned, SlotError> + Send + Sync>;
+/// receiver (awaited by the request, holding no thread).
+pub type Condition = Arc<dyn Fn(&[f32]) -> Result<Conditioned, SlotError> + Send + Sync>;
 
 /// The answer to a [`Condition`] call.
 pub type Conditioned = tokio::sync::oneshot::Receiver<Result<SlotCond, String>>;

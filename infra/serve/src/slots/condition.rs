@@ -85,7 +85,6 @@ pub struct CondStats {
 
 struct Job {
     features: Vec<f32>,
-    continues: bool,
     reply: tokio::sync::oneshot::Sender<Result<SlotCond, String>>,
 }
 
@@ -126,9 +125,8 @@ impl GpuConditioning {
     }
 
     /// Queues `features` (`[F, input_dim]`); the answer is its conditioning
-    /// left on the GPU, or why not. Sentences that `continue` a stream
-    /// already playing run before every first sentence waiting.
-    pub fn condition(&self, features: &[f32], continues: bool) -> Result<Conditioned, SlotError> {
+    /// left on the GPU, or why not.
+    pub fn condition(&self, features: &[f32]) -> Result<Conditioned, SlotError> {
         let bad = |reason: String| SlotError::Slot { slot: 0, reason };
         if features.is_empty() || !features.len().is_multiple_of(self.input_dim) {
             return Err(bad(format!(
@@ -140,7 +138,7 @@ impl GpuConditioning {
         let (reply, answer) = tokio::sync::oneshot::channel();
         let tx = self.tx.as_ref().ok_or(SlotError::Stopped)?;
         self.stats.pending.fetch_add(1, Ordering::Relaxed);
-        if tx.send(Job { features: features.to_vec(), continues, reply }).is_err() {
+        if tx.send(Job { features: features.to_vec(), reply }).is_err() {
             self.stats.pending.fetch_sub(1, Ordering::Relaxed);
             return Err(SlotError::Stopped);
         }
@@ -160,21 +158,19 @@ impl Drop for GpuConditioning {
 fn run<N: ConditionBatches>(mut net: N, stats: Arc<CondStats>, rx: Receiver<Job>) {
     let d = net.input_dim();
     let arena = stats.arena.clone();
-    // Waiting jobs: sentences that continue a playing stream, then first sentences.
-    let mut queues: [VecDeque<Job>; 2] = Default::default();
-    let push = |queues: &mut [VecDeque<Job>; 2], j: Job| queues[usize::from(!j.continues)].push_back(j);
+    let mut pending: VecDeque<Job> = VecDeque::new();
     let mut open = true;
-    while open || queues.iter().any(|q| !q.is_empty()) {
+    while open || !pending.is_empty() {
         // Every job waiting now (blocking only when none is).
-        if queues.iter().all(VecDeque::is_empty) {
+        if pending.is_empty() {
             match rx.recv() {
-                Ok(j) => push(&mut queues, j),
+                Ok(j) => pending.push_back(j),
                 Err(_) => return,
             }
         }
         loop {
             match rx.try_recv() {
-                Ok(j) => push(&mut queues, j),
+                Ok(j) => pending.push_back(j),
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => {
                     open = false;
@@ -182,32 +178,29 @@ fn run<N: ConditionBatches>(mut net: N, stats: Arc<CondStats>, rx: Receiver<Job>
                 }
             }
         }
-        // A batch, continuing sentences first, each queue first come first
-        // served, as far as frames and the arena allow.
+        // A batch, first come first served, as far as frames and the arena allow.
         let (mut batch, mut spans, mut frames) = (Vec::new(), Vec::new(), 0usize);
-        'fill: for pending in queues.iter_mut() {
-            while let Some(j) = pending.front() {
-                let f = j.features.len() / d;
-                if f > arena.frames() || f > net.batch_frames() {
-                    let j = pending.pop_front().expect("front exists");
-                    stats.pending.fetch_sub(1, Ordering::Relaxed);
-                    let _ = j.reply.send(Err(format!(
-                        "a sentence of {f} frames: the GPU conditioning takes at most {} at once",
-                        arena.frames().min(net.batch_frames())
-                    )));
-                    continue;
-                }
-                if batch.len() == net.max_batch() || frames + f > net.batch_frames() {
-                    break 'fill;
-                }
-                let Some(span) = arena.alloc(f) else { break 'fill };
-                frames += f;
-                batch.push(pending.pop_front().expect("front exists"));
-                spans.push(span);
+        while let Some(j) = pending.front() {
+            let f = j.features.len() / d;
+            if f > arena.frames() || f > net.batch_frames() {
+                let j = pending.pop_front().expect("front exists");
+                stats.pending.fetch_sub(1, Ordering::Relaxed);
+                let _ = j.reply.send(Err(format!(
+                    "a sentence of {f} frames: the GPU conditioning takes at most {} at once",
+                    arena.frames().min(net.batch_frames())
+                )));
+                continue;
             }
+            if batch.len() == net.max_batch() || frames + f > net.batch_frames() {
+                break;
+            }
+            let Some(span) = arena.alloc(f) else { break };
+            frames += f;
+            batch.push(pending.pop_front().expect("front exists"));
+            spans.push(span);
         }
         if batch.is_empty() {
-            if queues.iter().any(|q| !q.is_empty()) {
+            if !pending.is_empty() {
                 // No room: wait for finished sentences to free theirs (or for more jobs).
                 arena.wait_for_free(Duration::from_millis(5));
             }

@@ -290,7 +290,7 @@ impl MultiBackend for CudaSlots {
     fn condition(&self) -> Option<Condition> {
         let (c, _) = self.conditioning.as_ref()?;
         let c = c.clone();
-        Some(Arc::new(move |features: &[f32], continues| c.condition(features, continues)))
+        Some(Arc::new(move |features: &[f32]| c.condition(features)))
     }
 
     fn condition_stats(&self) -> Option<Arc<super::condition::CondStats>> {

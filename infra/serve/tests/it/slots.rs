@@ -560,57 +560,6 @@ impl ConditionBatches for CpuBatches {
     }
 }
 
-/// A network that records the order it runs sentences in (each one's first
-/// value), holding its first batch until told to go on.
-struct Ordered {
-    order: Arc<Mutex<Vec<Vec<u32>>>>,
-    hold: Option<(std::sync::mpsc::Sender<()>, std::sync::mpsc::Receiver<()>)>,
-}
-
-impl ConditionBatches for Ordered {
-    fn input_dim(&self) -> usize {
-        4
-    }
-    fn batch_frames(&self) -> usize {
-        100
-    }
-    fn max_batch(&self) -> usize {
-        2
-    }
-    fn arena_frames(&self) -> usize {
-        1000
-    }
-    fn run(&mut self, sentences: &[&[f32]], _at: &[usize]) -> Result<(), String> {
-        if let Some((started, go)) = self.hold.take() {
-            started.send(()).unwrap();
-            go.recv().unwrap();
-        }
-        self.order.lock().unwrap().push(sentences.iter().map(|f| f[0] as u32).collect());
-        Ok(())
-    }
-}
-
-#[test]
-fn sentences_that_continue_a_stream_are_conditioned_before_first_sentences() {
-    let order = Arc::new(Mutex::new(Vec::new()));
-    let (started_tx, started) = std::sync::mpsc::channel();
-    let (go, go_rx) = std::sync::mpsc::channel();
-    let svc = GpuConditioning::spawn(Ordered { order: order.clone(), hold: Some((started_tx, go_rx)) }).unwrap();
-    let job = |id: u32, continues: bool| svc.condition(&[id as f32; 8], continues).unwrap();
-    let mut answers = vec![job(0, false)];
-    started.recv().unwrap();
-    // While sentence 0 runs: first sentences 1 and 3, continuing 2, 4 and 5.
-    for (id, continues) in [(1, false), (2, true), (3, false), (4, true), (5, true)] {
-        answers.push(job(id, continues));
-    }
-    go.send(()).unwrap();
-    for a in answers {
-        assert!(matches!(a.blocking_recv().unwrap(), Ok(SlotCond::Device(_))));
-    }
-    let got = order.lock().unwrap().clone();
-    assert_eq!(got, vec![vec![0], vec![2, 4], vec![5, 1], vec![3]], "continuing sentences first, two per batch");
-}
-
 #[test]
 fn the_conditioning_thread_batches_sentences_into_disjoint_spans_and_waits_for_room() {
     let voice = random_voice(dv_voice::WavenetConfig::preset("20x32x128").unwrap(), 4).unwrap();
@@ -635,7 +584,7 @@ fn the_conditioning_thread_batches_sentences_into_disjoint_spans_and_waits_for_r
                 let mut rng = Rng::new(k as u64 + 1);
                 let f = 1 + (rng.uniform() * 30.0) as usize % 30;
                 let features: Vec<f32> = (0..f * d).map(|_| rng.uniform()).collect();
-                let cond = svc.condition(&features, k % 2 == 1).unwrap().blocking_recv().unwrap().unwrap();
+                let cond = svc.condition(&features).unwrap().blocking_recv().unwrap().unwrap();
                 let SlotCond::Device(rows) = &cond else { panic!("host rows from the conditioning thread") };
                 let (at, n) = (rows.span.at(), rows.span.frames());
                 assert_eq!(n, f);
@@ -668,9 +617,9 @@ fn the_conditioning_thread_batches_sentences_into_disjoint_spans_and_waits_for_r
     assert_eq!(svc.arena().free_frames(), frames, "every span came back");
     // Refusals: longer than a batch takes, and not whole frames.
     let long = vec![0.5f32; 49 * d];
-    let e = svc.condition(&long, false).unwrap().blocking_recv().unwrap().unwrap_err();
+    let e = svc.condition(&long).unwrap().blocking_recv().unwrap().unwrap_err();
     assert!(e.contains("49 frames") && e.contains("at most 48"), "{e}");
     assert_eq!(st.pending.load(r), 0, "a refused sentence is not pending");
-    assert!(svc.condition(&[0.5; 3], true).is_err());
-    assert!(svc.condition(&[], false).is_err());
+    assert!(svc.condition(&[0.5; 3]).is_err());
+    assert!(svc.condition(&[]).is_err());
 }
