@@ -20,7 +20,7 @@ use crate::source::{MultiKernel, MultiPlan, SinglePlan};
 
 mod conditioner;
 mod pipeline;
-pub use conditioner::{conditioning_source, gather, CondPhases, GpuConditioner, Projector};
+pub use conditioner::{conditioning_source, CondPhases, GpuConditioner, Projector};
 pub use pipeline::{PipeTimes, Pipelined};
 
 fn driver(call: &'static str) -> impl FnOnce(DriverError) -> GpuError {

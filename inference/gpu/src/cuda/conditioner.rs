@@ -101,9 +101,6 @@ impl Projector {
     }
 }
 
-/// Host threads that copy a large batch's features into page-locked memory.
-const STAGING_THREADS: usize = 4;
-
 /// The conditioning network of one voice on one GPU, with its own stream,
 /// batch buffers and the arena of u rows.
 pub struct GpuConditioner {
@@ -149,38 +146,6 @@ pub struct CondPhases {
     pub upload: f64,
     pub products: f64,
     pub pooling: f64,
-}
-
-/// Copies `parts` one after another into `dst` on up to `threads` threads
-/// (whole parts each; one thread below a megabyte): how a conditioning
-/// batch's sentences reach page-locked memory.
-pub fn gather(dst: &mut [f32], parts: &[&[f32]], threads: usize) {
-    let total: usize = parts.iter().map(|p| p.len()).sum();
-    let copy = |dst: &mut [f32], parts: &[&[f32]]| {
-        let mut o = 0;
-        for p in parts {
-            dst[o..o + p.len()].copy_from_slice(p);
-            o += p.len();
-        }
-    };
-    if threads <= 1 || total < 1 << 18 {
-        return copy(dst, parts);
-    }
-    let per = total.div_ceil(threads);
-    std::thread::scope(|s| {
-        let (mut rest, mut i) = (&mut dst[..total], 0);
-        while i < parts.len() {
-            let (j, mut n) = (i, 0);
-            while i < parts.len() && (n < per || i == j) {
-                n += parts[i].len();
-                i += 1;
-            }
-            let (mine, r) = std::mem::take(&mut rest).split_at_mut(n);
-            rest = r;
-            let mine_parts = &parts[j..i];
-            s.spawn(move || copy(mine, mine_parts));
-        }
-    });
 }
 
 impl GpuConditioner {
@@ -374,7 +339,11 @@ impl GpuConditioner {
                 });
             }
             let stage = self.stage.as_mut_slice().map_err(driver("cuEventSynchronize(features)"))?;
-            gather(stage, sentences, STAGING_THREADS);
+            let mut o = 0;
+            for s in sentences {
+                stage[o..o + s.len()].copy_from_slice(s);
+                o += s.len();
+            }
         }
         self.phases.staging += staging.elapsed().as_secs_f64();
         let s = self.stream.clone();

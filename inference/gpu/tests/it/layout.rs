@@ -680,25 +680,3 @@ fn the_gpu_conditioning_layout_gives_the_pool_rows_of_the_cpu_network() {
         assert!(expected.iter().any(|v| v.abs() > 1e-3), "{name}");
     }
 }
-
-#[test]
-fn a_batch_is_gathered_in_order_on_any_number_of_threads() {
-    // Sentences of uneven lengths, past the one-thread threshold in all.
-    let parts: Vec<Vec<f32>> = (0..37).map(|i| (0..(1 + i * 997) * 11).map(|k| (i * 1_000_003 + k) as f32).collect()).collect();
-    let refs: Vec<&[f32]> = parts.iter().map(Vec::as_slice).collect();
-    let want: Vec<f32> = parts.concat();
-    assert!(want.len() > 1 << 18);
-    for threads in [1, 2, 3, 4, 16, 64] {
-        let mut dst = vec![f32::NAN; want.len() + 5];
-        dv_gpu::gather(&mut dst, &refs, threads);
-        assert_eq!(&dst[..want.len()], &want[..], "{threads} threads");
-        assert!(dst[want.len()..].iter().all(|v| v.is_nan()), "{threads} threads wrote past the batch");
-    }
-    // A small batch, and one sentence alone.
-    let mut dst = vec![0.0; 22];
-    dv_gpu::gather(&mut dst, &[&[1.0; 11], &[2.0; 11]], 4);
-    assert_eq!(dst, [[1.0; 11], [2.0; 11]].concat());
-    let mut dst = vec![0.0; want.len()];
-    dv_gpu::gather(&mut dst, &[&want], 4);
-    assert_eq!(dst, want);
-}
