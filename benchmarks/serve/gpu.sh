@@ -14,7 +14,7 @@
 # default its own 1638 = 0.1 s: larger hides more per-launch host work, each request's first audio
 # waits about two launches), KERNEL_STREAMS (gpu-streams counts, default
 # "1024,2048,3072,4096,5120"), DEVICE (cuda; cpu-slots tries the script on a machine without a GPU,
-# skipping the kernel bench). Results: $OUT/summary.md, levels.jsonl (one line per concurrency,
+# skipping the kernel bench), DV_SERVE_XZ (another dv-serve build, xz). Results: $OUT/summary.md, levels.jsonl (one line per concurrency,
 # benchmarks/serve/gpu_streams.py), gpu-streams.jsonl/.txt, oha.json, metrics-*.txt, server.log.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -45,7 +45,7 @@ source "$here/benchmarks/device_env.sh"
 if [ "$device" = cuda ]; then
     bench_env "$c/dv.xz" "$out"   # $dv, LD_LIBRARY_PATH (the torch wheel's CUDA 13 and NVRTC), gpus.csv
 fi
-xz -dc "$c/dv-serve.xz" > "$out/bin/dv-serve" && chmod +x "$out/bin/dv-serve"
+xz -dc "${DV_SERVE_XZ:-$c/dv-serve.xz}" > "$out/bin/dv-serve" && chmod +x "$out/bin/dv-serve"
 [ -f "$c/oha.xz" ] && xz -dc "$c/oha.xz" > "$out/bin/oha" && chmod +x "$out/bin/oha"
 export DV_CMUDICT=$c/cmudict.dict
 url=http://127.0.0.1:$port

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# dv-serve built at several commits, measured one after another in one device call: for changes
+# whose effects were only measured in sequence (benchmarks/serve.md, "After the goal").
+#
+# On the dev VM (one cargo build at a time; each commit in a scratch worktree, the shared target
+# directory keeps the dependencies):
+#   benchmarks/serve/ab_commits.sh build d62066e 6a40dc4 02c5382 9aa4664    # -> .carry/ab/<commit>.xz
+# On the device machine (carry .carry/ab, .carry/dv.xz, .carry/cmudict.dict):
+#   SLOTS=4224 LEVELS=4224 RAMP=10 DURATION=20 benchmarks/serve/ab_commits.sh run $OUT
+# prints each build's summary (gpu.sh) and copies it to $OUT/<commit>.md.
+set -uo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+ab=$here/.carry/ab
+case "${1:-}" in
+build)
+    shift
+    set -e
+    mkdir -p "$ab"
+    export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/deepvoice-rs/target} LIBTORCH_USE_PYTORCH=1
+    for c in "$@"; do
+        rev=$(git -C "$here" rev-parse --short "$c")
+        tree=$(mktemp -d /tmp/ab-XXXXXX)
+        git -C "$here" worktree add --detach "$tree" "$rev" > /dev/null
+        (cd "$tree" && cargo build -q -p dv-serve)
+        strip -o "$ab/$rev" "$CARGO_TARGET_DIR/debug/dv-serve" && xz -T2 -6 -f "$ab/$rev"
+        git -C "$here" worktree remove --force "$tree"
+        echo "$rev: $(du -k "$ab/$rev.xz" | cut -f1) KiB"
+    done
+    ;;
+run)
+    out=${2:?usage: ab_commits.sh run OUT}
+    for x in "$ab"/*.xz; do
+        rev=$(basename "$x" .xz)
+        echo "== $rev"
+        DV_SERVE_XZ=$x KERNEL_RT=${KERNEL_RT:-5280} "$here/benchmarks/serve/gpu.sh" "/tmp/ab-$rev" > /dev/null 2>&1
+        cp "/tmp/ab-$rev/summary.md" "$out/$rev.md" 2>/dev/null && sed -n '5,30p' "$out/$rev.md"
+    done
+    ;;
+*)
+    echo "usage: ab_commits.sh build COMMIT... | run OUT" >&2
+    exit 2
+    ;;
+esac
