@@ -4,7 +4,7 @@
 #
 # On the dev VM (one cargo build at a time; each commit in a scratch worktree, the shared target
 # directory keeps the dependencies):
-#   benchmarks/serve/ab_commits.sh build d62066e 6a40dc4 02c5382 9aa4664    # -> .carry/ab/<commit>.xz
+#   benchmarks/serve/ab_commits.sh build main ab/gather ab/priority ab/fopool ab/dot   # -> .carry/ab/<commit>.xz
 # On the device machine (carry .carry/ab, .carry/dv.xz, .carry/cmudict.dict):
 #   SLOTS=4224 LEVELS=4224 RAMP=10 DURATION=20 benchmarks/serve/ab_commits.sh run $OUT
 # prints each build's summary (gpu.sh) and copies it to $OUT/<commit>.md.
