@@ -4,10 +4,10 @@
 #
 # On the dev VM (one cargo build at a time; each commit in a scratch worktree, the shared target
 # directory keeps the dependencies):
-#   benchmarks/serve/ab_commits.sh build main ab/gather ab/priority ab/fopool ab/dot   # -> .carry/ab/<commit>.xz
+#   benchmarks/serve/ab_commits.sh build main ab/gather ab/priority ab/fopool ab/dot   # -> .carry/ab/<ref>-<commit>.xz
 # On the device machine (carry .carry/ab, .carry/dv.xz, .carry/cmudict.dict):
 #   SLOTS=4224 LEVELS=4224 RAMP=10 DURATION=20 benchmarks/serve/ab_commits.sh run $OUT
-# prints each build's summary (gpu.sh) and copies it to $OUT/<commit>.md.
+# prints each build's summary (gpu.sh) and copies it to $OUT/<ref>-<commit>.md.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 ab=$here/.carry/ab
@@ -19,12 +19,13 @@ build)
     export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/deepvoice-rs/target} LIBTORCH_USE_PYTORCH=1
     for c in "$@"; do
         rev=$(git -C "$here" rev-parse --short "$c")
+        name=${c//\//-}-$rev
         tree=$(mktemp -d /tmp/ab-XXXXXX)
         git -C "$here" worktree add --detach "$tree" "$rev" > /dev/null
         (cd "$tree" && cargo build -q -p dv-serve)
-        strip -o "$ab/$rev" "$CARGO_TARGET_DIR/debug/dv-serve" && xz -T2 -6 -f "$ab/$rev"
+        strip -o "$ab/$name" "$CARGO_TARGET_DIR/debug/dv-serve" && xz -T2 -6 -f "$ab/$name"
         git -C "$here" worktree remove --force "$tree"
-        echo "$rev: $(du -k "$ab/$rev.xz" | cut -f1) KiB"
+        echo "$name: $(du -k "$ab/$name.xz" | cut -f1) KiB"
     done
     ;;
 run)
