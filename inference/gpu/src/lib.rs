@@ -131,9 +131,9 @@ mod source;
 
 pub use bench::{floor, time_multi, time_single, Floor, MultiTiming, SingleTiming, SAMPLE_RATE};
 pub use cuda::{
-    compile_ptx, conditioning_source, driver_available, nvrtc_available, window_frames, CondPhases, GpuConditioner, GpuDevice,
-    MultiRun, MultiStream, PipeTimes, Pipelined, Projector, SingleRun, SingleStream, StreamStart, CHAIN_CLOCK,
-    PROFILE_PHASES, PROFILE_PHASES_MULTI, PROFILE_PHASES_SMALL, PROFILE_PHASES_TILES,
+    compile_ptx, conditioning_source, driver_available, nvrtc_available, window_frames, CondPhases, GpuConditioner,
+    GpuDevice, MultiRun, MultiStream, PipeTimes, Pipelined, Projector, SingleRun, SingleStream, StreamStart,
+    CHAIN_CLOCK, PROFILE_PHASES, PROFILE_PHASES_MULTI, PROFILE_PHASES_SMALL, PROFILE_PHASES_TILES,
 };
 pub use error::GpuError;
 pub use model::{CondLayout, Sizes, Weights};

@@ -62,6 +62,7 @@ mod layout;
 mod package;
 mod tensor;
 
+pub use checksum::CHECKSUM_FILE;
 pub use config::{
     ConditioningConfig, DurationConfig, F0Config, G2pConfig, Lineage, VoiceConfig, WavenetConfig, FORMAT_NAME,
     FORMAT_VERSION, G2P_EOS, G2P_GRAPHEMES, MAX_BEAM, MAX_CHANNELS, MAX_DILATION_CYCLE, PRESETS,
@@ -69,6 +70,5 @@ pub use config::{
 pub use error::VoiceError;
 pub use golden::{DurationGolden, G2pGolden, G2pWord, Golden};
 pub use layout::{expected_tensors, g2p_tensors};
-pub use checksum::CHECKSUM_FILE;
 pub use package::{read_config, Voice, Weights, CONFIG_FILE, GOLDEN_FILE, MODEL_FILE};
 pub use tensor::Tensor;

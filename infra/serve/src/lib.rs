@@ -72,8 +72,8 @@ mod metrics;
 mod pool;
 mod request;
 mod server;
-mod slotted;
 pub mod slots;
+mod slotted;
 mod voices;
 
 pub use error::ApiError;

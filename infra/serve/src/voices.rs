@@ -17,8 +17,8 @@ use tokio::sync::OnceCell;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
 use crate::server::{SlotBackend, SlotConfig};
-use crate::slotted::SlotEngine;
 use crate::slots::{CpuSlots, CudaSlots, Scheduler};
+use crate::slotted::SlotEngine;
 
 /// A loaded voice: its speaker, and its slot scheduler when the server
 /// renders on slots.

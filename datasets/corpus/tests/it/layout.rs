@@ -223,11 +223,10 @@ fn tables_read_tsv_with_header_csv_with_quotes_and_positional_rows() {
     let c = read(r.join("list.csv").to_str().unwrap(), None).unwrap();
     assert_eq!(ids(&c), ["a"]);
     assert_eq!(c.utterances[0].transcript, "Hello, world");
-    let want: BTreeMap<String, BadReason> =
-        [("line 2", BadReason::MalformedIndex), ("a", BadReason::DuplicateId)]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect();
+    let want: BTreeMap<String, BadReason> = [("line 2", BadReason::MalformedIndex), ("a", BadReason::DuplicateId)]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
     assert_eq!(reasons(&c), want);
 }
 

@@ -542,7 +542,9 @@ fn a_served_load_is_spread_over_every_multiprocessor() {
     let smem = 227 * 1024;
     let sizes = weights("20x64x128").sizes;
     let per_block = |streams| MultiPlan::for_streams(&sizes, (9, 0), smem, streams, 132).unwrap();
-    for (streams, want) in [(0, 8), (1, 8), (1056, 8), (1057, 16), (2048, 16), (4096, 32), (4224, 32), (4225, 40), (5280, 40)] {
+    for (streams, want) in
+        [(0, 8), (1, 8), (1056, 8), (1057, 16), (2048, 16), (4096, 32), (4224, 32), (4225, 40), (5280, 40)]
+    {
         let p = per_block(streams);
         assert_eq!((p.entry(), p.streams_per_block, p.stages), ("wavenet_cols", want, 3), "{streams} streams");
         assert!(streams.div_ceil(p.streams_per_block) <= 132, "{streams} streams in one wave");

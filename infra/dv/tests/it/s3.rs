@@ -260,5 +260,8 @@ fn recipe_runs_from_a_corpus_on_s3_and_skips_an_unchanged_bucket() {
     let printed = dv(&["recipe", "run", recipe, "--stop-stage", "inspect"]);
     assert_eq!(super::recipe::ran(&printed), ["inspect"], "{printed}");
     let log = std::fs::read_to_string(out.join("logs/inspect.log")).unwrap();
-    assert!(log.contains(&format!("staged {objects} objects of s3://corpora/slt")) && log.contains(": 1 fetched"), "{log}");
+    assert!(
+        log.contains(&format!("staged {objects} objects of s3://corpora/slt")) && log.contains(": 1 fetched"),
+        "{log}"
+    );
 }

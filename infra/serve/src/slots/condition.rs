@@ -214,7 +214,7 @@ fn run<N: ConditionBatches>(mut net: N, stats: Arc<CondStats>, rx: Receiver<Job>
         stats.run_us.fetch_add(t.elapsed().as_micros() as u64, r_);
         let p = net.phases();
         for (c, v) in stats.phase_us.iter().zip([p.staging, p.upload, p.products, p.pooling]) {
-            c.store((v * 1e6) as u64, r_);
+            c.store((v * 1e6).round() as u64, r_);
         }
         stats.batches.fetch_add(1, r_);
         stats.sentences.fetch_add(batch.len() as u64, r_);

@@ -48,9 +48,14 @@ async fn bytes_that_are_not_http_are_refused_and_the_server_goes_on() {
         x ^= x << 17;
         *b = x as u8;
     }
-    for junk in [&noise[..], b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", b"GET / HTTP/9.9\r\n\r\n", b"\r\n\r\n\r\n"] {
+    for junk in
+        [&noise[..], b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", b"GET / HTTP/9.9\r\n\r\n", b"\r\n\r\n\r\n"]
+    {
         let answer = raw(&s, junk);
-        assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 4") || answer.starts_with("HTTP/1.1 505"), "{answer}");
+        assert!(
+            answer.is_empty() || answer.starts_with("HTTP/1.1 4") || answer.starts_with("HTTP/1.1 505"),
+            "{answer}"
+        );
     }
     still_speaks(&s).await;
 }

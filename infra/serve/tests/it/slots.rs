@@ -558,6 +558,11 @@ impl ConditionBatches for CpuBatches {
         self.batches.lock().unwrap().push(sentences.len());
         Ok(())
     }
+    /// Phases the thread reports as counted: 1, 2, 3 and 4 ms per batch.
+    fn phases(&self) -> dv_gpu::CondPhases {
+        let b = self.batches.lock().unwrap().len() as f64;
+        dv_gpu::CondPhases { staging: 1e-3 * b, upload: 2e-3 * b, products: 3e-3 * b, pooling: 4e-3 * b }
+    }
 }
 
 #[test]
@@ -613,6 +618,9 @@ fn the_conditioning_thread_batches_sentences_into_disjoint_spans_and_waits_for_r
     assert_eq!(st.batches.load(r) as usize, b.len());
     assert_eq!((st.sentences.load(r), st.frames.load(r) as usize), (16, total));
     assert_eq!(st.pending.load(r), 0);
+    let phases: Vec<u64> = st.phase_us.iter().map(|p| p.load(r)).collect();
+    let n = b.len() as u64;
+    assert_eq!(phases, [1000 * n, 2000 * n, 3000 * n, 4000 * n], "the network's phases, as /metrics shows them");
     assert!(b.iter().all(|&n| (1..=3).contains(&n)), "batches of at most 3: {b:?}");
     assert_eq!(svc.arena().free_frames(), frames, "every span came back");
     // Refusals: longer than a batch takes, and not whole frames.

@@ -170,7 +170,10 @@ pub fn copy_weights<'t>(
         for (n, mut p) in model.named_parameters() {
             let t = lookup(&n).ok_or_else(|| bad(name, format!("no tensor for parameter {n}: not the same model")))?;
             if t.size() != p.size() {
-                return Err(bad(name, format!("{n} is {:?} there, {:?} in this model: not the same size", t.size(), p.size())));
+                return Err(bad(
+                    name,
+                    format!("{n} is {:?} there, {:?} in this model: not the same size", t.size(), p.size()),
+                ));
             }
             p.f_copy_(t).map_err(|e| bad(name, format!("{n}: {e}")))?;
             values += p.numel();
@@ -189,7 +192,11 @@ pub fn init_weights(name: &str, bytes: &[u8]) -> Result<HashMap<String, Tensor>,
         SafeTensors::read_metadata(bytes).map_err(|e| bad(name, format!("not a safetensors object ({e})")))?;
     if meta.metadata().as_ref().is_some_and(|m| m.contains_key("dv.state")) {
         let ck = decode(name, bytes)?;
-        return Ok(ck.tensors.into_iter().filter_map(|(n, t)| Some((n.strip_prefix("model.")?.to_string(), t))).collect());
+        return Ok(ck
+            .tensors
+            .into_iter()
+            .filter_map(|(n, t)| Some((n.strip_prefix("model.")?.to_string(), t)))
+            .collect());
     }
     let st = SafeTensors::deserialize(bytes).map_err(|e| bad(name, format!("truncated or corrupt ({e})")))?;
     let mut out = HashMap::new();
