@@ -18,23 +18,27 @@ build)
     mkdir -p "$ab"
     export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/deepvoice-rs/target} LIBTORCH_USE_PYTORCH=1
     for c in "$@"; do
-        rev=$(git -C "$here" rev-parse --short "$c")
+        rev=$(git -C "$here" rev-parse --short "$c^{commit}")
         name=${c//\//-}-$rev
         tree=$(mktemp -d /tmp/ab-XXXXXX)
         git -C "$here" worktree add --detach "$tree" "$rev" > /dev/null
+        trap 'git -C "$here" worktree remove --force "$tree"' EXIT
         (cd "$tree" && cargo build -q -p dv-serve)
         strip -o "$ab/$name" "$CARGO_TARGET_DIR/debug/dv-serve" && xz -T2 -6 -f "$ab/$name"
         git -C "$here" worktree remove --force "$tree"
+        trap - EXIT
         echo "$name: $(du -k "$ab/$name.xz" | cut -f1) KiB"
     done
     ;;
 run)
     out=${2:?usage: ab_commits.sh run OUT}
-    for x in "$ab"/*.xz; do
+    # Oldest build first (the order they were built in).
+    for x in $(ls -tr "$ab"/*.xz); do
         rev=$(basename "$x" .xz)
         echo "== $rev"
-        DV_SERVE_XZ=$x KERNEL_RT=${KERNEL_RT:-5280} "$here/benchmarks/serve/gpu.sh" "/tmp/ab-$rev" > /dev/null 2>&1
-        cp "/tmp/ab-$rev/summary.md" "$out/$rev.md" 2>/dev/null && sed -n '5,30p' "$out/$rev.md"
+        DV_SERVE_XZ=$x KERNEL_RT=${KERNEL_RT:-5280} "$here/benchmarks/serve/gpu.sh" "/tmp/ab-$rev" > "/tmp/ab-$rev.log" 2>&1 ||
+            { echo "gpu.sh failed:"; tail -5 "/tmp/ab-$rev.log"; }
+        cp "/tmp/ab-$rev/summary.md" "$out/$rev.md" 2>/dev/null && sed -n '2p;4,30p' "$out/$rev.md"
     done
     ;;
 *)

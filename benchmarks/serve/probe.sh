@@ -12,7 +12,7 @@ bench_env .carry/dv.xz /tmp/bx > /dev/null 2>&1
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,utilization.gpu --format=csv,noheader -lms 1000 > $OUT/clocks.csv &
 smi=$!
 # The kernel alone, as it starts and with AB_ENV (BENCH_ARGS: e.g. --distinct-conditioning).
-for which in $([ -z "${SKIP_BENCH:-}" ] && echo default ab); do
+for which in $([ "${SKIP_BENCH:-0}" = 0 ] && echo default ab); do
     e=(); [ $which = ab ] && e=(${AB_ENV:-DV_SERVE_CPU_CONDITIONING=1})
     env "${e[@]}" $dv bench gpu-streams --presets none --voice inference/voices/slt --precision bf16 \
         --streams ${BENCH_STREAMS:-2080,4120} --steps 1638 ${BENCH_ARGS:-} > $OUT/bench1638-$which.txt 2>&1

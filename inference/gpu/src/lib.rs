@@ -43,8 +43,9 @@
 //!
 //! [`MultiPlan::fastest`] is the measured best for a size and device (the
 //! most real-time streams); [`MultiPlan::for_streams`] spreads a given load
-//! over every multiprocessor with the fewest streams per block (what a
-//! server runs: each stream gets the headroom the load leaves).
+//! over every multiprocessor with the fewest streams per block (kernel 2e,
+//! Hopper, r = 64; otherwise the fastest plan): what a server runs, each
+//! stream getting the headroom the load leaves.
 //! Slot state stays on the device between launches, so streams join
 //! ([`MultiStream::start`]) and leave (at their length) between launches;
 //! [`MultiStream::with_windows`] gives each slot a window of conditioning

@@ -31,10 +31,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     plan_s.sort_by(f64::total_cmp);
     let ms = |q: f64| 1e3 * plan_s[((plan_s.len() - 1) as f64 * q) as usize];
     println!(
-        "{n} runs: plan p50 {:.2} ms, p90 {:.2} ms; {values} feature values ({} characters)",
+        "{} runs: plan p50 {:.2} ms, p90 {:.2} ms; {values} feature values ({} characters)",
+        plan_s.len(),
         ms(0.5),
         ms(0.9),
-        text.len()
+        text.chars().count()
     );
     Ok(())
 }

@@ -56,8 +56,8 @@ struct Args {
     device: String,
     /// (cuda, cpu-slots) Slots per voice: requests rendering at once (default
     /// 2048 on cuda, the cores on cpu-slots). --workers is ignored. On cuda
-    /// they are spread over every multiprocessor: fewer per multiprocessor,
-    /// faster streams (up to 40 per multiprocessor stay in one wave).
+    /// (Hopper, r = 64) they are spread over every multiprocessor: fewer per
+    /// multiprocessor, faster streams (up to 40 per multiprocessor stay in one wave).
     #[arg(long)]
     slots: Option<usize>,
     /// (cuda, cpu-slots) Samples per launch, sent as one block (about 100 ms).

@@ -8,7 +8,7 @@
 //! | `avx2-fma`, `avx2-fma-2threads` | the scalar reference (`Kernel::Scalar`) | max \|Δp\| ≤ 1e-4, mode streams identical |
 //! | `cuda-single-f32` (kernel 1, `SinglePlan::new`) | the scalar reference | max \|Δp\| ≤ 1e-5, mode streams identical, ≤ 1 % of replayed direct draws differ |
 //! | `cuda-single-bf16`, `cuda-chain-bf16` (`SinglePlan::chain_split`, what `dv synth --device cuda` runs) | the scalar reference on the bfloat16-rounded weights | max \|Δp\| ≤ 1e-3, draws as above |
-//! | `cuda-multi` (kernel 2, `MultiPlan::fastest`, what `dv serve --device cuda` runs) | the same, per checked stream, streams leaving and joining between launches | max \|Δp\| ≤ 1e-3 |
+//! | `cuda-multi` (kernel 2, `MultiPlan::fastest`; `dv serve --device cuda` runs `MultiPlan::for_streams`, the same kernel at 8 to 40 streams per block, and checks its own plan the same way at start-up) | the same, per checked stream, streams leaving and joining between launches | max \|Δp\| ≤ 1e-3 |
 //! | `cuda-conditioning` (`GpuConditioner`, `dv serve --device cuda`'s conditioning network: sentences of several lengths in one batch, at scattered arena frames) | `CondLayout`'s CPU reference of the kernels, and `dv_synth::ConditioningNetwork` in the pool's order | max \|Δ\| ≤ 1e-4 and 1e-3 |
 //!
 //! The CPU backends always run (AVX2 where the CPU has it); the CUDA ones

@@ -1,5 +1,6 @@
 //! [`CudaSlots`]: `dv-gpu`'s kernel 2 (the multi-stream kernel, its slots
-//! spread over every multiprocessor: `MultiPlan::for_streams`) as the scheduler's
+//! spread over every multiprocessor on Hopper for r = 64, otherwise the
+//! fastest plan: `MultiPlan::for_streams`) as the scheduler's
 //! backend, through [`dv_gpu::Pipelined`]: each slot reads its conditioning
 //! from its own window of the device pool, and nothing a launch needs from
 //! the host is serialized with the kernel before it. While launch k runs,
