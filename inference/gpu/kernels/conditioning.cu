@@ -10,13 +10,114 @@
 typedef long long i64;
 
 // C[m, n] = bias[n] + sum_k A(m)[k] * W[n * K + k] over a 128 x 128 tile of
-// (m, n) per block of 256 threads, each thread 8 x 8 outputs strided by 16
-// (broadcast shared-memory reads). `Rows` maps an output row to its input
-// row (`a`, nullptr: zeros) and stores outputs (`store`).
+// (m, n) per block of 256 threads. `Rows` maps an output row to its input
+// row (`a`, nullptr: zeros) and stores outputs (`store`). Two versions:
+// float32 FMAs, each thread 8 x 8 outputs strided by 16 (broadcast
+// shared-memory reads), the sums in k order (the default; `CondLayout`'s CPU
+// reference follows it); or, with COND_TF32 defined (`DV_GPU_DEFINES`, an
+// experiment), tensor-core MMAs in three TF32 passes (each operand split as
+// hi + lo, lo x hi + hi x lo + hi x hi: float32's accuracy in another
+// summation order), each warp 32 x 64 outputs.
 #define GBM 128
 #define GBN 128
 #define GBK 8
 
+#ifdef COND_TF32
+__device__ __forceinline__ unsigned tf32_of(float x)
+{
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+    return r;
+}
+
+__device__ __forceinline__ void split_tf32(float x, unsigned& hi, unsigned& lo)
+{
+    hi = tf32_of(x);
+    lo = tf32_of(x - __uint_as_float(hi));
+}
+
+// c += a b over one m16 n8 k8 tile (PTX ISA: mma.m16n8k8, .tf32 fragments).
+__device__ __forceinline__ void mma_tf32(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2])
+{
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+template <class Rows>
+__device__ __forceinline__ void gemm_tile(const Rows& rows, int M, int N, int K, const float* __restrict__ W,
+                                          const float* __restrict__ bias)
+{
+    // Rows padded by 8 floats: a fragment's 32 reads (t * 136 + g) fall in 32 banks.
+    __shared__ float As[GBK][GBM + 8];
+    __shared__ float Ws[GBK][GBN + 8];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const int wm = 32 * (warp >> 1), wn = 64 * (warp & 1);  // this warp's rows and columns in the tile
+    const int m0 = blockIdx.x * GBM, n0 = blockIdx.y * GBN;
+    const int lr = tid >> 1, lk = (tid & 1) * 4;
+    const float* arow = (m0 + lr < M) ? rows.a(m0 + lr) : nullptr;
+    const float* wrow = (n0 + lr < N) ? W + (i64)(n0 + lr) * K : nullptr;
+    float acc[2][8][4];
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
+    for (int k0 = 0; k0 < K; k0 += GBK) {
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            const int k = k0 + lk + q;
+            As[lk + q][lr] = (arow && k < K) ? arow[k] : 0.f;
+            Ws[lk + q][lr] = (wrow && k < K) ? wrow[k] : 0.f;
+        }
+        __syncthreads();
+        // A fragments (rows g and g + 8, k = t and t + 4) of the warp's two m16 tiles.
+        unsigned ah[2][4], al[2][4];
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            const int r = wm + 16 * i + g;
+            split_tf32(As[t][r], ah[i][0], al[i][0]);
+            split_tf32(As[t][r + 8], ah[i][1], al[i][1]);
+            split_tf32(As[t + 4][r], ah[i][2], al[i][2]);
+            split_tf32(As[t + 4][r + 8], ah[i][3], al[i][3]);
+        }
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            // B fragment (k = t and t + 4, column g) of n8 tile j.
+            const int c = wn + 8 * j + g;
+            unsigned bh[2], bl[2];
+            split_tf32(Ws[t][c], bh[0], bl[0]);
+            split_tf32(Ws[t + 4][c], bh[1], bl[1]);
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                mma_tf32(acc[i][j], al[i], bh);
+                mma_tf32(acc[i][j], ah[i], bl);
+                mma_tf32(acc[i][j], ah[i], bh);
+            }
+        }
+        __syncthreads();
+    }
+    // acc[i][j]: rows g and g + 8 of m16 tile i, columns 2t and 2t + 1 of n8 tile j.
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int m = m0 + wm + 16 * i + g + 8 * h;
+            if (m >= M) continue;
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const int n = n0 + wn + 8 * j + 2 * t + e;
+                    if (n < N) rows.store(m, n, (bias ? bias[n] : 0.f) + acc[i][j][2 * h + e]);
+                }
+        }
+}
+#else
 template <class Rows>
 __device__ __forceinline__ void gemm_tile(const Rows& rows, int M, int N, int K, const float* __restrict__ W,
                                           const float* __restrict__ bias)
@@ -67,6 +168,7 @@ __device__ __forceinline__ void gemm_tile(const Rows& rows, int M, int N, int K,
         }
     }
 }
+#endif
 
 struct Dense {
     const float* A;

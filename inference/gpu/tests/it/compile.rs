@@ -186,4 +186,15 @@ fn nvrtc_compiles_the_conditioning_kernels() {
     for entry in ["cond_gemm", "cond_fo_pool", "cond_project"] {
         assert!(ptx.contains(&format!(".entry {entry}")), "{entry} missing");
     }
+    if std::env::var_os("DV_GPU_DEFINES").is_none() {
+        assert!(!ptx.contains("mma.sync"), "float32 FMAs by default");
+    }
+    // The experiment `DV_GPU_DEFINES=COND_TF32`: the products on tensor cores in three TF32 passes.
+    let src = format!("#define COND_TF32\n{}", dv_gpu::conditioning_source());
+    let ptx = compile_ptx(&src, "cond_gemm", "compute_90").unwrap().to_src();
+    for entry in ["cond_gemm", "cond_fo_pool", "cond_project"] {
+        assert!(ptx.contains(&format!(".entry {entry}")), "{entry} missing with COND_TF32");
+    }
+    assert!(ptx.contains("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"), "tensor-core MMAs with COND_TF32");
+    assert!(ptx.contains("cvt.rna.tf32.f32"), "operands split into TF32 terms");
 }
