@@ -22,6 +22,34 @@ typedef long long i64;
 #define GBN 128
 #define GBK 8
 
+// A block's share of a tile's loads: thread tid copies row lr of the tile's
+// A rows and of its W rows, k = lk .. lk + 3 of each GBK step, zeros past the
+// ends, into k-major shared memory.
+struct TileLoads {
+    const float* arow;
+    const float* wrow;
+    int lr, lk;
+    template <class Rows>
+    __device__ TileLoads(const Rows& rows, int M, int N, int K, const float* __restrict__ W)
+    {
+        const int m0 = blockIdx.x * GBM, n0 = blockIdx.y * GBN;
+        lr = threadIdx.x >> 1;
+        lk = (threadIdx.x & 1) * 4;
+        arow = (m0 + lr < M) ? rows.a(m0 + lr) : nullptr;
+        wrow = (n0 + lr < N) ? W + (i64)(n0 + lr) * K : nullptr;
+    }
+    template <int LD>
+    __device__ __forceinline__ void stage(float (&As)[GBK][LD], float (&Ws)[GBK][LD], int k0, int K) const
+    {
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            const int k = k0 + lk + q;
+            As[lk + q][lr] = (arow && k < K) ? arow[k] : 0.f;
+            Ws[lk + q][lr] = (wrow && k < K) ? wrow[k] : 0.f;
+        }
+    }
+};
+
 #ifdef COND_TF32
 __device__ __forceinline__ unsigned tf32_of(float x)
 {
@@ -57,9 +85,7 @@ __device__ __forceinline__ void gemm_tile(const Rows& rows, int M, int N, int K,
     const int g = lane >> 2, t = lane & 3;
     const int wm = 32 * (warp >> 1), wn = 64 * (warp & 1);  // this warp's rows and columns in the tile
     const int m0 = blockIdx.x * GBM, n0 = blockIdx.y * GBN;
-    const int lr = tid >> 1, lk = (tid & 1) * 4;
-    const float* arow = (m0 + lr < M) ? rows.a(m0 + lr) : nullptr;
-    const float* wrow = (n0 + lr < N) ? W + (i64)(n0 + lr) * K : nullptr;
+    const TileLoads loads(rows, M, N, K, W);
     float acc[2][8][4];
 #pragma unroll
     for (int i = 0; i < 2; i++)
@@ -68,12 +94,7 @@ __device__ __forceinline__ void gemm_tile(const Rows& rows, int M, int N, int K,
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
     for (int k0 = 0; k0 < K; k0 += GBK) {
-#pragma unroll
-        for (int q = 0; q < 4; q++) {
-            const int k = k0 + lk + q;
-            As[lk + q][lr] = (arow && k < K) ? arow[k] : 0.f;
-            Ws[lk + q][lr] = (wrow && k < K) ? wrow[k] : 0.f;
-        }
+        loads.stage(As, Ws, k0, K);
         __syncthreads();
         // A fragments (rows g and g + 8, k = t and t + 4) of the warp's two m16 tiles.
         unsigned ah[2][4], al[2][4];
@@ -126,22 +147,14 @@ __device__ __forceinline__ void gemm_tile(const Rows& rows, int M, int N, int K,
     __shared__ float Ws[GBK][GBN];
     const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
     const int m0 = blockIdx.x * GBM, n0 = blockIdx.y * GBN;
-    // This thread's loads: row lr of both tiles, k = lk .. lk + 3.
-    const int lr = tid >> 1, lk = (tid & 1) * 4;
-    const float* arow = (m0 + lr < M) ? rows.a(m0 + lr) : nullptr;
-    const float* wrow = (n0 + lr < N) ? W + (i64)(n0 + lr) * K : nullptr;
+    const TileLoads loads(rows, M, N, K, W);
     float acc[8][8];
 #pragma unroll
     for (int i = 0; i < 8; i++)
 #pragma unroll
         for (int j = 0; j < 8; j++) acc[i][j] = 0.f;
     for (int k0 = 0; k0 < K; k0 += GBK) {
-#pragma unroll
-        for (int q = 0; q < 4; q++) {
-            const int k = k0 + lk + q;
-            As[lk + q][lr] = (arow && k < K) ? arow[k] : 0.f;
-            Ws[lk + q][lr] = (wrow && k < K) ? wrow[k] : 0.f;
-        }
+        loads.stage(As, Ws, k0, K);
         __syncthreads();
 #pragma unroll
         for (int kk = 0; kk < GBK; kk++) {
