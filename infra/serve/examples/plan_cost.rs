@@ -14,7 +14,10 @@ use dv_speak::{Speaker, SpeakerOptions};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let dir = args.get(1).map(String::as_str).unwrap_or("inference/voices/slt");
-    let n: usize = args.get(2).map(|s| s.parse()).transpose()?.unwrap_or(50);
+    let n: usize = match args.get(2) {
+        Some(s) => s.parse().map_err(|e| format!("N (the runs to time): {s:?}: {e}"))?,
+        None => 50,
+    };
     let text = args.get(3).cloned().unwrap_or_else(|| {
         "The quick brown fox jumps over the lazy dog, and then it runs far away into the quiet forest. \
          It stops by a stream, drinks, and listens to the birds in the tall trees."

@@ -404,8 +404,8 @@ impl GpuConditioner {
         let ms = |a: usize, b: usize| self.marks[a].elapsed_ms(&self.marks[b]).map_err(driver("cuEventElapsedTime"));
         self.phases.upload += ms(0, 1)? as f64 / 1e3;
         for k in 0..layers {
-            let before = if k == 0 { 1 } else { 1 + 2 * k };
-            self.phases.products += ms(before, 2 + 2 * k)? as f64 / 1e3;
+            // Layer k's product starts where the upload (k = 0) or layer k - 1's pooling ended.
+            self.phases.products += ms(1 + 2 * k, 2 + 2 * k)? as f64 / 1e3;
             self.phases.pooling += ms(2 + 2 * k, 3 + 2 * k)? as f64 / 1e3;
         }
         Ok(())
