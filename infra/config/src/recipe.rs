@@ -200,19 +200,29 @@ pub struct EvaluateStage {
     #[serde(default = "ten")]
     pub max_seconds: f64,
     /// Held-out utterances (the WaveNet run's validation split) whose
-    /// recordings and the voice's rendering of their transcripts
-    /// pocketsphinx recognises, when python3 has it (0: none).
-    #[serde(default = "ten_utterances")]
+    /// recordings, and the voice speaking their transcripts, are judged by
+    /// ear (whisper, pocketsphinx and DNSMOS, each when python3 has its
+    /// package; `listen.py`); 0: none.
+    #[serde(default = "forty")]
     pub wer_utterances: usize,
+    /// How many of the built-in novel sentences (`novel.txt`: 60 written for
+    /// the project's records, held by no corpus) the voice speaks to be
+    /// judged the same way; 0: none.
+    #[serde(default = "sixty")]
+    pub novel_sentences: usize,
 }
 
-fn ten_utterances() -> usize {
-    10
+fn forty() -> usize {
+    40
+}
+
+fn sixty() -> usize {
+    60
 }
 
 impl Default for EvaluateStage {
     fn default() -> Self {
-        EvaluateStage { sentences: sentences(), max_seconds: ten(), wer_utterances: ten_utterances() }
+        EvaluateStage { sentences: sentences(), max_seconds: ten(), wer_utterances: forty(), novel_sentences: sixty() }
     }
 }
 

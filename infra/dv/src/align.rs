@@ -18,8 +18,8 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use dv_align::{
-    clamp_edge_pauses, constrained_pair_beam, ctc_prefix_beam, ctc_viterbi, edit_distance, phone_timing, quarantine,
-    speech_extent, BoundaryErrors, PhoneInterval, TextGrid,
+    clamp_edge_pauses, constrained_pair_beam, ctc_prefix_beam, ctc_viterbi, edit_distance, phone_timing,
+    quarantine_by_group, speech_extent, BoundaryErrors, PhoneInterval, TextGrid,
 };
 use dv_plot::{Heatmap, Marker, Rgb};
 use dv_text::{Phoneme, PhonemePair};
@@ -88,7 +88,9 @@ pub(crate) struct AlignArgs {
     /// §3.2) against each utterance's reference pairs; 0 skips it.
     #[arg(long, default_value_t = 10)]
     pper_beam: usize,
-    /// Quarantine utterances whose confidence is below median − k × 1.4826 × MAD.
+    /// Quarantine utterances whose confidence is below median − k × 1.4826 × MAD, the
+    /// segmentation model's training utterances and those its run held out each against their
+    /// own median and MAD.
     #[arg(long, default_value_t = dv_align::DEFAULT_K)]
     quarantine_k: f64,
     /// Draw this utterance's log-mel spectrogram with the predicted (and reference) boundaries
@@ -391,7 +393,17 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
     }
 
     let conf: Vec<(String, f64)> = aligned.iter().map(|u| (u.id.clone(), u.confidence)).collect();
-    let q = quarantine(&conf, a.quarantine_k)?;
+    // Judged against its peers: the segmentation model's training utterances, and those its run
+    // held out (dv_align::quarantine_by_group).
+    let seg_split = match &cfg.data {
+        dv_train::DataConfig::Features(f) if !a.held_out && f.validation_fraction > 0.0 => {
+            Some((f.validation_fraction, f.seed))
+        }
+        _ => None,
+    };
+    let unseen = |id: &String| seg_split.is_some_and(|(fraction, seed)| dv_train::is_validation(id, seed, fraction));
+    let unseen_count = conf.iter().filter(|(id, _)| unseen(id)).count();
+    let (q, q_unseen) = quarantine_by_group(&conf, unseen, a.quarantine_k)?;
     let mut tsv = String::from("id\tconfidence\n");
     for id in &q.ids {
         let c = conf.iter().find(|(i, _)| i == id).map(|(_, c)| *c).unwrap_or(f64::NAN);
@@ -429,7 +441,11 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
         "failed": failed.iter().map(|(id, why)| json!({"id": id, "reason": why})).collect::<Vec<_>>(),
         "skipped_by_loader": split.skipped.to_string(),
         "confidence_median": q.median,
-        "quarantine": {"k": a.quarantine_k, "spread": q.spread, "threshold": q.threshold, "ids": q.ids},
+        "quarantine": {"k": a.quarantine_k, "spread": q.spread, "threshold": q.threshold, "ids": q.ids,
+            "held_out_by_segmentation": q_unseen.as_ref().map(|u| json!({
+                "utterances": unseen_count, "median": u.median, "spread": u.spread, "threshold": u.threshold,
+                "quarantined": u.ids.len(),
+            }))},
         "boundary_error": summary.as_ref().map(|s| json!({
             "utterances": s.utterances, "boundaries": s.boundaries, "mean_abs_ms": s.mean_abs_ms, "mean_signed_ms": s.mean_signed_ms,
             "max_abs_ms": s.max_abs_ms, "within_10ms": s.within_10ms, "within_20ms": s.within_20ms,

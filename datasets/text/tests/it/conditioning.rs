@@ -92,6 +92,21 @@ fn log_f0_normalization_maps_the_observed_range_to_plus_minus_one() {
 }
 
 #[test]
+fn robust_f0_range_ignores_a_few_octave_errors() {
+    // 1,000 voiced frames between 150 and 300 Hz, 0.5 % of them at a tracker's floor and
+    // ceiling (octave errors): the observed range is the errors', the robust one the voice's.
+    let mut hz: Vec<f32> = (0..1000).map(|i| 150.0 + 150.0 * i as f32 / 999.0).collect();
+    hz.extend([75.0, 75.0, 0.0, f32::NAN, 499.9, 499.9, 499.9]);
+    let observed = F0Normalization::observed(&hz).unwrap();
+    assert_eq!((observed.min_hz, observed.max_hz), (75.0, 499.9));
+    let robust = F0Normalization::robust(&hz).unwrap();
+    assert!((150.0..=153.0).contains(&robust.min_hz), "{robust:?}");
+    assert!((297.0..=300.0).contains(&robust.max_hz), "{robust:?}");
+    assert_eq!(F0Normalization::robust(&[0.0, 120.0, 120.0]), None);
+    assert_eq!(F0Normalization::robust(&[]), None);
+}
+
+#[test]
 fn frame_counts_follow_the_audio_length() {
     assert_eq!(conditioning_frames(16_384, 16_384), 256);
     assert_eq!(conditioning_frames(16_000, 16_000), 256);

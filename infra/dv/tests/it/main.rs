@@ -3,6 +3,8 @@
 mod align;
 mod cluster;
 mod fault;
+mod lexicon;
+mod listen;
 mod recipe;
 mod s3;
 mod serve;

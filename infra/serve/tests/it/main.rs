@@ -6,6 +6,7 @@
 mod abuse;
 mod browser;
 mod errors;
+mod lexicon;
 mod ops;
 mod slots;
 mod speech;

@@ -1,4 +1,4 @@
-use dv_align::{quarantine, AlignError, DEFAULT_K, MAD_SCALE};
+use dv_align::{quarantine, quarantine_by_group, AlignError, DEFAULT_K, MAD_SCALE};
 
 use crate::rng::SplitMix64;
 
@@ -56,4 +56,29 @@ fn bad_inputs_are_typed_errors() {
     assert_eq!(quarantine::<u32>(&[], DEFAULT_K), Err(AlignError::Empty { item: 0, what: "confidences" }));
     assert!(matches!(quarantine(&[(0, -1.0), (1, f64::NAN)], DEFAULT_K), Err(AlignError::InvalidValue { .. })));
     assert!(matches!(quarantine(&[(0, -1.0)], -1.0), Err(AlignError::InvalidValue { value, .. }) if value == -1.0));
+}
+
+#[test]
+fn held_out_utterances_are_judged_against_each_other() {
+    // A segmentation model's training utterances around -1.2, the 5 % its run held out around
+    // -1.6 (it is less sure of unseen audio), one of them a clear failure.
+    let mut rng = SplitMix64::new(7);
+    let mut c = corpus(&mut rng);
+    let held = |id: &String| id.ends_with('0') && id.as_str() < "utt150";
+    for (id, v) in c.iter_mut() {
+        if held(id) {
+            *v -= 0.4;
+        }
+    }
+    c[40].1 = -4.0;
+    // One threshold for both sets aside every held-out utterance.
+    assert_eq!(quarantine(&c, DEFAULT_K).unwrap().ids.len(), 15);
+    let (q, h) = quarantine_by_group(&c, held, DEFAULT_K).unwrap();
+    assert_eq!(q.ids, ["utt040"], "only the failure");
+    let h = h.expect("both groups hold utterances");
+    assert!((h.median + 1.6).abs() < 0.05, "{}", h.median);
+    assert!((q.median + 1.2).abs() < 0.01, "{}", q.median);
+    // No held-out group: the same as one quarantine.
+    let (all, none) = quarantine_by_group(&c, |_| false, DEFAULT_K).unwrap();
+    assert_eq!((all, none), (quarantine(&c, DEFAULT_K).unwrap(), None));
 }

@@ -25,8 +25,12 @@
 //!
 //! Log F0 is normalized to the observed range over the whole featurize
 //! output (App. A.3: "normalizing the log of F0 to minimum observed F0"),
-//! unless `[data] f0_min_hz` and `f0_max_hz` fix it. The range is part of
-//! the voice: `dv export` recomputes it the same way.
+//! unless `[data] f0_min_hz` and `f0_max_hz` fix it. "Observed" is the 1st
+//! to 99th percentile of the voiced frames ([`F0Normalization::robust`]):
+//! the minimum and maximum are set by the pitch tracker's few octave errors
+//! (75.0–499.9 Hz, the tracker's own floor and ceiling, on a natural voice of
+//! issue 41). The range is part of the voice: `dv export` recomputes it the
+//! same way.
 //!
 //! # Skipped utterances
 //!
@@ -97,6 +101,8 @@ pub struct Chunks {
     pub norm: F0Normalization,
     pub sample_rate: u32,
     pub hop: usize,
+    /// `[data] f0_jitter` for the training split, 0 for validation.
+    pub f0_jitter: f32,
 }
 
 /// A loaded corpus split in two.
@@ -248,7 +254,7 @@ impl Chunks {
         let index: HashMap<String, usize> = utterances.iter().enumerate().map(|(i, u)| (u.id.clone(), i)).collect();
         let norm = match (config.f0_min_hz, config.f0_max_hz) {
             (Some(min_hz), Some(max_hz)) => F0Normalization { min_hz, max_hz },
-            (None, None) => F0Normalization::observed(utterances.iter().flat_map(|u| u.f0_hz.iter()))
+            (None, None) => F0Normalization::robust(utterances.iter().flat_map(|u| u.f0_hz.iter()))
                 .unwrap_or(F0Normalization::PRAAT_RANGE),
             _ => {
                 return Err(TrainError::Config {
@@ -281,10 +287,23 @@ impl Chunks {
             }
         }
         let utterances = std::sync::Arc::new(utterances);
-        let make = |chunks| Chunks { utterances: utterances.clone(), chunks, norm, sample_rate: rate, hop };
+        if !(config.f0_jitter >= 0.0 && config.f0_jitter.is_finite()) {
+            return Err(TrainError::Config {
+                path: "[data] f0_jitter".into(),
+                reason: format!("{} is not a non-negative number", config.f0_jitter),
+            });
+        }
+        let make = |chunks, f0_jitter| Chunks {
+            utterances: utterances.clone(),
+            chunks,
+            norm,
+            sample_rate: rate,
+            hop,
+            f0_jitter,
+        };
         Ok(ChunkSplit {
-            train: make(train),
-            validation: make(val),
+            train: make(train, config.f0_jitter),
+            validation: make(val, 0.0),
             skipped,
             utterances: utterances.len(),
             shards: shards.len(),
@@ -354,8 +373,11 @@ impl Dataset for Chunks {
         let (mut starts, mut ends) = (Vec::new(), Vec::new());
         let mut window = None;
         let mut seconds = 0.0;
-        for &i in indices {
-            let (c, y) = self.example(i)?;
+        for (position, &i) in indices.iter().enumerate() {
+            let (mut c, y) = self.example(i)?;
+            if self.f0_jitter > 0.0 {
+                jitter_f0(&mut c, self.f0_jitter, jitter_seed(indices, position));
+            }
             let w = *window.get_or_insert(y.len());
             if w != y.len() {
                 return Err(TrainError::Features {
@@ -381,5 +403,39 @@ impl Dataset for Chunks {
             example_ids: indices.to_vec(),
             audio_seconds: Some(seconds),
         })
+    }
+}
+
+/// A seed for one example's F0 jitter from its batch (the shuffled indices,
+/// which differ from epoch to epoch) and its place in it: deterministic, so
+/// a resumed run draws the same noise.
+fn jitter_seed(indices: &[usize], position: usize) -> u64 {
+    let mut h: u64 = 0x9e37_79b9_7f4a_7c15 ^ position as u64;
+    for &i in indices {
+        h = dv_util::splitmix64(h ^ i as u64);
+    }
+    h
+}
+
+/// Moves the normalized log F0 (feature 1) of the voiced frames (feature 0
+/// set) of `cond` (`[F, 227]` frame-major) by an offset of standard deviation
+/// `sigma` plus a slope reaching a standard deviation of `sigma / 2` at the
+/// chunk's ends (`[data] f0_jitter`).
+pub fn jitter_f0(cond: &mut [f32], sigma: f32, seed: u64) {
+    let mut rng = dv_util::SplitMix64::new(seed);
+    let mut normal = || {
+        // Box-Muller from two uniform draws in (0, 1]
+        let u = ((rng.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+        let v = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        ((-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()) as f32
+    };
+    let (offset, slope) = (sigma * normal(), 0.5 * sigma * normal());
+    let frames = cond.len() / CONDITIONING_DIM;
+    for (f, frame) in cond.chunks_exact_mut(CONDITIONING_DIM).enumerate() {
+        if frame[0] > 0.5 {
+            // -1 at the first frame, +1 at the last
+            let x = if frames > 1 { 2.0 * f as f32 / (frames - 1) as f32 - 1.0 } else { 0.0 };
+            frame[1] += offset + slope * x;
+        }
     }
 }

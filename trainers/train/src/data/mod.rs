@@ -22,7 +22,7 @@ pub mod prosody;
 pub(crate) mod sampler;
 pub(crate) mod skipped;
 
-pub use chunks::{stressed_phone, ChunkSplit, ChunkUtterance, Chunks, ChunksConfig};
+pub use chunks::{jitter_f0, stressed_phone, ChunkSplit, ChunkUtterance, Chunks, ChunksConfig};
 pub use dataset::{Dataset, Synthetic, SyntheticConfig};
 pub use features::{
     ctc_min_frames, is_validation, pair_labels, reference_boundaries, FeatureSplit, Features, FeaturesConfig,

@@ -118,6 +118,7 @@ impl Prosody {
                 seed: 0,
                 f0_min_hz: None,
                 f0_max_hz: None,
+                f0_jitter: 0.0,
             },
             64,
         )?;

@@ -109,7 +109,7 @@ pub fn export_wavenet(e: &WavenetExport) -> Result<WavenetExported, TrainError> 
         "features": dir,
         "manifest": serde_json::from_slice::<serde_json::Value>(&manifest).unwrap_or(serde_json::Value::Null),
         "sample_rate": sizes.hop * 256,
-        "f0_normalization": { "min_hz": chunks.norm.min_hz, "max_hz": chunks.norm.max_hz, "from": if data.f0_min_hz.is_some() { "config" } else { "observed" } },
+        "f0_normalization": { "min_hz": chunks.norm.min_hz, "max_hz": chunks.norm.max_hz, "from": if data.f0_min_hz.is_some() { "config" } else { "observed, 1st-99th percentile" } },
     });
     let lineage = Lineage {
         corpus_manifest_sha256: if manifest.is_empty() { String::new() } else { sha256_hex(&manifest) },

@@ -251,3 +251,52 @@ fn the_fused_step_equals_autograd_in_loss_and_every_gradient() {
         }
     }
 }
+
+#[test]
+fn f0_jitter_moves_only_voiced_log_f0_by_a_seeded_offset_and_slope() {
+    use dv_text::CONDITIONING_DIM;
+    use dv_train::jitter_f0;
+    // 64 frames: voiced (flag 1, log F0 0.25) but for frames 10..20; feature 2 a phone slot.
+    let frame = |f: usize| {
+        let mut v = vec![0f32; CONDITIONING_DIM];
+        if !(10..20).contains(&f) {
+            v[0] = 1.0;
+            v[1] = 0.25;
+        }
+        v[2] = 1.0;
+        v
+    };
+    let clean: Vec<f32> = (0..64).flat_map(frame).collect();
+    let (mut offsets, mut moved) = (Vec::new(), 0);
+    for seed in 0..2000u64 {
+        let mut c = clean.clone();
+        jitter_f0(&mut c, 0.2, seed);
+        let mut again = clean.clone();
+        jitter_f0(&mut again, 0.2, seed);
+        assert_eq!(c, again, "the same seed draws the same noise");
+        for (f, (a, b)) in c.chunks(CONDITIONING_DIM).zip(clean.chunks(CONDITIONING_DIM)).enumerate() {
+            assert_eq!(a[0], b[0]);
+            assert_eq!(&a[2..], &b[2..], "frame {f}: only log F0 moves");
+            if (10..20).contains(&f) {
+                assert_eq!(a[1], 0.0, "frame {f} is unvoiced");
+            }
+        }
+        // offset and slope from the first and last voiced frames (the slope runs -1..+1)
+        let (first, last) = (c[1] - 0.25, c[63 * CONDITIONING_DIM + 1] - 0.25);
+        offsets.push(0.5 * (first + last));
+        moved += (first != 0.0) as usize;
+        // frames in between lie on the line
+        let mid = c[40 * CONDITIONING_DIM + 1] - 0.25;
+        let x = 2.0 * 40.0 / 63.0 - 1.0;
+        let want = 0.5 * (first + last) + 0.5 * (last - first) * x;
+        assert!((mid - want).abs() < 1e-5, "seed {seed}: {mid} against {want}");
+    }
+    assert_eq!(moved, 2000);
+    let mean = offsets.iter().sum::<f32>() / offsets.len() as f32;
+    let sd = (offsets.iter().map(|o| (o - mean).powi(2)).sum::<f32>() / offsets.len() as f32).sqrt();
+    assert!(mean.abs() < 0.02, "mean offset {mean}");
+    assert!((sd - 0.2).abs() < 0.02, "offset standard deviation {sd}, want 0.2");
+    let mut none = clean.clone();
+    jitter_f0(&mut none, 0.0, 7);
+    assert_eq!(none, clean, "no jitter, no change");
+}
