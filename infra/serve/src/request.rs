@@ -13,12 +13,20 @@ pub const MAX_INPUT: usize = 4096;
 /// their clients work unchanged).
 pub const MODELS: [&str; 4] = ["deepvoice", "tts-1", "tts-1-hd", "gpt-4o-mini-tts"];
 
+/// The rate a response has unless its request says `sample_rate`: OpenAI's
+/// (its `pcm` is 24 kHz 16-bit little-endian mono by definition).
+pub const DEFAULT_SAMPLE_RATE: u32 = 24_000;
+
+/// The rates `sample_rate` may name besides the voice's own.
+pub const SAMPLE_RATES: [u32; 5] = [8_000, 16_000, 22_050, 24_000, 48_000];
+
 /// How the audio is encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ResponseFormat {
     /// 16-bit mono PCM WAV (streamed with 0xFFFFFFFF sizes).
     Wav,
-    /// Raw 16-bit little-endian mono samples at the voice's rate.
+    /// Raw 16-bit little-endian mono samples (24 kHz unless the request
+    /// says `sample_rate`).
     Pcm,
     /// FLAC (16 bits, mono), encoded after the whole text is rendered.
     Flac,
@@ -57,6 +65,9 @@ pub struct SpeechRequest {
     pub seed: Option<u64>,
     /// `false`: the whole answer at once (with sizes and a length).
     pub stream: bool,
+    /// The response's rate; `None`: [`DEFAULT_SAMPLE_RATE`]. Checked
+    /// against the voice by [`SpeechRequest::output_rate`].
+    pub sample_rate: Option<u32>,
 }
 
 fn string(obj: &Map<String, Value>, key: &'static str) -> Result<Option<String>, ApiError> {
@@ -169,6 +180,43 @@ impl SpeechRequest {
                 "stream false and stream_format sse contradict each other".into(),
             ));
         }
-        Ok(SpeechRequest { model, input, voice, format, speed, stream_format, seed, stream })
+        let sample_rate = match obj.get("sample_rate") {
+            None | Some(Value::Null) => None,
+            Some(Value::Number(n)) => Some(n.as_u64().and_then(|r| u32::try_from(r).ok()).ok_or_else(|| {
+                ApiError::invalid(
+                    "sample_rate",
+                    "invalid_sample_rate",
+                    format!("sample_rate {n} is not one of {}, or the voice's own rate", rates()),
+                )
+            })?),
+            Some(other) => {
+                return Err(ApiError::invalid(
+                    "sample_rate",
+                    "invalid_type",
+                    format!("sample_rate must be an integer (Hz), not {other}"),
+                ))
+            }
+        };
+        Ok(SpeechRequest { model, input, voice, format, speed, stream_format, seed, stream, sample_rate })
     }
+
+    /// The rate the response leaves at for a voice that renders at
+    /// `native` Hz: `sample_rate` if it is one of [`SAMPLE_RATES`] or
+    /// `native`, else a 400 naming the allowed rates.
+    pub fn output_rate(&self, native: u32) -> Result<u32, ApiError> {
+        match self.sample_rate {
+            None => Ok(DEFAULT_SAMPLE_RATE),
+            Some(r) if r == native || SAMPLE_RATES.contains(&r) => Ok(r),
+            Some(r) => Err(ApiError::invalid(
+                "sample_rate",
+                "invalid_sample_rate",
+                format!("sample_rate {r} is not supported; supported: {}, or {native} (the voice's own rate)", rates()),
+            )),
+        }
+    }
+}
+
+/// [`SAMPLE_RATES`] as a list.
+fn rates() -> String {
+    SAMPLE_RATES.map(|r| r.to_string()).join(", ")
 }

@@ -218,7 +218,7 @@ impl Job {
         }
         let render_s = t.elapsed().as_secs_f64();
         self.metrics.rendered(samples, self.speaker.sample_rate(), render_s);
-        Some(Event::Done(Summary { samples, render_s }))
+        Some(Event::Done(Summary { render_s }))
     }
 
     fn cancelled(&self) -> Option<Event> {

@@ -20,6 +20,14 @@ use crate::server::{SlotBackend, SlotConfig};
 use crate::slots::{CpuSlots, CudaSlots, Scheduler};
 use crate::slotted::SlotEngine;
 
+/// Whether the voice called `name` is a demonstration: a toy trained in
+/// minutes on the CPU by `infra/run demo` (`demo-tiny`, `demo-text`), not
+/// one to judge the system by. The rule is the name: `demo-` and more.
+/// (`dv voices` applies the same rule.)
+pub fn is_demo(name: &str) -> bool {
+    name.starts_with("demo-") && name.len() > "demo-".len()
+}
+
 /// A loaded voice: its speaker, and its slot scheduler when the server
 /// renders on slots.
 pub(crate) struct Loaded {
@@ -108,6 +116,24 @@ impl VoiceCache {
     /// The voices on the search path, by name.
     pub fn names(&self) -> Vec<String> {
         catalog::list(&self.path).into_iter().map(|e| e.name).collect()
+    }
+
+    /// The voices to offer: the default first (when it is on the search
+    /// path), then the others as found, each with whether it is a
+    /// demonstration ([`is_demo`]).
+    pub fn listed(&self) -> Vec<(String, bool)> {
+        let mut names = self.names();
+        if let Some(k) = names.iter().position(|n| *n == self.default) {
+            let d = names.remove(k);
+            names.insert(0, d);
+        }
+        names
+            .into_iter()
+            .map(|n| {
+                let demo = is_demo(&n);
+                (n, demo)
+            })
+            .collect()
     }
 
     /// Whether `name` is loaded now.

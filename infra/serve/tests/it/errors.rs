@@ -107,7 +107,13 @@ async fn unknown_voices_are_404_listing_the_known_ones() {
         assert!(e["message"].as_str().unwrap().contains("slow, test"), "{e}");
     }
     let v: Value = reqwest::get(s.url("/v1/audio/voices")).await.unwrap().json().await.unwrap();
-    assert_eq!(v["voices"], json!([{ "id": "slow", "name": "slow" }, { "id": "test", "name": "test" }]));
+    // The default voice first.
+    let listed = json!([
+        { "id": "test", "name": "test", "demo": false },
+        { "id": "slow", "name": "slow", "demo": false },
+    ]);
+    assert_eq!(v["voices"], listed);
+    assert_eq!(v["default"], "test");
     let m: Value = reqwest::get(s.url("/v1/models")).await.unwrap().json().await.unwrap();
     let ids: Vec<&str> = m["data"].as_array().unwrap().iter().map(|x| x["id"].as_str().unwrap()).collect();
     assert_eq!(ids, dv_serve::MODELS);

@@ -1,12 +1,13 @@
 //! Integration tests of dv-serve: the server in this process on an
 //! ephemeral loopback port (the binary as a child for signals), voices made
 //! here from random weights (`dv_synth::random`) in a temporary folder passed
-//! as the search path.
+//! as the search path (the shipped voice for OpenAI's client, `openai.rs`).
 
 mod abuse;
 mod browser;
 mod errors;
 mod lexicon;
+mod openai;
 mod ops;
 mod slots;
 mod speech;

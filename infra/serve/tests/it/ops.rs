@@ -327,3 +327,31 @@ async fn voices_load_on_first_use_and_the_least_recent_is_dropped() {
     }
     assert_eq!(s.metric("dv_serve_voices_loaded").await, 2.0);
 }
+
+/// `infra/run demo`'s toy voices (`demo-…`) are marked as such; the default
+/// voice is listed first wherever it sorts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_voice_list_puts_the_default_first_and_marks_demo_voices() {
+    let d = voices(false);
+    crate::save_voice(d.path(), "demo-tiny", crate::FAST, 7);
+    crate::save_voice(d.path(), "alpha", crate::FAST, 8);
+    let s = Server::start(d, |_| {}).await;
+    let v: Value = reqwest::get(s.url("/v1/audio/voices")).await.unwrap().json().await.unwrap();
+    let want = json!([
+        { "id": "test", "name": "test", "demo": false },
+        { "id": "alpha", "name": "alpha", "demo": false },
+        { "id": "demo-tiny", "name": "demo-tiny (demo)", "demo": true },
+    ]);
+    assert_eq!(v["voices"], want, "{v}");
+    assert_eq!(v["default"], "test");
+    // A demo voice still speaks when asked by its id.
+    let r = reqwest::Client::new()
+        .post(s.url("/v1/audio/speech"))
+        .json(&body(json!({ "voice": "demo-tiny", "input": "Bye now." })))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-voice"], "demo-tiny");
+    assert!(dv_serve::is_demo("demo-text") && !dv_serve::is_demo("slt") && !dv_serve::is_demo("demo-"));
+}

@@ -319,7 +319,8 @@ fn on_slots(c: &mut dv_serve::ServeConfig, slots: usize) {
 async fn pcm_of(s: &Server, seed: u64, voice: &str) -> Vec<u8> {
     let r = reqwest::Client::new()
         .post(s.url("/v1/audio/speech"))
-        .json(&body(json!({ "seed": seed, "voice": voice, "response_format": "pcm" })))
+        // The voice's own rate: samples as the sampler made them.
+        .json(&body(json!({ "seed": seed, "voice": voice, "response_format": "pcm", "sample_rate": 16384 })))
         .send()
         .await
         .unwrap();
