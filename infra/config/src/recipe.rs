@@ -47,6 +47,19 @@ pub struct Recipe {
     /// ([`InitConfig`](crate::InitConfig)); the model sizes must be the package's.
     #[serde(default)]
     pub init: Option<String>,
+    /// The GPUs each training stage whose run config says `[train] device =
+    /// "cuda"` trains on, one rank (a `dv train` process, gradients
+    /// all-reduced with NCCL) per GPU: `"all"` (default: every GPU this
+    /// process sees, `CUDA_VISIBLE_DEVICES` respected; none: the CPU, with the
+    /// stage's `ranks`) or a count. `dv recipe run --gpus` overrides it. Not
+    /// part of any stage's key: `[train] batch` is the global batch, split
+    /// equally among the ranks, and the learning rate does not change, so a
+    /// preset trains the same model (up to float summation order) on 1, 2 or
+    /// 8 GPUs, and a recipe resumed on a machine with another GPU count skips
+    /// what is done. With `"all"`, a batch that the GPUs do not divide trains
+    /// on the most GPUs that divide it; a count must divide it.
+    #[serde(default)]
+    pub gpus: Gpus,
     #[serde(default)]
     pub featurize: FeaturizeStage,
     /// The segmentation model (§3.2), trained on the featurized phones.
@@ -72,6 +85,83 @@ pub enum Labels {
     #[default]
     Text,
     Corpus,
+}
+
+/// How many GPUs a GPU training stage trains on (see [`Recipe::gpus`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Gpus {
+    /// Every GPU this process sees.
+    #[default]
+    All,
+    /// This many, at least 1.
+    Count(usize),
+}
+
+impl std::str::FromStr for Gpus {
+    type Err = String;
+
+    /// `all` or a count of at least 1.
+    fn from_str(s: &str) -> Result<Gpus, String> {
+        match s.trim() {
+            "all" => Ok(Gpus::All),
+            n => match n.parse::<usize>() {
+                Ok(0) => Err("gpus must be at least 1, or \"all\"".into()),
+                Ok(n) => Ok(Gpus::Count(n)),
+                Err(_) => Err(format!("gpus = {s:?}: expected \"all\" or a count")),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for Gpus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Gpus::All => f.write_str("all"),
+            Gpus::Count(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+impl Serialize for Gpus {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Gpus::All => s.serialize_str("all"),
+            Gpus::Count(n) => s.serialize_u64(*n as u64),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Gpus {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Gpus, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Repr {
+            Count(i64),
+            Word(String),
+        }
+        match Repr::deserialize(d)? {
+            Repr::Count(n) if n >= 1 => Ok(Gpus::Count(n as usize)),
+            Repr::Count(n) => Err(serde::de::Error::custom(format!("gpus = {n}: at least 1, or \"all\""))),
+            Repr::Word(w) => w.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+impl Gpus {
+    /// The ranks a GPU stage of global batch `batch` trains on when this
+    /// process sees `visible` GPUs: 0 when it sees none and `self` is
+    /// [`Gpus::All`] (the stage then trains on the CPU). `All` takes the
+    /// most GPUs that divide `batch`; a count must divide it and be visible.
+    pub fn ranks(self, visible: usize, batch: usize) -> Result<usize, String> {
+        match self {
+            Gpus::All => Ok((1..=visible).rev().find(|n| batch.is_multiple_of(*n)).unwrap_or(0)),
+            Gpus::Count(n) if n > visible => Err(format!("gpus = {n}, but this process sees {visible} GPU(s)")),
+            Gpus::Count(n) if !batch.is_multiple_of(n) => {
+                Err(format!("gpus = {n} does not divide the global [train] batch {batch} equally"))
+            }
+            Gpus::Count(n) => Ok(n),
+        }
+    }
 }
 
 /// `[featurize]`: as `dv featurize`.
@@ -112,7 +202,11 @@ pub struct TrainStage {
     /// Values merged into it, table by table: `set.train.steps = 40`.
     #[serde(default)]
     pub set: toml::Table,
-    /// CPU data-parallel ranks (threads of this process).
+    /// CPU data-parallel ranks (threads of the recipe's process, joined by
+    /// the in-process collective), when the stage trains on the CPU: its run
+    /// config's `device = "cpu"`, or `"cuda"` on a machine with no GPU. A GPU
+    /// stage trains one rank per GPU instead ([`Recipe::gpus`]). Not part of
+    /// the stage's key: `[train] batch` is global, split among the ranks.
     #[serde(default = "one")]
     pub ranks: usize,
 }
@@ -309,4 +403,38 @@ fn merge(base: &mut toml::Table, over: &toml::Table) {
             }
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Gpus;
+
+    #[test]
+    fn gpus_parse_and_pick_ranks_that_divide_the_global_batch() {
+        let gpus = |t: &str| toml::from_str::<super::Recipe>(&format!("{t}\n{MIN}")).map(|r| r.gpus);
+        assert_eq!(gpus("").unwrap(), Gpus::All);
+        assert_eq!(gpus("gpus = \"all\"").unwrap(), Gpus::All);
+        assert_eq!(gpus("gpus = 4").unwrap(), Gpus::Count(4));
+        for bad in ["gpus = 0", "gpus = -1", "gpus = \"some\""] {
+            assert!(gpus(bad).is_err(), "{bad}");
+        }
+        // "all": every visible GPU, else the most that divide the batch; none: the CPU (0).
+        assert_eq!(Gpus::All.ranks(8, 16), Ok(8));
+        assert_eq!(Gpus::All.ranks(3, 16), Ok(2));
+        assert_eq!(Gpus::All.ranks(0, 16), Ok(0));
+        assert_eq!(Gpus::Count(2).ranks(8, 16), Ok(2));
+        assert!(Gpus::Count(3).ranks(8, 16).unwrap_err().contains("does not divide"));
+        assert!(Gpus::Count(2).ranks(1, 16).unwrap_err().contains("sees 1 GPU(s)"));
+    }
+
+    const MIN: &str = r#"
+corpus = "c"
+out = "o"
+[train_segmentation]
+config = "s.toml"
+[train_duration]
+config = "d.toml"
+[train_wavenet]
+config = "w.toml"
+"#;
 }

@@ -129,7 +129,7 @@ fn gpu_rank(cfg: &RunConfig, env: RankEnv) -> anyhow::Result<()> {
 
 /// Starts one process per GPU and waits; when a rank fails, the others get
 /// the collective timeout (plus a margin) to fail on their own, then are killed.
-fn launch(config: &str, steps: Option<u64>, gpus: usize, timeout: Duration) -> anyhow::Result<()> {
+pub(crate) fn launch(config: &str, steps: Option<u64>, gpus: usize, timeout: Duration) -> anyhow::Result<()> {
     if gpus == 0 {
         bail!("--gpus must be at least 1");
     }

@@ -6,9 +6,11 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use clap::{Args, Subcommand};
+use clap::error::ErrorKind;
+use clap::parser::ValueSource;
+use clap::{Arg, ArgMatches, Args, FromArgMatches, Subcommand};
 
-use super::config::Loaded;
+use super::config::{Gpus, Loaded};
 use super::lock::{key_of, outputs_digest, Entry, Lock};
 use super::run::{parts_of, stage, Ctx, StageLog};
 use super::stage::{index_of, why_run, STAGES};
@@ -36,8 +38,16 @@ pub(crate) enum RecipeCommand {
     },
 }
 
-#[derive(Args)]
+/// `dv recipe run`'s arguments: its flags, and `--gpus`, one flag shared with the cluster
+/// options (GPUs per node with `--on`; the GPUs this machine's training stages use without).
 pub(crate) struct RunArgs {
+    flags: RunFlags,
+    /// `--gpus` as given without `--on`: overrides the recipe's `gpus`.
+    gpus: Option<Gpus>,
+}
+
+#[derive(Args)]
+struct RunFlags {
     /// The recipe file (TOML; see the presets in infra/recipes/).
     recipe: PathBuf,
     /// Start at this stage (inspect, featurize, train-segmentation, align, train-duration, g2p,
@@ -60,25 +70,82 @@ pub(crate) struct RunArgs {
     cluster: Box<super::emit::ClusterArgs>,
 }
 
+/// The cluster options' `--gpus` (a count per node that needs `--on`), made the one `--gpus` of
+/// `dv recipe run`: `all` or a count, with or without `--on`. Its value reaches the cluster
+/// options as a count (`all` as 0, refused with `--on`); [`RunArgs`] reads what was typed.
+fn shared_gpus(a: Arg) -> Arg {
+    a.requires(clap::builder::Resettable::Reset)
+        .value_parser(|s: &str| s.parse::<Gpus>().map(|g| if let Gpus::Count(n) = g { n } else { 0 }))
+        .hide_default_value(true)
+        .value_name("N|all")
+        .help(
+            "GPUs for the training stages whose run config trains on cuda, one rank (process) each: \
+             all (every GPU this process sees) or N; default the recipe's `gpus`, else all. With \
+             --on: GPUs per node (default 1)",
+        )
+}
+
+impl Args for RunArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        RunFlags::augment_args(cmd).mut_arg("gpus", shared_gpus)
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        RunFlags::augment_args_for_update(cmd).mut_arg("gpus", shared_gpus)
+    }
+}
+
+impl FromArgMatches for RunArgs {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        Self::from_arg_matches_mut(&mut m.clone())
+    }
+
+    fn from_arg_matches_mut(m: &mut ArgMatches) -> Result<Self, clap::Error> {
+        let typed = match m.value_source("gpus") {
+            Some(ValueSource::CommandLine) => m.get_raw("gpus").and_then(|mut v| v.next()).map(|v| v.to_string_lossy()),
+            _ => None,
+        };
+        let gpus =
+            typed.map(|t| t.parse::<Gpus>()).transpose().map_err(|e| clap::Error::raw(ErrorKind::InvalidValue, e))?;
+        let flags = RunFlags::from_arg_matches_mut(m)?;
+        if flags.cluster.on.is_some() && gpus == Some(Gpus::All) {
+            return Err(clap::Error::raw(
+                ErrorKind::InvalidValue,
+                "--gpus all counts this machine's GPUs; with --on, give the GPUs per node (N)",
+            ));
+        }
+        Ok(RunArgs { gpus: gpus.filter(|_| flags.cluster.on.is_none()), flags })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
 pub(crate) fn run(c: RecipeCommand) -> anyhow::Result<()> {
     match c {
-        RecipeCommand::Run(a) if a.cluster.on.is_some() => super::emit::run(&a.recipe, &a.cluster),
-        RecipeCommand::Run(a) => execute(&a),
-        RecipeCommand::Status { recipe } => execute(&RunArgs {
-            recipe,
-            stage: None,
-            stop_stage: None,
-            dry_run: true,
-            force: false,
-            force_downstream: false,
-            cluster: Default::default(),
-        }),
+        RecipeCommand::Run(a) if a.flags.cluster.on.is_some() => super::emit::run(&a.flags.recipe, &a.flags.cluster),
+        RecipeCommand::Run(a) => execute(&a.flags, a.gpus),
+        RecipeCommand::Status { recipe } => execute(
+            &RunFlags {
+                recipe,
+                stage: None,
+                stop_stage: None,
+                dry_run: true,
+                force: false,
+                force_downstream: false,
+                cluster: Default::default(),
+            },
+            None,
+        ),
         RecipeCommand::TrainConfig { recipe, stage, out } => super::emit::train_config(&recipe, &stage, &out),
     }
 }
 
-fn execute(a: &RunArgs) -> anyhow::Result<()> {
+fn execute(a: &RunFlags, gpus: Option<Gpus>) -> anyhow::Result<()> {
     let loaded = Loaded::load(&a.recipe)?;
+    let gpus = gpus.unwrap_or(loaded.recipe.gpus);
     let out = loaded.out();
     // Every training stage's run config is checked before anything runs.
     for (field, t) in loaded.recipe.train_stages() {
@@ -159,7 +226,7 @@ fn execute(a: &RunArgs) -> anyhow::Result<()> {
         let mut log = StageLog::open(&logs.join(format!("{name}.log")))?;
         log.line(&format!("stage {name}: key {key} ({why})"));
         let t = Instant::now();
-        let ctx = Ctx { loaded: &loaded, out: out.clone(), lock: &lock, key: &key };
+        let ctx = Ctx { loaded: &loaded, out: out.clone(), lock: &lock, key: &key, gpus };
         let outputs = match stage(name, &ctx, &mut log) {
             Ok(o) => o,
             Err(e) => {

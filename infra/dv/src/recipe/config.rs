@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use dv_config::recipe::{stage_run_config, stage_table};
-pub(crate) use dv_config::recipe::{Labels, Recipe, TrainStage};
+pub(crate) use dv_config::recipe::{Gpus, Labels, Recipe, TrainStage};
 use dv_train::RunConfig;
 
 /// A loaded recipe with the directory its relative paths start from.

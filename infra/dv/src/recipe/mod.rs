@@ -2,7 +2,7 @@
 //! and resumable (the ESPnet / icefall / DVC way).
 //!
 //! ```text
-//! dv recipe run RECIPE.toml [--stage NAME] [--stop-stage NAME] [--dry-run] [--force] [--force-downstream]
+//! dv recipe run RECIPE.toml [--stage NAME] [--stop-stage NAME] [--dry-run] [--force] [--force-downstream] [--gpus N|all]
 //! dv recipe status RECIPE.toml          # the same as run --dry-run
 //! dv recipe run RECIPE.toml --on slurm|kubernetes [--emit DIR]   # as cluster jobs ([`emit`])
 //! ```
@@ -33,8 +33,8 @@
 //! # When a stage runs
 //!
 //! A stage's key is the SHA-256 of three parts: its configuration (the
-//! canonical JSON of its recipe section, with a training stage's run config
-//! merged in), its inputs' content (the corpus tree's relative paths, sizes
+//! canonical JSON of its recipe section; a training stage's is its run
+//! config, without its rank or GPU count: see below), its inputs' content (the corpus tree's relative paths, sizes
 //! and content hashes, or an object-store corpus's listing of names, sizes
 //! and ETags, so an unchanged bucket is a no-op; featurize's also the G2P
 //! model's digest; for every later stage the output digests that the
@@ -53,15 +53,46 @@
 //! "key changed: config", "outputs missing", "forced", "upstream runs") or
 //! be skipped.
 //!
+//! # Training on several ranks
+//!
+//! A training stage whose run config says `[train] device = "cuda"` trains
+//! one rank per GPU, as `dv train --config RUN --gpus N` does and through
+//! the same launcher (`crate::train::launch`: one `dv train` process per
+//! GPU, gradients all-reduced with NCCL, the run config written to
+//! `runs/<stage>/<key>/run.toml`): on the recipe's `gpus` (`"all"`, the
+//! default: every GPU this process sees, `CUDA_VISIBLE_DEVICES` respected,
+//! or a count), which `--gpus N|all` overrides. One GPU trains in this
+//! process; none (under `"all"`) trains on the CPU. A CPU stage (`device =
+//! "cpu"`, `cuda:N`, or `cuda` with no GPU) trains its `ranks` as threads
+//! of this process, joined by the in-process collective, as `dv train
+//! --ranks N` does.
+//!
+//! Batch and learning rate: `[train] batch` is the global batch, split
+//! equally among the ranks, and the learning rate is the run config's
+//! whatever the count, as in `dv train` (the `dv-train` crate docs: each
+//! rank's loss is its sum over the global batch, the gradients are summed
+//! over ranks), so a preset makes the same updates, up to float summation
+//! order, on 1, 2 or 8 GPUs. A count must divide the batch; under `"all"` a
+//! stage trains on the most visible GPUs that divide it. Neither the GPU
+//! count nor `ranks` enters a stage's key: a recipe resumed on a machine
+//! with another number of GPUs skips the stages that are done and resumes
+//! a killed training stage from its checkpoints on the ranks it has now.
+//! A rank that fails fails the stage, naming the rank (`rank 3 of 8
+//! failed`); the others get the collective timeout to fail on their own,
+//! then are killed, and a rerun resumes from the last checkpoint.
+//!
 //! # Not yet
 //!
 //! With `labels = "text"`
 //! a corpus's own labels do not score the aligner. `features-text/` and
 //! `features-aligned/` are full copies of the shards. A stage's log
 //! holds the recipe's lines and the trainer's; what the in-process `dv
-//! align`/`export`/`synth` paths print goes to the terminal only. Training
-//! runs on one process (CPU ranks as threads, or one GPU), except as cluster
-//! jobs (`--on`, [`emit`]), where a GPU stage trains one rank per GPU.
+//! align`/`export`/`synth` paths print, and what the ranks of a stage on
+//! several GPUs print, goes to the terminal only (their metrics are in the
+//! run's `metrics.jsonl`). CPU ranks are threads of one process: there is no
+//! collective between CPU processes, so a CPU stage does not train as
+//! several processes. GPU ranks are on this machine; several machines are
+//! the cluster jobs' (`--on`, [`emit`]).
 
 mod command;
 mod config;

@@ -14,7 +14,7 @@ use dv_train::{DataConfig, Prosody};
 use polars::prelude::*;
 use serde_json::json;
 
-use super::config::{Labels, Loaded, TrainStage};
+use super::config::{Gpus, Labels, Loaded, TrainStage};
 use super::lock::{path_digest, sha256_hex, Lock};
 use super::stage::STAGES;
 
@@ -40,12 +40,14 @@ impl StageLog {
 }
 
 /// What one stage needs: the recipe, its output directory, the lock (for
-/// the outputs of the stages before) and the stage's key.
+/// the outputs of the stages before), the stage's key and the GPUs its
+/// training may use (the recipe's `gpus`, or `--gpus`).
 pub(crate) struct Ctx<'a> {
     pub loaded: &'a Loaded,
     pub out: PathBuf,
     pub lock: &'a Lock,
     pub key: &'a str,
+    pub gpus: Gpus,
 }
 
 impl Ctx<'_> {
@@ -87,7 +89,12 @@ fn train_stage<'a>(loaded: &'a Loaded, name: &str) -> (&'static str, &'a TrainSt
     }
 }
 
-/// The three parts of stage `name`'s key: `config`, `inputs`, `code`.
+/// The three parts of stage `name`'s key: `config`, `inputs`, `code`. A
+/// training stage's config is its run config alone: neither its CPU `ranks`
+/// nor the GPU count enter it, since `[train] batch` is the global batch
+/// split among the ranks (the same updates up to float summation order), so
+/// a recipe resumed with another number of ranks or GPUs skips what is done
+/// and resumes a killed run from its checkpoints.
 pub(crate) fn parts_of(loaded: &Loaded, name: &str, lock: &Lock) -> anyhow::Result<BTreeMap<String, String>> {
     let r = &loaded.recipe;
     let config = match name {
@@ -95,7 +102,7 @@ pub(crate) fn parts_of(loaded: &Loaded, name: &str, lock: &Lock) -> anyhow::Resu
         "featurize" => json!({ "corpus": r.corpus, "format": r.format, "featurize": r.featurize }),
         "train-segmentation" | "train-duration" | "train-wavenet" => {
             let (field, t) = train_stage(loaded, name);
-            json!({ "run": loaded.train_table(field, t)?, "ranks": t.ranks })
+            json!({ "run": loaded.train_table(field, t)? })
         }
         "align" => json!(r.align),
         "g2p" => json!(loaded.g2p_model()),
@@ -289,17 +296,75 @@ pub(crate) fn run_dir(out: &Path, name: &str, key: &str) -> PathBuf {
     out.join("runs").join(name).join(&key[..12])
 }
 
+/// Trains a stage's model where `dv train` would: a run config with
+/// `device = "cuda"` on one rank per GPU ([`Gpus::ranks`]: one process each
+/// with NCCL, through `dv train --gpus`'s launcher, when there are several;
+/// in this process when there is one), else (the CPU, a GPU named
+/// `cuda:N`, or `cuda` with no GPU visible) the stage's `ranks` as threads
+/// of this process. `[train] batch` is the global batch either way.
 fn train(name: &str, ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     let (field, t) = train_stage(ctx.loaded, name);
     let table = ctx.loaded.train_table(field, t)?;
     let dir = run_dir(&ctx.out, name, ctx.key);
     let data = if name == "train-segmentation" { ctx.phones() } else { ctx.aligned() };
     let cfg = ctx.loaded.run_config(field, &table, &dir, &data)?;
-    log.line(&format!("run directory  {} ({} steps, batch {})", dir.display(), cfg.train.steps, cfg.train.batch));
-    let mut sink = |line: &str| log.line(line);
-    let s = dv_train::train_threads(&cfg, t.ranks, &mut sink)?;
-    log.line(&format!("steps {} to {} in {:.1} s, final loss {:.6}", s.start_step, s.steps, s.seconds, s.final_loss));
     let ck = dir.join("checkpoints").join(format!("step-{:010}.safetensors", cfg.train.steps));
+    let gpus = if cfg.train.device == "cuda" {
+        let visible = usize::try_from(dv_torch::tch::Cuda::device_count()).unwrap_or(0);
+        ctx.gpus.ranks(visible, cfg.train.batch).map_err(|e| anyhow::anyhow!("{name}: {e} (recipe gpus or --gpus)"))?
+    } else {
+        0
+    };
+    let (steps, batch) = (cfg.train.steps, cfg.train.batch);
+    if gpus > 1 {
+        log.line(&format!(
+            "run directory  {} ({steps} steps, global batch {batch}: {} on each of {gpus} GPU ranks)",
+            dir.display(),
+            batch / gpus
+        ));
+        if ck.exists() {
+            // Trained already (a cluster job's ranks, or a run killed after its last checkpoint).
+            log.line(&format!("{} exists: nothing to train", ctx.rel(&ck)));
+        } else {
+            // The ranks read the run config from a file, as `dv train --config FILE --gpus N`.
+            let file = dir.join("run.toml");
+            let text = toml::to_string(&cfg).context("writing the run config as TOML")?;
+            let back = dv_train::RunConfig::from_toml(&file.display().to_string(), &text)?;
+            if toml::to_string(&back)? != text {
+                bail!("{name}: the run config does not survive a round trip through TOML");
+            }
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            crate::write_atomic(&file, text.as_bytes())?;
+            log.line(&format!(
+                "dv train --config {} --gpus {gpus} (one process per GPU, gradients all-reduced with NCCL; \
+                 the ranks print to the terminal, metrics in {})",
+                file.display(),
+                ctx.rel(&dir.join("metrics.jsonl"))
+            ));
+            let started = std::time::Instant::now();
+            crate::train::launch(&file.display().to_string(), None, gpus, cfg.train.collective_timeout())
+                .with_context(|| format!("{name} on {gpus} GPU ranks (a rerun resumes from {})", dir.display()))?;
+            log.line(&format!(
+                "trained to step {steps} on {gpus} GPU ranks in {:.1} s",
+                started.elapsed().as_secs_f64()
+            ));
+        }
+    } else {
+        let ranks = if gpus == 1 { 1 } else { t.ranks };
+        let on = match (gpus, cfg.train.device.as_str()) {
+            (1, _) => "1 GPU".to_string(),
+            (_, "cpu") => format!("{ranks} CPU rank(s), threads of this process"),
+            (_, "cuda") => format!("the CPU, no GPU visible: {ranks} rank(s), threads of this process"),
+            (_, d) => format!("{d}: {ranks} rank(s), threads of this process"),
+        };
+        log.line(&format!("run directory  {} ({steps} steps, global batch {batch}, on {on})", dir.display()));
+        let mut sink = |line: &str| log.line(line);
+        let s = dv_train::train_threads(&cfg, ranks, &mut sink)?;
+        log.line(&format!(
+            "steps {} to {} in {:.1} s, final loss {:.6}",
+            s.start_step, s.steps, s.seconds, s.final_loss
+        ));
+    }
     if !ck.exists() {
         bail!("{name}: training finished but {} is missing", ck.display());
     }

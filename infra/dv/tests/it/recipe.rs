@@ -5,7 +5,8 @@
 //! resumes and ends with the losses of an uninterrupted run, and a corpus
 //! with bad items (a transcript without audio, a corrupt WAV) completes
 //! with them reported; a transcript with a word missing from CMUDict is
-//! pronounced by the G2P model, not left out.
+//! pronounced by the G2P model, not left out. A training stage's key does
+//! not depend on its rank or GPU count.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -350,4 +351,66 @@ fn corpus_labels_only_score_the_aligner() {
         let ms = report["corpus_labels_mean_abs_ms"].as_f64().unwrap();
         assert!(ms.is_finite() && ms >= 0.0, "{report}");
     }
+}
+
+/// The lock's key of stage `name`.
+fn key(out: &Path, name: &str) -> String {
+    let lock: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("recipe.lock")).unwrap()).unwrap();
+    lock["stages"][name]["key"].as_str().unwrap_or_else(|| panic!("no {name} in {lock}")).to_string()
+}
+
+/// The WaveNet stage trains on 2 CPU ranks (threads; `[train] batch` is the
+/// global batch, split among them), and its key is the 1-rank key: the same
+/// recipe with 1 rank, or with `--gpus`, skips it. A `cuda` run config on a
+/// machine that sees no GPU trains on the CPU with the stage's ranks under
+/// `gpus = "all"`, and is refused, naming the count, under `--gpus 2`.
+#[test]
+fn training_stage_keys_do_not_depend_on_the_rank_or_gpu_count() {
+    let d = tempfile::tempdir().unwrap();
+    let corpus = d.path().join("slt");
+    ok(&dv(&["corpus", "make-default", "--utterances", "10", "--out", corpus.to_str().unwrap()]));
+    let out = d.path().join("out");
+    let one = recipe(d.path(), "one.toml", &corpus, &out, 2);
+    let text = std::fs::read_to_string(&one).unwrap().replace("steps = 2, batch = 1,", "steps = 2, batch = 2,");
+    assert!(text.contains("steps = 2, batch = 2,"), "{text}");
+    std::fs::write(&one, &text).unwrap();
+    let two = d.path().join("two.toml");
+    std::fs::write(&two, text.replace("[train_wavenet]\n", "[train_wavenet]\nranks = 2\n")).unwrap();
+    let until = |r: &Path, more: &[&str]| {
+        let mut args = vec!["recipe", "run", r.to_str().unwrap(), "--stop-stage", "train-wavenet"];
+        args.extend_from_slice(more);
+        ok(&dv(&args))
+    };
+
+    let printed = until(&two, &[]);
+    assert_eq!(ran(&printed).last().map(String::as_str), Some("train-wavenet"), "{printed}");
+    let log = std::fs::read_to_string(out.join("logs/train-wavenet.log")).unwrap();
+    assert!(log.contains("global batch 2, on 2 CPU rank(s)") && log.contains("steps 0 to 2"), "{log}");
+    let two_ranks = key(&out, "train-wavenet");
+
+    // One rank, and any --gpus: the same key, so nothing runs.
+    for more in [&[][..], &["--gpus", "2"], &["--gpus", "all"]] {
+        let printed = until(&one, more);
+        assert!(ran(&printed).is_empty(), "{more:?}: {printed}");
+        assert!(printed.contains("train-wavenet: skipped (key unchanged, outputs present)"), "{printed}");
+    }
+    assert_eq!(key(&out, "train-wavenet"), two_ranks);
+
+    // A GPU run config where no GPU is visible.
+    let cuda = d.path().join("cuda.toml");
+    let text = std::fs::read_to_string(&two).unwrap();
+    std::fs::write(&cuda, text.replace("threads_per_rank = 1 }", "threads_per_rank = 1, device = \"cuda\" }")).unwrap();
+    let no_gpu = |more: &[&str]| {
+        let mut args = vec!["recipe", "run", cuda.to_str().unwrap(), "--stop-stage", "train-wavenet"];
+        args.extend_from_slice(more);
+        Command::new(env!("CARGO_BIN_EXE_dv")).args(&args).env("CUDA_VISIBLE_DEVICES", "").output().unwrap()
+    };
+    let o = no_gpu(&["--gpus", "2"]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("gpus = 2, but this process sees 0 GPU(s)"), "{e}");
+    let printed = ok(&no_gpu(&[]));
+    assert!(ran(&printed).contains(&"train-wavenet".to_string()), "{printed}");
+    let log = std::fs::read_to_string(out.join("logs/train-wavenet.log")).unwrap();
+    assert!(log.contains("on the CPU, no GPU visible: 2 rank(s)"), "{log}");
 }
