@@ -57,3 +57,22 @@ work_env() {
     [ -f "$1/.carry/cmudict.dict" ] && cp "$1/.carry/cmudict.dict" "$work/cmudict.dict"
     export DV_HOME=$work DV_CMUDICT=$work/cmudict.dict
 }
+# `recipe_snapshot`: with $work, $out, the array `recipes` and a `stamp` function set, each recipe's
+# progress in one line, and its logs (progress lines dropped: a training log of \r-separated lines
+# reached 19 MB) and metrics in $out/snapshot.tgz (a call returns at most 8 files of at most
+# 16 MiB each). benchmarks/newspeaker/{gpu,hibari_gpu}.sh.
+recipe_snapshot() {
+    local keep=$work/snapshot r o m
+    rm -rf "$keep" && mkdir -p "$keep"
+    for r in "${recipes[@]}"; do
+        o=$work/recipes/$r
+        [ -d "$o" ] || continue
+        mkdir -p "$keep/$r"
+        tr '\r' '\n' < "$work/$r.log" | grep -av ' ETA ' | tail -300 > "$keep/$r/recipe.log" 2>/dev/null
+        for m in "$o"/runs/*/*/metrics.jsonl; do
+            [ -f "$m" ] && cp "$m" "$keep/$r/$(basename "$(dirname "$(dirname "$m")")").metrics.jsonl"
+        done
+        stamp "$r: $(grep -aE '^\[[0-9]+/10\]' "$work/$r.log" | tail -1); $(tail -c 300 "$o"/logs/train-wavenet.log 2>/dev/null | tr '\r' '\n' | grep step | tail -1)"
+    done
+    tar czf "$out/snapshot.tgz" -C "$keep" .
+}

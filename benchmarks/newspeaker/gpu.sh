@@ -35,24 +35,7 @@ stash() {
     stamp "ked parts in $work: $(ls "$work/ked-parts" | wc -l) of $(cat "$here"/.carry/ked/*/COUNT 2>/dev/null | head -1)"
 }
 
-# snapshot: each recipe's progress in one line, and its logs (progress lines dropped: a training
-# log of \r-separated lines reached 19 MB) and metrics in one archive (a call returns at most
-# 8 files of at most 16 MiB each).
-snapshot() {
-    local keep=$work/snapshot
-    rm -rf "$keep" && mkdir -p "$keep"
-    for r in "${recipes[@]}"; do
-        local o=$work/recipes/$r
-        [ -d "$o" ] || continue
-        mkdir -p "$keep/$r"
-        tr '\r' '\n' < "$work/$r.log" | grep -av ' ETA ' | tail -300 > "$keep/$r/recipe.log" 2>/dev/null
-        for m in "$o"/runs/*/*/metrics.jsonl; do
-            [ -f "$m" ] && cp "$m" "$keep/$r/$(basename "$(dirname "$(dirname "$m")")").metrics.jsonl"
-        done
-        stamp "$r: $(grep -aE '^\[[0-9]+/10\]' "$work/$r.log" | tail -1); $(tail -c 300 "$o"/logs/train-wavenet.log 2>/dev/null | tr '\r' '\n' | grep step | tail -1)"
-    done
-    tar czf "$out/snapshot.tgz" -C "$keep" .
-}
+snapshot() { recipe_snapshot; }   # benchmarks/device_env.sh
 
 case $phase in
 stash) stash ;;

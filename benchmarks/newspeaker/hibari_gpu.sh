@@ -25,21 +25,7 @@ read -r -a recipes <<< "${RECIPES:-hibari-a-robust hibari-b-inherit hibari-c-inh
 read -r -a gpus <<< "${GPUS:-0 0 1 1}"
 stamp() { echo "[$(date +%T)] $*" | tee -a "$out/phases.txt"; }
 
-snapshot() {
-    local keep=$work/snapshot
-    rm -rf "$keep" && mkdir -p "$keep"
-    for r in "${recipes[@]}"; do
-        local o=$work/recipes/$r
-        [ -d "$o" ] || continue
-        mkdir -p "$keep/$r"
-        tr '\r' '\n' < "$work/$r.log" | grep -av ' ETA ' | tail -300 > "$keep/$r/recipe.log" 2>/dev/null
-        for m in "$o"/runs/*/*/metrics.jsonl; do
-            [ -f "$m" ] && cp "$m" "$keep/$r/$(basename "$(dirname "$(dirname "$m")")").metrics.jsonl"
-        done
-        stamp "$r: $(grep -aE '^\[[0-9]+/10\]' "$work/$r.log" | tail -1); $(tail -c 300 "$o"/logs/train-wavenet.log 2>/dev/null | tr '\r' '\n' | grep step | tail -1)"
-    done
-    tar czf "$out/snapshot.tgz" -C "$keep" .
-}
+snapshot() { recipe_snapshot; }   # benchmarks/device_env.sh
 
 case $phase in
 start)
