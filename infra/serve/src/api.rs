@@ -1,5 +1,6 @@
 //! The handlers: speech (streamed, SSE or whole), the timed native
-//! endpoint, voices, models, health, metrics and the page.
+//! endpoint, voices, models, health, metrics, the OpenAPI description and
+//! the page.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -26,6 +27,11 @@ const PAGE: &str = include_str!("page.html");
 
 pub(crate) async fn page() -> Html<&'static str> {
     Html(PAGE)
+}
+
+/// `GET /openapi.json`: [`crate::openapi::spec`].
+pub(crate) async fn openapi() -> Json<serde_json::Value> {
+    Json(crate::openapi::spec())
 }
 
 pub(crate) async fn healthz() -> Json<serde_json::Value> {

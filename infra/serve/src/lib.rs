@@ -29,7 +29,9 @@
 //!   the default voice first; `demo` marks a toy voice, [`is_demo`]),
 //!   `GET /v1/models`,
 //!   `GET /healthz` (alive), `GET /readyz` (the default voice is loaded),
-//!   `GET /metrics` (Prometheus text), `GET /` (the web page).
+//!   `GET /metrics` (Prometheus text), `GET /` (the web page),
+//!   `GET /openapi.json` (an OpenAPI 3.1 description of every route, built
+//!   from the limits the handlers check, in `openapi.rs`).
 //!
 //! # Streaming and work
 //!
@@ -76,6 +78,7 @@ mod error;
 mod format;
 mod job;
 mod metrics;
+mod openapi;
 mod pool;
 mod request;
 mod resample;

@@ -8,6 +8,7 @@ mod browser;
 mod errors;
 mod lexicon;
 mod openai;
+mod openapi;
 mod ops;
 mod slots;
 mod speech;
