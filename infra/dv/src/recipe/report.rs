@@ -132,9 +132,19 @@ fn listen(ctx: &Ctx, dir: &Path, metrics: &[String], log: &mut StageLog) -> anyh
     Ok(json!({ "metrics": metrics, "summary": result["summary"], "worst_by": wer, "worst": worst }))
 }
 
-/// Speaks each `(text, wav)` with the exported voice, one sentence per
-/// core at a time; whether each was spoken (a failure is logged, not fatal).
+/// Speaks each `(text, wav)` with the exported voice, loaded once (float32
+/// weights, one sampler thread each), one sentence per core at a time;
+/// whether each was spoken (a failure is logged, not fatal).
 fn speak_all(ctx: &Ctx, jobs: &[(String, std::path::PathBuf)], max_seconds: f64, log: &mut StageLog) -> Vec<bool> {
+    let dir = ctx.out.join("voice");
+    let options = dv_speak::SpeakerOptions::default();
+    let speaker = match dv_speak::Speaker::load(&dir, &options) {
+        Ok(s) => s,
+        Err(e) => {
+            log.line(&format!("not spoken: the voice {} did not load: {e}", dir.display()));
+            return vec![false; jobs.len()];
+        }
+    };
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, jobs.len().max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Vec<std::sync::Mutex<Option<Result<(), String>>>> =
@@ -144,7 +154,7 @@ fn speak_all(ctx: &Ctx, jobs: &[(String, std::path::PathBuf)], max_seconds: f64,
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some((text, wav)) = jobs.get(i) else { break };
-                let r = speak(ctx, text, wav, max_seconds).map_err(|e| format!("{e:#}"));
+                let r = speak_to(&speaker, text, wav, max_seconds).map_err(|e| format!("{e:#}"));
                 *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
             });
         }
@@ -166,6 +176,35 @@ fn speak_all(ctx: &Ctx, jobs: &[(String, std::path::PathBuf)], max_seconds: f64,
         jobs.len()
     ));
     spoken
+}
+
+/// `text` spoken by `speaker` (direct sampling, seed 0, as `dv synth`) into
+/// `wav`, at most `max_seconds`; written whole or not at all.
+fn speak_to(speaker: &dv_speak::Speaker, text: &str, wav: &Path, max_seconds: f64) -> anyhow::Result<()> {
+    let rate = speaker.sample_rate();
+    let mut limit = (max_seconds * rate as f64) as usize;
+    let partial = wav.with_extension("wav.partial");
+    let mut out = dv_speak::WavWriter::create(&partial, rate)?;
+    let cancel = dv_speak::CancelToken::new();
+    for sentence in speaker.plan(text, 1.0)? {
+        if limit == 0 {
+            break;
+        }
+        let render = dv_speak::RenderOptions { max_samples: Some(limit), ..Default::default() };
+        let mut written: Result<(), dv_speak::SpeakError> = Ok(());
+        let stats = speaker.render(&sentence, &render, &cancel, &mut |pcm| match out.push(pcm) {
+            Ok(()) => std::ops::ControlFlow::Continue(()),
+            Err(e) => {
+                written = Err(e);
+                std::ops::ControlFlow::Break(())
+            }
+        })?;
+        written?;
+        limit -= stats.samples.min(limit);
+    }
+    out.finish()?;
+    std::fs::rename(&partial, wav).with_context(|| format!("renaming {} to {}", partial.display(), wav.display()))?;
+    Ok(())
 }
 
 /// The WaveNet run's validation fraction and seed.
