@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -44,14 +44,7 @@ fn run_page(url: &str) -> Value {
             .stderr(Stdio::inherit()),
     )
     .expect("python3 runs browser.py (the DevTools client): install python3");
-    let t = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(t.elapsed() < Duration::from_secs(90), "the browser did not finish");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let status = super::wait_within(&mut child, Duration::from_secs(90), "the browser");
     drop(child); // ends any helper process chromium left behind
     let text = std::fs::read_to_string(&out_path).unwrap();
     assert!(status.success(), "browser.py failed: {status:?} {text}");

@@ -188,3 +188,21 @@ pub fn body(extra: serde_json::Value) -> serde_json::Value {
 pub fn samples(bytes: &[u8]) -> Vec<i16> {
     bytes.chunks_exact(2).map(|c| i16::from_le_bytes([c[0], c[1]])).collect()
 }
+
+/// Waits at most `limit` for a process group a test started (a client, a
+/// browser, a fuzzer), failing the test with `what` past it; dropping the
+/// group afterwards ends whatever it left running.
+pub fn wait_within(
+    child: &mut dv_process_group::ProcessGroup,
+    limit: Duration,
+    what: &str,
+) -> std::process::ExitStatus {
+    let t = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        assert!(t.elapsed() < limit, "{what} did not finish in {limit:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

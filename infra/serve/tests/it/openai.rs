@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -56,14 +56,7 @@ fn run_client(base: &str, out_dir: &Path, limit: Duration) -> Value {
             .stderr(Stdio::inherit()),
     )
     .expect("python3 runs openai_client.py");
-    let t = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(t.elapsed() < limit, "the openai client did not finish in {limit:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let status = super::wait_within(&mut child, limit, "the openai client");
     drop(child);
     let text = std::fs::read_to_string(&out_path).unwrap();
     assert!(

@@ -122,14 +122,7 @@ fn run_schemathesis(url: &str, dir: &Path, limit: Duration) -> (std::process::Ex
             .stderr(Stdio::inherit()),
     )
     .expect("schemathesis fuzzes the API: infra/install.sh ensure_test_python installs it");
-    let t = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(t.elapsed() < limit, "schemathesis did not finish in {limit:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let status = super::wait_within(&mut child, limit, "schemathesis");
     drop(child);
     (status, std::fs::read_to_string(&out_path).unwrap())
 }
