@@ -16,6 +16,12 @@
 # and resume recipes through this script's phases, not from the call's command line.
 #   benchmarks/newspeaker/hibari_gpu.sh resume $OUT   # start RECIPES again on GPUS (each resumes
 #                                                     # from its lock and checkpoints), then finish
+#   benchmarks/newspeaker/hibari_gpu.sh bench  $OUT   # the WaveNet step on 1 and 2 GPUs (TIMING, see
+#                                                     # benchmarks/wavenet/gpu.sh) on FROM's aligned features
+#   benchmarks/newspeaker/hibari_gpu.sh resynth $OUT  # each recipe's held-out utterances spoken by its
+#                                                     # newest voice from their true durations and F0
+# GPUS entries are CUDA_VISIBLE_DEVICES values: "0,1" gives one recipe both GPUs (issue 43). MPS=0
+# leaves the multi-process service off (it is on by default, for several recipes on one GPU).
 set -uo pipefail
 phase=$1 out=$2
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -36,7 +42,7 @@ start)
     python3 "$here/benchmarks/newspeaker/make_hibari.py" render "$here/.carry/hib-sentences.tsv" \
         "$work/corpora/hibari60" --minutes 60 --jobs "$(nproc)" 2>&1 | tail -2 | tee -a "$out/phases.txt"
     stamp "corpus rendered in $((SECONDS - t0)) s on $(nproc) cores: $(du -sh "$work/corpora/hibari60" | cut -f1)"
-    mps_on "$out/phases.txt"
+    [ "${MPS:-1}" = 1 ] && mps_on "$out/phases.txt"
     for i in "${!recipes[@]}"; do
         r=${recipes[$i]}
         (cd "$work" && CUDA_VISIBLE_DEVICES=${gpus[$i]} setsid nohup "$dv" recipe run \
@@ -54,6 +60,36 @@ resume)
         stamp "$r resumed on GPU ${gpus[$i]} (background)"
     done
     exec bash "$0" finish "$out"
+    ;;
+start-only)  # the recipes started on the corpus an earlier call rendered; returns at START_S
+    for i in "${!recipes[@]}"; do
+        r=${recipes[$i]}
+        (cd "$work" && CUDA_VISIBLE_DEVICES=${gpus[$i]} setsid nohup "$dv" recipe run \
+            "$here/benchmarks/newspeaker/$r.toml" > "$r.log" 2>&1 &)
+        stamp "$r started on GPU ${gpus[$i]} (background)"
+    done
+    while [ "$SECONDS" -lt "${START_S:-500}" ]; do sleep 10; done
+    snapshot
+    ;;
+bench)
+    FEATURES=$work/recipes/${FROM:?a recipe whose features-aligned to time on}/features-aligned \
+        TIMING=${TIMING:-20 64 128 true 16 1 20 64 128 true 32 2 40 64 256 true 8 1 40 64 256 true 16 2} \
+        TIMING_STEPS=${TIMING_STEPS:-60} TIMING_SKIP=${TIMING_SKIP:-20} \
+        bash "$here/benchmarks/wavenet/gpu.sh" <(xz -T0 -0 -c "$dv")  "$out/bench" 2>&1 | tail -20
+    rm -rf "$out/bench/bin" "$out/bench/lib"
+    (cd "$out/bench" && tar czf ../bench.tgz . ) && rm -rf "$out/bench"
+    ;;
+resynth)
+    for r in "${recipes[@]}"; do
+        o=$work/recipes/$r
+        v=$o/voice
+        [ -d "$o/evaluate/listen/heldout" ] || { stamp "$r: no held-out WAVs"; continue; }
+        mkdir -p "$o/evaluate/listen/resynth"
+        ls "$o/evaluate/listen/heldout" | sed 's/[.]wav$//' | xargs -P "$(nproc)" -I{} \
+            "$dv" synth --voice "$v" --features "$o/features-aligned" --utterance {} --f32 --threads 1 \
+            -o "$o/evaluate/listen/resynth/{}.wav" > /dev/null 2>> "$out/resynth-$r.err"
+        stamp "$r: $(ls "$o/evaluate/listen/resynth" | wc -l) held-out utterances spoken from their true durations and F0"
+    done
     ;;
 watch)
     sleep "${WATCH_S:-0}"

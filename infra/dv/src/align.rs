@@ -229,6 +229,44 @@ struct Aligned {
     confidence: f64,
 }
 
+/// The phoneme-pair edits and reference pairs of a batch's utterances (`flat`: `[b, t_max,
+/// classes]` log-probabilities), each decoded by the CTC prefix beam search of width `beam`, the
+/// utterances spread over every core.
+fn pper_batch(
+    data: &Features,
+    chunk: &[usize],
+    flat: &[f32],
+    t_max: usize,
+    classes: usize,
+    beam: usize,
+) -> anyhow::Result<(usize, usize)> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(chunk.len()).max(1);
+    let per = chunk.len().div_ceil(threads);
+    let parts: Vec<anyhow::Result<(usize, usize)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = chunk
+            .chunks(per)
+            .enumerate()
+            .map(|(part, ids)| {
+                s.spawn(move || -> anyhow::Result<(usize, usize)> {
+                    let (mut edits, mut refs) = (0usize, 0usize);
+                    for (j, &i) in ids.iter().enumerate() {
+                        let b = part * per + j;
+                        let frames = data.frames_of(i).unwrap_or(0);
+                        let labels: Vec<u32> = data.labels(i).unwrap_or_default().iter().map(|&l| l as u32).collect();
+                        let rows = &flat[b * t_max * classes..(b * t_max + frames) * classes];
+                        let (decoded, _) = ctc_prefix_beam(rows, frames, classes, 0, beam, 16)?;
+                        edits += edit_distance(&decoded, &labels);
+                        refs += labels.len();
+                    }
+                    Ok((edits, refs))
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a PPER thread panicked")))).collect()
+    });
+    parts.into_iter().try_fold((0, 0), |(e, r), p| p.map(|(pe, pr)| (e + pe, r + pr)))
+}
+
 pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let device = dv_train::device_of(&a.device)?;
@@ -319,17 +357,19 @@ pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
             None => None,
         };
         viterbi_s += tv.elapsed().as_secs_f64();
+        // PPER: the prefix beam search is the slowest step here (about 0.1 s an utterance), so the
+        // batch's utterances are decoded on every core at once.
+        if a.pper_beam > 0 {
+            let (edits, refs) = pper_batch(&data, chunk, &flat, t_max, classes, a.pper_beam)?;
+            pair_edits += edits;
+            pair_refs += refs;
+        }
         for (b, &i) in chunk.iter().enumerate() {
             let id = data.ids()[i].clone();
             let frames = data.frames_of(i).unwrap_or(0);
             let labels: Vec<u32> = data.labels(i).unwrap_or_default().iter().map(|&l| l as u32).collect();
             let rows = &flat[b * t_max * classes..(b * t_max + frames) * classes];
             let duration = frames as f64 * FRAME_SECONDS;
-            if a.pper_beam > 0 {
-                let (decoded, _) = ctc_prefix_beam(rows, frames, classes, 0, a.pper_beam, 16)?;
-                pair_edits += edit_distance(&decoded, &labels);
-                pair_refs += labels.len();
-            }
             let reference_labels = labels.clone();
             let mut labels = labels;
             let timing = if a.decoder == Decoder::Beam {
