@@ -28,6 +28,7 @@
 //!
 //! Parquet files are written through a temporary file and a rename: a crash
 //! leaves the previous file or the new one, never a torn one.
+#![forbid(unsafe_code)]
 
 mod error;
 mod frame;

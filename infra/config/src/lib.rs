@@ -4,8 +4,10 @@
 //! fuzzed on its own (`fuzz/`: the `run_config` and `recipe_file` targets;
 //! benchmarks/reliability.md).
 //!
-//! * [`RunConfig`]: one training run, `dv train --config run.toml` (the
-//!   keys: `src/run.rs`'s docs). `dv-train` re-exports every
+//! * [`RunConfig`]: one training run, `dv train --config run.toml` (every
+//!   key, with its type, default and the doc comment of its field here:
+//!   `docs/run-config.md`, which `docs/run_config.py` writes from these
+//!   files and `infra/run test` checks). `dv-train` re-exports every
 //!   type here, so `dv_train::RunConfig` is this one; the sizes of each
 //!   model ([`SegmentationConfig`], [`G2pConfig`], [`DurationConfig`],
 //!   [`WavenetConfig`]), its data ([`DataConfig`]) and Adam's constants

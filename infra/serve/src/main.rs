@@ -1,5 +1,6 @@
 //! `dv-serve` (also reached as `dv serve`): the speech server. See the
 //! library's docs for the endpoints; `dv-serve --help` for the options.
+#![forbid(unsafe_code)]
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};

@@ -42,6 +42,7 @@
 //! Chunk index (`chunks/*.parquet`): `id` utf8, `chunk` uint32 (index in the
 //! utterance), `window_start` int64 (samples, negative inside the leading
 //! silence), `window_samples`, `context_samples`, `target_samples` uint32.
+#![forbid(unsafe_code)]
 
 mod error;
 mod features;
