@@ -1,6 +1,8 @@
 //! `dv train`: one training run from a TOML config, on CPU ranks (threads of
-//! this process) or GPU ranks (one process per GPU, NCCL).
+//! this process, or processes joined over TCP) or GPU ranks (one process per
+//! GPU, NCCL).
 
+use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
@@ -8,7 +10,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 use dv_nccl::{unique_id, NcclCollective, UNIQUE_ID_BYTES};
 use dv_torch::tch;
-use dv_train::{share_id, train_rank, train_threads, Collective, Lead, RankEnv, RunConfig, RunSummary};
+use dv_train::{share_id, train_process, train_rank, train_threads, Collective, Lead, RankEnv, RunConfig, RunSummary};
 
 #[derive(Args)]
 pub(crate) struct TrainArgs {
@@ -16,8 +18,16 @@ pub(crate) struct TrainArgs {
     #[arg(long)]
     config: String,
     /// CPU data-parallel ranks, run as threads of this process with the in-process collective.
-    #[arg(long, default_value_t = 1, conflicts_with = "gpus")]
+    #[arg(long, default_value_t = 1, conflicts_with_all = ["gpus", "procs"])]
     ranks: usize,
+    /// CPU data-parallel ranks as processes of this machine, one rank each, joined by the TCP
+    /// collective (rank 0 the hub on a free loopback port): the same parameters, bit for bit,
+    /// as --ranks N, each rank in a process of its own (what a run over hosts does; a rank
+    /// that dies fails the run naming it). Needs [train] device = "cpu". Across hosts, start
+    /// one `dv train` per rank with RANK, WORLD_SIZE, MASTER_ADDR (rank 0's address) and
+    /// MASTER_PORT set (torchrun, or srun with SLURM_PROCID/SLURM_NTASKS) instead.
+    #[arg(long, conflicts_with = "gpus")]
+    procs: Option<usize>,
     /// GPU ranks on this machine: one process per GPU, gradients all-reduced with NCCL.
     /// Under torchrun or Slurm (RANK/WORLD_SIZE or SLURM_PROCID/SLURM_NTASKS set) each
     /// process is one rank and this is not needed.
@@ -65,29 +75,26 @@ pub(crate) fn run(a: TrainArgs) -> anyhow::Result<()> {
         cfg.train.steps = steps;
     }
     let env = RankEnv::from_env()?;
-    if let (None, Some(gpus)) = (&env, a.gpus) {
-        return launch(&a.config, a.steps, gpus, cfg.train.collective_timeout());
+    let cpu = cfg.train.device == "cpu";
+    match (&env, a.gpus, a.procs) {
+        (None, Some(_), _) if cpu => bail!("{}: --gpus with [train] device = \"cpu\": pass --procs N", a.config),
+        (None, _, Some(_)) if !cpu => {
+            bail!("{}: --procs runs CPU ranks, [train] device = {:?}: pass --gpus N", a.config, cfg.train.device)
+        }
+        (None, Some(n), _) => return launch(&a.config, a.steps, n, cfg.train.collective_timeout()),
+        (None, _, Some(n)) => return launch_ranks(&a.config, a.steps, n, "--procs", cfg.train.collective_timeout()),
+        _ => {}
     }
     // SIGTERM: stop after the current step with a checkpoint of it (dv_train::stop_flag).
     signal_hook::flag::register(signal_hook::consts::SIGTERM, dv_train::stop_flag())
         .context("installing the SIGTERM handler")?;
     match env {
-        // One task of a launcher (srun, torchrun) training on the CPU: this
-        // process's threads, as without a launcher. Several CPU processes
-        // have no collective between them.
-        Some(env) if cfg.train.device == "cpu" => {
-            if env.world > 1 {
-                bail!(
-                    "{}: [train] device = \"cpu\" in a launcher's world of {} processes (this is rank {}): \
-                     CPU ranks are threads of one process; launch one task and pass --ranks N",
-                    a.config,
-                    env.world,
-                    env.rank
-                );
-            }
-        }
-        Some(env) => return gpu_rank(&cfg, env),
-        None => {}
+        // One task of a launcher (srun, torchrun, --procs) training on the
+        // CPU: with others, one rank joined to them over TCP; alone, this
+        // process's threads, as without a launcher.
+        Some(env) if cpu && env.world > 1 => return cpu_rank(&cfg, env),
+        Some(env) if !cpu => return gpu_rank(&cfg, env),
+        _ => {}
     }
     let mut log = |line: &str| eprintln!("{line}");
     let s = match train_threads(&cfg, a.ranks, &mut log) {
@@ -96,6 +103,21 @@ pub(crate) fn run(a: TrainArgs) -> anyhow::Result<()> {
     };
     report(&s, a.ranks, &cfg);
     Ok(())
+}
+
+/// One CPU rank of a multi-process run: the TCP collective, the shared loop.
+fn cpu_rank(cfg: &RunConfig, env: RankEnv) -> anyhow::Result<()> {
+    let mut log = |line: &str| eprintln!("{line}");
+    match train_process(cfg, &env, &mut log) {
+        Ok(s) => {
+            if env.rank == 0 {
+                report(&s, env.world, cfg);
+            }
+            Ok(())
+        }
+        Err(dv_train::TrainError::Stopped { step }) => stopped(step),
+        Err(e) => Err(e).with_context(|| format!("rank {} of {}", env.rank, env.world)),
+    }
 }
 
 /// One GPU rank: rendezvous, NCCL communicator, the shared loop.
@@ -127,22 +149,29 @@ fn gpu_rank(cfg: &RunConfig, env: RankEnv) -> anyhow::Result<()> {
     }
 }
 
-/// Starts one process per GPU and waits; when a rank fails, the others get
-/// the collective timeout (plus a margin) to fail on their own, then are killed.
+/// Starts one process per GPU and waits: [`launch_ranks`] for `--gpus`.
 pub(crate) fn launch(config: &str, steps: Option<u64>, gpus: usize, timeout: Duration) -> anyhow::Result<()> {
-    if gpus == 0 {
-        bail!("--gpus must be at least 1");
+    launch_ranks(config, steps, gpus, "--gpus", timeout)
+}
+
+/// Starts one process per rank (`flag`: `--gpus`, one per GPU, or
+/// `--procs`, CPU ranks) and waits; when a rank fails, the others get the
+/// collective timeout (plus a margin) to fail on their own, then are killed.
+fn launch_ranks(config: &str, steps: Option<u64>, ranks: usize, flag: &str, timeout: Duration) -> anyhow::Result<()> {
+    if ranks == 0 {
+        bail!("{flag} must be at least 1");
     }
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let exe = std::env::current_exe()?;
-    let mut children: Vec<Option<Child>> = (0..gpus)
+    let mut children: Vec<Option<Child>> = (0..ranks)
         .map(|r| {
             Command::new(&exe)
                 .args(["train", "--config", config])
                 .args(steps.iter().flat_map(|s| ["--steps".to_string(), s.to_string()]))
                 .env("RANK", r.to_string())
-                .env("WORLD_SIZE", gpus.to_string())
+                .env("WORLD_SIZE", ranks.to_string())
                 .env("LOCAL_RANK", r.to_string())
+                .env("LOCAL_WORLD_SIZE", ranks.to_string())
                 .env("MASTER_ADDR", "127.0.0.1")
                 .env("MASTER_PORT", port.to_string())
                 .spawn()
@@ -153,17 +182,25 @@ pub(crate) fn launch(config: &str, steps: Option<u64>, gpus: usize, timeout: Dur
     let grace = timeout + Duration::from_secs(30);
     loop {
         let mut running = 0;
+        let mut ended = Vec::new();
         for (rank, slot) in children.iter_mut().enumerate() {
             let Some(child) = slot else { continue };
             match child.try_wait()? {
                 Some(status) => {
-                    if !status.success() && failed.is_none() {
-                        failed = Some((rank, status.to_string(), Instant::now()));
+                    if !status.success() {
+                        ended.push((rank, status));
                     }
                     *slot = None;
                 }
                 None => running += 1,
             }
+        }
+        // The first rank to fail is the cause; of two seen in one poll, one
+        // killed by a signal rather than one that exited on the news.
+        if let (None, Some((rank, status))) =
+            (&failed, ended.iter().find(|(_, s)| s.signal().is_some()).or(ended.first()))
+        {
+            failed = Some((*rank, status.to_string(), Instant::now()));
         }
         if running == 0 {
             break;
@@ -181,7 +218,7 @@ pub(crate) fn launch(config: &str, steps: Option<u64>, gpus: usize, timeout: Dur
         std::thread::sleep(Duration::from_millis(100));
     }
     if let Some((rank, status, _)) = failed {
-        bail!("rank {rank} of {gpus} failed ({status})");
+        bail!("rank {rank} of {ranks} failed ({status})");
     }
     Ok(())
 }

@@ -18,7 +18,9 @@
 //!   switch, with the others in `docs/environment.md`). Rank 0's parameters are
 //!   broadcast at start. Collectives sit behind [`Collective`]:
 //!   [`LocalCollective`] runs ranks as threads of one process (CPU; what CI
-//!   tests); an NCCL implementation serves GPUs.
+//!   tests); [`TcpCollective`] runs CPU ranks as processes, on one host or
+//!   many ([`train_process`], `dv train --procs`), with the same sums bit
+//!   for bit; an NCCL implementation serves GPUs.
 //! * Determinism: model init, the data order ([`Sampler`]) and dropout masks
 //!   are functions of the seed and the step (masks also of each example's
 //!   id, so they do not depend on which rank reads it). On CPU with a fixed
@@ -112,3 +114,4 @@ pub use run::{
     DataConfig, FlatParams, InitConfig, Lead, LocalCollective, Log, MlflowRun, ModelConfig, RankEnv, RunConfig,
     RunSummary, StepAnnealing, Tracker, TrackingConfig, TrainConfig, BUCKET_FLOATS, SLURM_PORT_BASE, SLURM_PORT_SPAN,
 };
+pub use run::{train_process, TcpCollective, HUB_MARGIN};

@@ -5,6 +5,7 @@ mod cluster;
 mod fault;
 mod lexicon;
 mod listen;
+mod procs;
 mod recipe;
 mod s3;
 mod serve;

@@ -1,9 +1,11 @@
 //! Collective communication between the ranks of a data-parallel run.
 //!
-//! [`Collective`] is the one small interface the trainer uses. Two
+//! [`Collective`] is the one small interface the trainer uses. Three
 //! implementations: [`LocalCollective`], ranks as threads of one process
-//! exchanging CPU buffers (what CI tests), and NCCL over GPUs (on machines
-//! that have them). Every collective must be called by every rank in the
+//! exchanging CPU buffers (what CI tests); [`TcpCollective`], CPU ranks as
+//! processes on one host or many, rank 0 the hub of TCP sockets (CI tests it
+//! over loopback and between two network namespaces); and NCCL over GPUs
+//! (on machines that have them). Every collective must be called by every rank in the
 //! same order; each call carries a name (`"grads[3]"`, `"broadcast params"`)
 //! that errors report.
 //!
@@ -16,8 +18,11 @@
 //!   broken; the others fail at once with [`CollectiveError::PeerFailed`]
 //!   instead of waiting for the timeout.
 //!
-//! Reductions sum in rank order, so the result is the same on every rank
-//! and does not depend on which rank arrived last.
+//! Reductions sum in rank order (`0 + x₀ + x₁ + …`), so the result is the
+//! same on every rank, does not depend on which rank arrived last, and is
+//! the same bits with ranks as threads or as processes.
+//!
+//! [`TcpCollective`]: super::tcp::TcpCollective
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};

@@ -19,7 +19,8 @@
 //! - [`validation`]: the held-out loss, shared among ranks;
 //! - [`lead`]: rank 0's store, tracker and log;
 //! - [`profile`]: per-phase step timing (`[train] profile`);
-//! - [`threads`]: ranks as threads of one process.
+//! - [`threads`]: ranks as threads of one process;
+//! - [`process`]: a rank as a process of its own, on the CPU over [`tcp`].
 //!
 //! What the loop stands on:
 //!
@@ -28,7 +29,8 @@
 //!   flat parameter and gradient buffers;
 //! - [`checkpoint`]: the checkpoint format, written with one put;
 //! - [`collective`]: the interface between ranks and its in-process
-//!   implementation; [`rendezvous`]: how ranks in separate processes meet;
+//!   implementation; [`tcp`]: the one between CPU processes (hosts);
+//!   [`rendezvous`]: how ranks in separate processes meet;
 //! - [`stop`]: a stop request (SIGTERM) honoured at a step boundary;
 //! - [`tracking`]: metrics to a JSONL file and to [`mlflow`].
 
@@ -42,10 +44,12 @@ mod gradient;
 mod lead;
 pub(crate) mod mlflow;
 pub(crate) mod optim;
+mod process;
 mod profile;
 mod rank;
 pub(crate) mod rendezvous;
 pub(crate) mod stop;
+mod tcp;
 mod threads;
 pub(crate) mod tracking;
 mod validation;
@@ -57,8 +61,10 @@ pub use config::{CheckpointConfig, DataConfig, InitConfig, ModelConfig, RunConfi
 pub use lead::{Lead, Log};
 pub use mlflow::MlflowRun;
 pub use optim::{clip_grad_norm, Adam, AdamConfig, FlatParams, StepAnnealing};
+pub use process::train_process;
 pub use rank::{device_of, train_rank, RunSummary};
 pub use rendezvous::{first_host, share_id, RankEnv, SLURM_PORT_BASE, SLURM_PORT_SPAN};
 pub use stop::stop_flag;
+pub use tcp::{TcpCollective, HUB_MARGIN};
 pub use threads::train_threads;
 pub use tracking::{curves, loss_chart, Tracker};

@@ -12,5 +12,6 @@ mod optim;
 mod rendezvous;
 mod run;
 mod sampler;
+mod tcp;
 mod tracking;
 mod wavenet;
