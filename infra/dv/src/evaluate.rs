@@ -7,9 +7,8 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
 use clap::Args;
-use dv_train::checkpoint::decode;
+use dv_train::checkpoint::{open, Opened};
 use dv_train::{DataConfig, Prosody, RunConfig};
 
 #[derive(Args, Debug)]
@@ -69,17 +68,9 @@ fn run_g2p(a: &EvaluateArgs, name: &str, cfg: &RunConfig, ck: &dv_train::Checkpo
         dv_train::checkpoint::load_model_weights(name, ck, &model)?;
         Ok(model)
     };
-    // Another checkpoint: its name, run config and contents.
-    let open = |path: &PathBuf| -> anyhow::Result<(String, RunConfig, dv_train::CheckpointData)> {
-        let other = path.display().to_string();
-        let bytes = std::fs::read(path).with_context(|| format!("reading {other}"))?;
-        let ck = decode(&other, &bytes)?;
-        let cfg = RunConfig::from_toml(&format!("{other} (its run config)"), &ck.state.config)?;
-        Ok((other, cfg, ck))
-    };
     let mut models = vec![load(name, cfg, ck)?];
     for path in &a.with {
-        let (other, cfg, ck) = open(path)?;
+        let Opened { name: other, data: ck, config: cfg } = open(path)?;
         match &cfg.data {
             DataConfig::Lexicon(d) if *d == data => {}
             _ => anyhow::bail!("{other}: not a G2P run on {name}'s lexicon split (its [data] differs)"),
@@ -88,7 +79,7 @@ fn run_g2p(a: &EvaluateArgs, name: &str, cfg: &RunConfig, ck: &dv_train::Checkpo
     }
     let mut r2l = Vec::with_capacity(a.rescore_with.len());
     for path in &a.rescore_with {
-        let (other, cfg, ck) = open(path)?;
+        let Opened { name: other, data: ck, config: cfg } = open(path)?;
         match &cfg.data {
             DataConfig::Lexicon(d) if d.reverse && dv_train::LexiconConfig { reverse: false, ..d.clone() } == data => {}
             _ => anyhow::bail!("{other}: not a right-to-left G2P run on {name}'s lexicon split ([data] reverse = true, the rest equal)"),
@@ -178,10 +169,7 @@ fn write_errors(
 }
 
 pub(crate) fn run(a: EvaluateArgs) -> anyhow::Result<()> {
-    let name = a.checkpoint.display().to_string();
-    let bytes = std::fs::read(&a.checkpoint).with_context(|| format!("reading {name}"))?;
-    let ck = decode(&name, &bytes)?;
-    let cfg = RunConfig::from_toml(&format!("{name} (its run config)"), &ck.state.config)?;
+    let Opened { name, data: ck, config: cfg } = open(&a.checkpoint)?;
     if matches!(cfg.data, DataConfig::Lexicon(_)) {
         return run_g2p(&a, &name, &cfg, &ck);
     }

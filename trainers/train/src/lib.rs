@@ -57,11 +57,14 @@
 //!   (the WaveNet, the duration/F0 model and the G2P model, added alone or
 //!   together), or a checkpoint's model weights alone (averaged, in half
 //!   precision). `dv export` is a thin wrapper over it.
+//! * Alignment ([`alignment`]): a segmentation checkpoint's phoneme
+//!   boundaries for a featurize output (TextGrids, a Parquet table and a
+//!   report); `dv align` and the recipe's align stage call it.
 //! * Tracking ([`Tracker`]): a JSONL file, and an MLflow server when given.
 //!
 //! # Layout
 //!
-//! Four parts, one job each:
+//! Five parts, one job each:
 //!
 //! * `models`: the networks above, each behind the one [`Model`] trait (a
 //!   [`Batch`] in, the sum of its examples' losses out);
@@ -72,12 +75,15 @@
 //!   ([`train_rank`], [`train_threads`]) and what it stands on: the config,
 //!   Adam, checkpoints, the collectives and the rendezvous, stopping, tracking;
 //! * [`export`]: what a run's checkpoints become, the voice package the
-//!   inference side reads.
+//!   inference side reads;
+//! * [`alignment`]: what a segmentation checkpoint makes of a corpus, its
+//!   phoneme boundaries, with its own error ([`alignment::AlignmentError`]).
 //!
-//! Dependencies point one way: `export` uses `run` (checkpoints), `data` and
-//! `models`, `run` uses `data` and `models`, `data` uses `models` (a dataset
-//! builds the [`Batch`] a model reads), `models` uses none; [`TrainError`] is
-//! shared by all four.
+//! Dependencies point one way: `export` and `alignment` use `run`
+//! (checkpoints), `data` and `models`, `run` uses `data` and `models`, `data`
+//! uses `models` (a dataset builds the [`Batch`] a model reads), `models` uses
+//! none; [`TrainError`] is shared by the first four, and `alignment`'s error
+//! wraps it.
 //!
 //! Everything public of the first three is re-exported here; [`checkpoint`],
 //! [`duration`], [`g2p`], [`qrnn`], [`prosody`] and [`pronunciation`] are
@@ -90,6 +96,7 @@
 //! WaveNet casts its forward to bf16 itself: `bf16 = true`).
 #![forbid(unsafe_code)]
 
+pub mod alignment;
 pub mod conformance;
 mod data;
 mod error;

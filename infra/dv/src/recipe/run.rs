@@ -390,16 +390,22 @@ fn align(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     fresh_dir(&dir)?;
     let features = s(ctx.phones());
     let plots = if a.plot.is_empty() { vec![first_id(&features)?] } else { a.plot.clone() };
-    let mut argv = vec!["--features".into(), features, "--checkpoint".into(), s(&ck), "--out".into(), s(&dir)];
+    // The log line shows the `dv align` command that does the same.
+    let mut argv = vec!["--features".into(), features.clone(), "--checkpoint".into(), s(&ck), "--out".into(), s(&dir)];
     argv.extend(["--device".into(), a.device.clone(), "--batch".into(), a.batch.to_string()]);
     if let Some(k) = a.quarantine_k {
         argv.extend(["--quarantine-k".into(), k.to_string()]);
     }
-    for p in plots {
-        argv.extend(["--plot".into(), p]);
+    for p in &plots {
+        argv.extend(["--plot".into(), p.clone()]);
     }
     log.line(&format!("dv align {}", argv.join(" ")));
-    crate::align::run(args("align", &argv)?)?;
+    let mut options = dv_train::alignment::AlignOptions::new(features, ck, &dir);
+    options.device = dv_train::device_of(&a.device)?;
+    options.batch = a.batch;
+    options.quarantine_k = a.quarantine_k.unwrap_or(options.quarantine_k);
+    options.plots = plots;
+    crate::align::align(&options)?;
     // The duration/F0 model and the WaveNet train on the aligner's phones
     // and times, quarantined utterances left out.
     let aligned = super::relabel::read_alignments(&dir.join("alignments.parquet"))?;

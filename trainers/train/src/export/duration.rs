@@ -7,15 +7,13 @@ use std::path::{Path, PathBuf};
 use dv_torch::tch;
 use dv_voice::{DurationGolden, Voice, VoiceConfig};
 
-use super::weights::{read, sha256_hex, to_voice_tensor, voice_weights};
-use crate::checkpoint::{decode, load_model_weights};
+use super::weights::{sha256_hex, to_voice_tensor, voice_weights};
+use crate::checkpoint::{load_model_weights, open, Opened};
 use crate::{DataConfig, Dataset, DurationModel, Model, Prosody, ProsodyExample, RunConfig, TrainError};
 
 /// The duration/F0 model a checkpoint holds, its step and its run config.
 fn duration_checkpoint(path: &Path) -> Result<(DurationModel, u64, RunConfig), TrainError> {
-    let name = path.display().to_string();
-    let ck = decode(&name, &read(path)?)?;
-    let cfg = RunConfig::from_toml(&format!("{name} (its run config)"), &ck.state.config)?;
+    let Opened { name, data: ck, config: cfg } = open(path)?;
     let sizes = cfg.duration_sizes(&name).map_err(|source| TrainError::NotModel {
         name: name.clone(),
         model: "duration/F0",

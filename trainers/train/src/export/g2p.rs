@@ -9,9 +9,9 @@ use dv_text::{Phoneme, Stress};
 use dv_torch::tch;
 use dv_voice::{G2pGolden, G2pWord, Voice, Weights};
 
-use super::weights::{read, voice_weights};
-use crate::checkpoint::{decode, load_model_weights};
-use crate::{DataConfig, Dataset, G2p, G2pConfig, LexiconConfig, Model, Pronunciations, RunConfig, TrainError};
+use super::weights::voice_weights;
+use crate::checkpoint::{load_model_weights, open, Opened};
+use crate::{DataConfig, Dataset, G2p, G2pConfig, LexiconConfig, Model, Pronunciations, TrainError};
 
 /// Words of the run's test split decoded into a package's G2P golden
 /// outputs by default.
@@ -33,9 +33,7 @@ pub struct G2pCheckpoint {
 /// `stress_levels` stress levels (see [`G2pCheckpoint`]). A right-to-left
 /// model (`[data] reverse = true`) only rescores and is refused.
 pub fn g2p_checkpoint(path: &Path, phonemes: usize, stress_levels: usize) -> Result<G2pCheckpoint, TrainError> {
-    let name = path.display().to_string();
-    let ck = decode(&name, &read(path)?)?;
-    let cfg = RunConfig::from_toml(&format!("{name} (its run config)"), &ck.state.config)?;
+    let Opened { name, data: ck, config: cfg } = open(path)?;
     let sizes =
         cfg.g2p_sizes(&name).map_err(|source| TrainError::NotModel { name: name.clone(), model: "G2P", source })?;
     let DataConfig::Lexicon(lexicon) = cfg.data.clone() else {

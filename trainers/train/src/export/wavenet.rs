@@ -9,9 +9,9 @@ use dv_torch::tch;
 use dv_voice::{ConditioningConfig, F0Config, Golden, Lineage, Voice, VoiceConfig};
 
 use super::duration::{duration_golden, duration_section, load_duration};
-use super::weights::{read, round_to_half, sha256_hex, to_voice_tensor, voice_weights};
-use crate::checkpoint::{decode, load_model_weights};
-use crate::{Chunks, DataConfig, Dataset, DurationModel, Model, ProsodyExample, RunConfig, TrainError, Wavenet};
+use super::weights::{round_to_half, sha256_hex, to_voice_tensor, voice_weights};
+use crate::checkpoint::{load_model_weights, read_bytes, Opened};
+use crate::{Chunks, DataConfig, Dataset, DurationModel, Model, ProsodyExample, TrainError, Wavenet};
 
 /// Conditioning frames in a package's golden example by default (64
 /// samples each).
@@ -76,9 +76,8 @@ impl fmt::Display for WavenetExported {
 /// the duration/F0 checkpoint `e.duration`) to `e.out` (module docs).
 pub fn export_wavenet(e: &WavenetExport) -> Result<WavenetExported, TrainError> {
     let name = e.checkpoint.display().to_string();
-    let bytes = read(&e.checkpoint)?;
-    let ck = decode(&name, &bytes)?;
-    let cfg = RunConfig::from_toml(&format!("{name} (its run config)"), &ck.state.config)?;
+    let bytes = read_bytes(&e.checkpoint)?;
+    let Opened { data: ck, config: cfg, .. } = Opened::from_bytes(name.clone(), &bytes)?;
     let mut sizes = cfg.wavenet_sizes(&name).map_err(|source| TrainError::NotModel {
         name: name.clone(),
         model: "WaveNet",

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use dv_torch::tch;
 use sha2::Digest;
 
-use crate::checkpoint::{average, decode, encode, encode_half};
+use crate::checkpoint::{average, encode, encode_half, read_file};
 use crate::TrainError;
 
 /// What [`model_only`] wrote.
@@ -57,9 +57,7 @@ impl fmt::Display for ModelOnly {
 pub fn model_only(checkpoints: &[PathBuf], half: bool, out: &Path) -> Result<ModelOnly, TrainError> {
     let mut cks = Vec::with_capacity(checkpoints.len());
     for path in checkpoints {
-        let name = path.display().to_string();
-        let ck = decode(&name, &read(path)?)?;
-        cks.push((name, ck));
+        cks.push(read_file(path)?);
     }
     let read_steps = cks.iter().map(|(name, ck)| (name.clone(), ck.state.step)).collect();
     let (state, tensors) = average(&cks)?;
@@ -73,11 +71,6 @@ pub fn model_only(checkpoints: &[PathBuf], half: bool, out: &Path) -> Result<Mod
         half,
         bytes: bytes.len(),
     })
-}
-
-/// The bytes of `path`, or an error naming it.
-pub(super) fn read(path: &Path) -> Result<Vec<u8>, TrainError> {
-    std::fs::read(path).map_err(|source| TrainError::Read { path: path.display().to_string(), source })
 }
 
 /// Rounds every parameter to the nearest binary16 value in place, so that

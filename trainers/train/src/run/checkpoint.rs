@@ -17,13 +17,14 @@
 //! (and reports) any checkpoint that does not verify.
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use dv_torch::tch;
 use dv_torch::tch::{Kind, Tensor};
 use safetensors::tensor::{Dtype, SafeTensors, TensorView};
 use serde::{Deserialize, Serialize};
 
-use crate::TrainError;
+use crate::{RunConfig, TrainError};
 
 /// The non-tensor state of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -135,6 +136,52 @@ pub fn decode(name: &str, bytes: &[u8]) -> Result<CheckpointData, TrainError> {
         return Err(bad(name, format!("CRC-32 {got} does not match the stored {want}: the object is corrupt")));
     }
     Ok(CheckpointData { state, tensors })
+}
+
+/// A checkpoint file read, verified ([`decode`]) and its run config parsed:
+/// what `dv evaluate`, `dv align` and [`crate::export`] start from.
+pub struct Opened {
+    /// The file as errors name it (its path).
+    pub name: String,
+    /// Its tensors and state.
+    pub data: CheckpointData,
+    /// The run config that wrote it (`data.state.config`, parsed).
+    pub config: RunConfig,
+}
+
+impl Opened {
+    /// [`open`] of a checkpoint already read into `bytes`, named `name` in errors.
+    pub fn from_bytes(name: String, bytes: &[u8]) -> Result<Opened, TrainError> {
+        let data = decode(&name, bytes)?;
+        let config = RunConfig::from_toml(&format!("{name} (its run config)"), &data.state.config)?;
+        Ok(Opened { name, data, config })
+    }
+
+    /// Steps the run had completed when it wrote the checkpoint.
+    pub fn step(&self) -> u64 {
+        self.data.state.step
+    }
+}
+
+/// Reads the checkpoint file `path` and verifies it; errors name the file
+/// (`reading <path>`, `checkpoint <path>: …`). Returns its name and contents.
+pub fn read_file(path: &Path) -> Result<(String, CheckpointData), TrainError> {
+    let name = path.display().to_string();
+    let bytes = read_bytes(path)?;
+    let data = decode(&name, &bytes)?;
+    Ok((name, data))
+}
+
+/// Reads and verifies the checkpoint file `path` and parses its run config
+/// ([`Opened`]); errors name the file (`reading <path>`, `checkpoint
+/// <path>: …`, `config <path> (its run config): …`).
+pub fn open(path: &Path) -> Result<Opened, TrainError> {
+    Opened::from_bytes(path.display().to_string(), &read_bytes(path)?)
+}
+
+/// The bytes of the file `path`, or [`TrainError::Read`] naming it.
+pub fn read_bytes(path: &Path) -> Result<Vec<u8>, TrainError> {
+    std::fs::read(path).map_err(|source| TrainError::Read { path: path.display().to_string(), source })
 }
 
 /// The object name of the checkpoint after `step` steps.

@@ -70,7 +70,7 @@ const WORLD: &[&str] = &["h#", "W", "ER1", "L", "D", "sil", "pau"];
 
 /// Two shards: two good utterances, one with no reference phones, one with
 /// an unknown phone, one too short for CTC.
-fn corpus(dir: &Path) {
+pub(crate) fn corpus(dir: &Path) {
     let shards = dir.join("shards");
     write_shard(
         &shards.join("shard-00000-of-00002.parquet"),
@@ -197,7 +197,7 @@ fn the_validation_split_is_deterministic_and_disjoint() {
     assert_ne!(other.validation.ids(), one.validation.ids());
 }
 
-fn run_config(features: &Path, run: &Path, classes: i64, steps: u64) -> String {
+pub(crate) fn run_config(features: &Path, run: &Path, classes: i64, steps: u64) -> String {
     format!(
         r#"
 [model]

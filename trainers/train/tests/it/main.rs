@@ -1,5 +1,6 @@
 //! Integration tests of dv-train.
 
+mod alignment;
 mod checkpoint;
 mod collective;
 mod dropout;
