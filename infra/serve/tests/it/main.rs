@@ -5,6 +5,7 @@
 
 mod abuse;
 mod browser;
+mod encoded;
 mod errors;
 mod lexicon;
 mod openai;

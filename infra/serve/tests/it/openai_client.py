@@ -2,12 +2,13 @@
 
     python3 openai_client.py BASE_URL API_KEY VOICE TEXT OUT_DIR
 
-Asks for TEXT in wav, pcm and flac with `client.audio.speech.create`, then
-streams pcm with `with_streaming_response` (plain audio, and OpenAI's SSE
-events), writing each answer's bytes to OUT_DIR/<name>.<format>. Prints one
-JSON line: per answer its file, the X-Sample-Rate header, the chunks it came
-in and the seconds to its first chunk. Decoding and judging the audio is the
-Rust test's (with sox, an independent decoder).
+Asks for TEXT in every format (wav, pcm, flac, mp3, opus) with
+`client.audio.speech.create`, then streams each with
+`with_streaming_response` (and pcm as OpenAI's SSE events), writing each
+answer's bytes to OUT_DIR/<name>.<format>. Prints one JSON line: per answer
+its file, the X-Sample-Rate and Content-Type headers, the chunks it came in
+and the seconds to its first chunk. Decoding and judging the audio is the
+Rust test's (with sox and ffmpeg, independent decoders).
 """
 
 import base64
@@ -18,14 +19,20 @@ import time
 
 import openai
 
+# dv-serve's `seed` (sent as OpenAI's client sends any extra field): every
+# answer is the same samples, so that each format's level can be compared
+# with the pcm answer's (an unlucky fresh seed can render louder).
+SEED = {"seed": 42}
+
 
 def main():
     base_url, api_key, voice, text, out_dir = sys.argv[1:6]
     client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=120, max_retries=0)
     result = {"openai_version": openai.__version__, "answers": {}}
 
-    for fmt in ["wav", "pcm", "flac"]:
-        speech = client.audio.speech.create(model="tts-1", voice=voice, input=text, response_format=fmt)
+    formats = ["wav", "pcm", "flac", "mp3", "opus"]
+    for fmt in formats:
+        speech = client.audio.speech.create(model="tts-1", voice=voice, input=text, response_format=fmt, extra_body=SEED)
         path = os.path.join(out_dir, "speech." + fmt)
         speech.write_to_file(path)
         result["answers"][fmt] = {
@@ -34,30 +41,35 @@ def main():
             "content_type": speech.response.headers.get("content-type"),
         }
 
-    # Streamed: bytes as they come.
-    t = time.monotonic()
-    first = None
-    chunks = 0
-    path = os.path.join(out_dir, "stream.pcm")
-    with client.audio.speech.with_streaming_response.create(
-        model="tts-1", voice=voice, input=text, response_format="pcm"
-    ) as r, open(path, "wb") as f:
-        rate = r.headers.get("x-sample-rate")
-        for chunk in r.iter_bytes():
-            if not chunk:
-                continue
-            if first is None:
-                first = time.monotonic() - t
-            chunks += 1
-            f.write(chunk)
-    total = time.monotonic() - t
-    result["answers"]["stream"] = {
-        "file": path,
-        "sample_rate": rate,
-        "chunks": chunks,
-        "first_s": first,
-        "total_s": total,
-    }
+    # Streamed: bytes as they come ("stream" is pcm, "stream_<format>" the
+    # others).
+    for fmt in formats:
+        t = time.monotonic()
+        first = None
+        chunks = 0
+        name = "stream" if fmt == "pcm" else "stream_" + fmt
+        path = os.path.join(out_dir, name + "." + fmt)
+        with client.audio.speech.with_streaming_response.create(
+            model="tts-1", voice=voice, input=text, response_format=fmt, extra_body=SEED
+        ) as r, open(path, "wb") as f:
+            rate = r.headers.get("x-sample-rate")
+            content_type = r.headers.get("content-type")
+            for chunk in r.iter_bytes():
+                if not chunk:
+                    continue
+                if first is None:
+                    first = time.monotonic() - t
+                chunks += 1
+                f.write(chunk)
+        total = time.monotonic() - t
+        result["answers"][name] = {
+            "file": path,
+            "sample_rate": rate,
+            "content_type": content_type,
+            "chunks": chunks,
+            "first_s": first,
+            "total_s": total,
+        }
 
     # OpenAI's SSE: speech.audio.delta events of base64 audio, then
     # speech.audio.done.
@@ -65,7 +77,7 @@ def main():
     types = []
     done = None
     with client.audio.speech.with_streaming_response.create(
-        model="tts-1", voice=voice, input=text, response_format="pcm", stream_format="sse"
+        model="tts-1", voice=voice, input=text, response_format="pcm", stream_format="sse", extra_body=SEED
     ) as r, open(path, "wb") as f:
         rate = r.headers.get("x-sample-rate")
         for line in r.iter_lines():
