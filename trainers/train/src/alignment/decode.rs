@@ -9,6 +9,18 @@ use dv_text::{Phoneme, PhonemePair};
 use super::AlignmentError;
 use crate::Features;
 
+/// Utterance `i`'s phoneme-pair labels (class = pair index + 1; 0 is the blank) as the decoders
+/// take them.
+pub(super) fn labels(data: &Features, i: usize) -> Vec<u32> {
+    data.labels(i).unwrap_or_default().iter().map(|&l| l as u32).collect()
+}
+
+/// The `[frames, classes]` log-probabilities of the batch's `b`-th utterance in `flat` (`[b,
+/// t_max, classes]`).
+pub(super) fn rows(flat: &[f32], b: usize, frames: usize, t_max: usize, classes: usize) -> &[f32] {
+    &flat[b * t_max * classes..(b * t_max + frames) * classes]
+}
+
 /// The Viterbi paths of a batch's utterances (`flat`: `[b, t_max, classes]` log-probabilities)
 /// from one launch of dv-align's CUDA kernel, or None when the kernel refuses the batch.
 pub(super) fn gpu_viterbi(
@@ -19,8 +31,7 @@ pub(super) fn gpu_viterbi(
     t_max: usize,
     classes: usize,
 ) -> Option<Vec<dv_align::CtcAlignment>> {
-    let all: Vec<Vec<u32>> =
-        chunk.iter().map(|&i| data.labels(i).unwrap_or_default().iter().map(|&l| l as u32).collect()).collect();
+    let all: Vec<Vec<u32>> = chunk.iter().map(|&i| labels(data, i)).collect();
     let l_max = all.iter().map(Vec::len).max().unwrap_or(0).max(1);
     let mut padded = vec![1u32; chunk.len() * l_max]; // [b, l_max]
     for (b, l) in all.iter().enumerate() {
@@ -58,8 +69,8 @@ pub(super) fn pper_batch(
                     for (j, &i) in ids.iter().enumerate() {
                         let b = part * per + j;
                         let frames = data.frames_of(i).unwrap_or(0);
-                        let labels: Vec<u32> = data.labels(i).unwrap_or_default().iter().map(|&l| l as u32).collect();
-                        let rows = &flat[b * t_max * classes..(b * t_max + frames) * classes]; // [frames, classes]
+                        let labels = labels(data, i);
+                        let rows = rows(flat, b, frames, t_max, classes);
                         let (decoded, _) = ctc_prefix_beam(rows, frames, classes, 0, beam, 16)?;
                         edits += edit_distance(&decoded, &labels);
                         refs += labels.len();

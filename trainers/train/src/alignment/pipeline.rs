@@ -12,7 +12,7 @@ use dv_align::{
 use dv_text::{Phoneme, PhonemePair};
 use dv_torch::tch;
 
-use super::decode::{gpu_viterbi, intervals, mfcc_levels_db, phones_of, pper_batch};
+use super::decode::{gpu_viterbi, intervals, labels, mfcc_levels_db, phones_of, pper_batch, rows};
 
 use super::output::{write_alignments, write_quarantine, write_report, Aligned};
 use super::plot::plot;
@@ -114,8 +114,8 @@ pub fn align(o: &AlignOptions, progress: &mut dyn FnMut(&str)) -> Result<AlignRe
         for (b, &i) in chunk.iter().enumerate() {
             let id = data.ids()[i].clone();
             let frames = data.frames_of(i).unwrap_or(0);
-            let labels: Vec<u32> = data.labels(i).unwrap_or_default().iter().map(|&l| l as u32).collect();
-            let rows = &flat[b * t_max * classes..(b * t_max + frames) * classes]; // [frames, classes]
+            let labels = labels(&data, i);
+            let rows = rows(&flat, b, frames, t_max, classes);
             let duration = frames as f64 * FRAME_SECONDS;
             let reference_labels = labels.clone();
             let mut labels = labels;
