@@ -103,6 +103,20 @@ pub struct ChunksConfig {
     /// chunks are never perturbed.
     #[serde(default)]
     pub f0_jitter: f32,
+    /// Share of training chunks, in `[0, 1]`, conditioned on the F0 that the
+    /// duration/F0 model `f0_predicted_from` predicts for the utterance's
+    /// aligned phones at their aligned times, instead of the recording's own
+    /// (0, the default, is none): ground-truth-aligned conditioning, as
+    /// Tacotron 2 trains its vocoder on predicted features, so that the
+    /// WaveNet learns the contours it will be given when speaking text.
+    /// Which chunks is fixed by the batch, as `f0_jitter`'s noise is.
+    /// Validation chunks keep the recording's F0.
+    #[serde(default)]
+    pub f0_predicted: f32,
+    /// A duration/F0 checkpoint written by `dv train` (needed when
+    /// `f0_predicted` > 0; a recipe fills in its own train-duration output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub f0_predicted_from: Option<String>,
 }
 
 /// `[data] kind = "prosody"`.

@@ -161,6 +161,8 @@ fn utterance(speaker: &Speaker, features: &str, id: &str) -> anyhow::Result<dv_s
             f0_min_hz: Some(cfg.f0.min_hz as f32),
             f0_max_hz: Some(cfg.f0.max_hz as f32),
             f0_jitter: 0.0,
+            f0_predicted: 0.0,
+            f0_predicted_from: None,
         },
         cfg.hop(),
     )?;

@@ -14,7 +14,7 @@ use dv_train::{share_id, train_process, train_rank, train_threads, Collective, L
 
 #[derive(Args)]
 pub(crate) struct TrainArgs {
-    /// Run configuration (TOML; see the dv-train crate docs for every key).
+    /// Run configuration (TOML; every key: docs/run-config.md).
     #[arg(long)]
     config: String,
     /// CPU data-parallel ranks, run as threads of this process with the in-process collective.

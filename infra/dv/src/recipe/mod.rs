@@ -89,9 +89,9 @@
 //! holds the recipe's lines and the trainer's; what the in-process `dv
 //! align`/`export`/`synth` paths print, and what the ranks of a stage on
 //! several GPUs print, goes to the terminal only (their metrics are in the
-//! run's `metrics.jsonl`). CPU ranks are threads of one process: there is no
-//! collective between CPU processes, so a CPU stage does not train as
-//! several processes. GPU ranks are on this machine; several machines are
+//! run's `metrics.jsonl`). A CPU stage's ranks are threads of one process;
+//! `dv train --procs N` trains CPU ranks as processes (the TCP collective,
+//! bit for bit the threads' parameters), the recipe does not yet. GPU ranks are on this machine; several machines are
 //! the cluster jobs' (`--on`, [`emit`]).
 
 mod command;

@@ -137,8 +137,13 @@ pub(crate) fn parts_of(loaded: &Loaded, name: &str, lock: &Lock) -> anyhow::Resu
                     if from.contains("://") { sha256_hex(from.as_bytes()) } else { path_digest(Path::new(&from))? };
                 s.push_str(&format!("init\t{digest}\n"));
             }
+            let mut deps = deps.to_vec();
+            // A WaveNet conditioned on predicted F0 reads the duration/F0 model too.
+            if name == "train-wavenet" && predicts_f0(&loaded.train_table("train_wavenet", &r.train_wavenet)?) {
+                deps.push("train-duration");
+            }
             for d in deps {
-                let e = lock.stages.get(*d).with_context(|| format!("stage {d} has not run"))?;
+                let e = lock.stages.get(d).with_context(|| format!("stage {d} has not run"))?;
                 s.push_str(&format!("{d}\t{}\n", e.output_digest));
             }
             sha256_hex(s.as_bytes())
@@ -149,6 +154,16 @@ pub(crate) fn parts_of(loaded: &Loaded, name: &str, lock: &Lock) -> anyhow::Resu
     parts.insert("inputs".to_string(), inputs);
     parts.insert("code".to_string(), sha256_hex(super::lock::code_version().as_bytes()));
     Ok(parts)
+}
+
+/// Whether a WaveNet stage's table asks for chunks conditioned on predicted
+/// F0 (`[data] f0_predicted` > 0) without naming the duration/F0 checkpoint:
+/// the recipe's own train-duration output is then an input of the stage.
+fn predicts_f0(table: &toml::Table) -> bool {
+    let data = table.get("data").and_then(|d| d.as_table());
+    let share =
+        data.and_then(|d| d.get("f0_predicted")).and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)));
+    share.is_some_and(|p| p > 0.0) && data.is_some_and(|d| !d.contains_key("f0_predicted_from"))
 }
 
 /// Parses a `dv` verb's arguments as its command line would.
@@ -307,7 +322,18 @@ fn train(name: &str, ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String
     let table = ctx.loaded.train_table(field, t)?;
     let dir = run_dir(&ctx.out, name, ctx.key);
     let data = if name == "train-segmentation" { ctx.phones() } else { ctx.aligned() };
-    let cfg = ctx.loaded.run_config(field, &table, &dir, &data)?;
+    let mut cfg = ctx.loaded.run_config(field, &table, &dir, &data)?;
+    if name == "train-wavenet" && predicts_f0(&table) {
+        if let dv_train::DataConfig::Chunks(c) = &mut cfg.data {
+            let from = ctx.output("train-duration")?;
+            log.line(&format!(
+                "F0 predicted by {} for {:.0} % of the training chunks",
+                ctx.rel(&from),
+                c.f0_predicted * 100.0
+            ));
+            c.f0_predicted_from = Some(from.display().to_string());
+        }
+    }
     let ck = dir.join("checkpoints").join(format!("step-{:010}.safetensors", cfg.train.steps));
     let gpus = if cfg.train.device == "cuda" {
         let visible = usize::try_from(dv_torch::tch::Cuda::device_count()).unwrap_or(0);

@@ -414,3 +414,60 @@ fn training_stage_keys_do_not_depend_on_the_rank_or_gpu_count() {
     let log = std::fs::read_to_string(out.join("logs/train-wavenet.log")).unwrap();
     assert!(log.contains("on the CPU, no GPU visible: 2 rank(s)"), "{log}");
 }
+
+/// The first logged loss of the WaveNet run with key prefix `key`.
+fn first_wavenet_loss(out: &Path, key: &str) -> f64 {
+    let m = out.join("runs/train-wavenet").join(&key[..12]).join("metrics.jsonl");
+    let text = std::fs::read_to_string(&m).unwrap_or_else(|e| panic!("{}: {e}", m.display()));
+    let v: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    v["loss"].as_f64().unwrap()
+}
+
+/// `[data] f0_predicted` in the WaveNet stage: the recipe names its own
+/// duration/F0 model, the chunks' conditioning changes (another first loss
+/// than the recordings' F0 gives), and the stage's key follows the duration
+/// model: retraining it retrains the WaveNet; without predicted F0 it does not.
+#[test]
+fn a_wavenet_on_predicted_f0_follows_the_duration_model() {
+    let d = tempfile::tempdir().unwrap();
+    let corpus = d.path().join("slt");
+    ok(&dv(&["corpus", "make-default", "--utterances", "10", "--out", corpus.to_str().unwrap()]));
+    let out = d.path().join("out");
+    let plain = recipe(d.path(), "plain.toml", &corpus, &out, 2);
+    let until = |r: &Path| ok(&dv(&["recipe", "run", r.to_str().unwrap(), "--stop-stage", "train-wavenet"]));
+    let steps = |r: &Path, from: u64, to: u64| {
+        let (a, b) = (format!("steps = {from}, batch = 2,"), format!("steps = {to}, batch = 2,"));
+        let t = std::fs::read_to_string(r).unwrap().replace(&a, &b);
+        assert!(t.contains(&b), "{t}");
+        std::fs::write(r, t).unwrap();
+    };
+
+    until(&plain);
+    let plain_key = key(&out, "train-wavenet");
+    // A retrained duration/F0 model leaves a WaveNet on the recordings' F0 alone...
+    steps(&plain, 4, 6);
+    let printed = until(&plain);
+    assert_eq!(ran(&printed), ["train-duration"], "{printed}");
+    assert_eq!(key(&out, "train-wavenet"), plain_key);
+
+    let predicted = d.path().join("predicted.toml");
+    let text = std::fs::read_to_string(&plain).unwrap();
+    std::fs::write(&predicted, text.replace("[train_wavenet]\n", "[train_wavenet]\nset.data.f0_predicted = 1.0\n"))
+        .unwrap();
+    let printed = until(&predicted);
+    assert_eq!(ran(&printed), ["train-wavenet"], "{printed}");
+    let log = std::fs::read_to_string(out.join("logs/train-wavenet.log")).unwrap();
+    assert!(
+        log.contains("F0 predicted by runs/train-duration/") && log.contains("for 100 % of the training chunks"),
+        "{log}"
+    );
+    let predicted_key = key(&out, "train-wavenet");
+    assert_ne!(predicted_key, plain_key);
+    let (a, b) = (first_wavenet_loss(&out, &plain_key), first_wavenet_loss(&out, &predicted_key));
+    assert!((a - b).abs() > 1e-6, "the same first loss {a} with the recordings' and the predicted F0");
+
+    // ...and retrains one that reads it.
+    steps(&predicted, 6, 8);
+    let printed = until(&predicted);
+    assert_eq!(ran(&printed), ["train-duration", "train-wavenet"], "{printed}");
+}

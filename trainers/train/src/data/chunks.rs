@@ -74,8 +74,19 @@ impl ChunkUtterance {
     /// The whole utterance's conditioning frames, frame-major
     /// `[frames, 227]`.
     pub fn conditioning(&self, norm: &F0Normalization, rate: u32) -> Result<(Vec<f32>, usize), TrainError> {
+        self.conditioning_with(&self.f0_hz, norm, rate)
+    }
+
+    /// [`Self::conditioning`] with another F0 contour on the utterance's
+    /// grid (`f0_start`, 256 Hz) in place of the recording's.
+    pub fn conditioning_with(
+        &self,
+        hz: &[f32],
+        norm: &F0Normalization,
+        rate: u32,
+    ) -> Result<(Vec<f32>, usize), TrainError> {
         let frames = conditioning_frames(self.mulaw.len(), rate).max(1);
-        let contour = F0Contour { start: self.f0_start, step: 1.0 / CONDITIONING_RATE as f64, hz: &self.f0_hz };
+        let contour = F0Contour { start: self.f0_start, step: 1.0 / CONDITIONING_RATE as f64, hz };
         let mut out = Vec::new();
         conditioning_features(&self.phones, &contour, norm, frames, &mut out)
             .map_err(|e| TrainError::Features { path: self.id.clone(), reason: e.to_string() })?;
@@ -103,6 +114,11 @@ pub struct Chunks {
     pub hop: usize,
     /// `[data] f0_jitter` for the training split, 0 for validation.
     pub f0_jitter: f32,
+    /// `[data] f0_predicted` for the training split, 0 for validation.
+    pub f0_predicted: f32,
+    /// The duration/F0 model's F0 for each utterance (by index), on its
+    /// F0 grid, when `[data] f0_predicted` > 0.
+    predicted_hz: Option<std::sync::Arc<Vec<Vec<f32>>>>,
 }
 
 /// A loaded corpus split in two.
@@ -293,17 +309,35 @@ impl Chunks {
                 reason: format!("{} is not a non-negative number", config.f0_jitter),
             });
         }
-        let make = |chunks, f0_jitter| Chunks {
+        if !(0.0..=1.0).contains(&config.f0_predicted) {
+            return Err(TrainError::Config {
+                path: "[data] f0_predicted".into(),
+                reason: format!("{} is not a share in [0, 1]", config.f0_predicted),
+            });
+        }
+        let predicted_hz = match (config.f0_predicted > 0.0, &config.f0_predicted_from) {
+            (false, _) => None,
+            (true, None) => {
+                return Err(TrainError::Config {
+                    path: "[data] f0_predicted_from".into(),
+                    reason: "f0_predicted > 0 needs a duration/F0 checkpoint to predict F0 with".into(),
+                })
+            }
+            (true, Some(from)) => Some(std::sync::Arc::new(predicted_f0(&utterances, Path::new(from))?)),
+        };
+        let make = |chunks, f0_jitter, f0_predicted| Chunks {
             utterances: utterances.clone(),
             chunks,
             norm,
             sample_rate: rate,
             hop,
             f0_jitter,
+            f0_predicted,
+            predicted_hz: predicted_hz.clone(),
         };
         Ok(ChunkSplit {
-            train: make(train, config.f0_jitter),
-            validation: make(val, 0.0),
+            train: make(train, config.f0_jitter, config.f0_predicted),
+            validation: make(val, 0.0, 0.0),
             skipped,
             utterances: utterances.len(),
             shards: shards.len(),
@@ -328,6 +362,12 @@ impl Chunks {
 
     /// One chunk's conditioning frames `[F, 227]` and window codes.
     pub fn example(&self, index: usize) -> Result<(Vec<f32>, Vec<i64>), TrainError> {
+        self.example_with(index, false)
+    }
+
+    /// [`Self::example`], conditioned on the duration/F0 model's F0 when
+    /// `predicted` and the split has it (`[data] f0_predicted`).
+    pub fn example_with(&self, index: usize, predicted: bool) -> Result<(Vec<f32>, Vec<i64>), TrainError> {
         let c = self.chunks.get(index).ok_or_else(|| TrainError::Features {
             path: "(in memory)".into(),
             reason: format!("chunk {index} past the {} chunks", self.chunks.len()),
@@ -343,7 +383,10 @@ impl Chunks {
                 }
             })
             .collect();
-        let (all, frames) = u.conditioning(&self.norm, self.sample_rate)?;
+        let (all, frames) = match (&self.predicted_hz, predicted) {
+            (Some(p), true) => u.conditioning_with(&p[c.utterance], &self.norm, self.sample_rate)?,
+            _ => u.conditioning(&self.norm, self.sample_rate)?,
+        };
         let first = c.window_start.div_euclid(self.hop as i64);
         let n = c.window_samples / self.hop;
         let mut cond = Vec::with_capacity(n * CONDITIONING_DIM);
@@ -374,7 +417,9 @@ impl Dataset for Chunks {
         let mut window = None;
         let mut seconds = 0.0;
         for (position, &i) in indices.iter().enumerate() {
-            let (mut c, y) = self.example(i)?;
+            let predicted =
+                self.f0_predicted > 0.0 && unit_draw(jitter_seed(indices, position)) < f64::from(self.f0_predicted);
+            let (mut c, y) = self.example_with(i, predicted)?;
             if self.f0_jitter > 0.0 {
                 jitter_f0(&mut c, self.f0_jitter, jitter_seed(indices, position));
             }
@@ -404,6 +449,59 @@ impl Dataset for Chunks {
             audio_seconds: Some(seconds),
         })
     }
+}
+
+/// A number in `[0, 1)` from `seed`, drawn apart from the jitter's own
+/// draws (which chunks get the predicted F0).
+fn unit_draw(seed: u64) -> f64 {
+    (dv_util::splitmix64(seed ^ 0x5eed_f0f0_d1ce_0001) >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// The F0 that the duration/F0 checkpoint `from` predicts for each
+/// utterance's aligned phones, placed at their aligned times on the
+/// utterance's F0 grid as `dv synth` places it at predicted times (the point
+/// of the phoneme under each grid time; 0 where the model says unvoiced or
+/// outside the phones): ground-truth-aligned conditioning.
+pub fn predicted_f0(utterances: &[ChunkUtterance], from: &Path) -> Result<Vec<Vec<f32>>, TrainError> {
+    let (model, _) = crate::export::load_duration(from)?;
+    let points = model.config.duration.f0_points;
+    let unit = model.config.duration.f0_unit_hz as f32;
+    let width = 2 + points;
+    let step = 1.0 / CONDITIONING_RATE as f64;
+    utterances
+        .iter()
+        .map(|u| {
+            let data = super::prosody::Prosody {
+                examples: vec![super::prosody::prosody_example(u, points)],
+                f0_points: points,
+            };
+            let b = data.batch(&[0], Device::Cpu)?;
+            let out = dv_torch::tch::no_grad(|| model.forward(&b.inputs, false, 0, &[0]))?;
+            let rows = Vec::<f32>::try_from(out.f_reshape([-1])?)?;
+            if rows.len() != u.phones.len() * width {
+                return Err(TrainError::Features {
+                    path: u.id.clone(),
+                    reason: format!("the duration/F0 model gave {} outputs for {} phones", rows.len(), u.phones.len()),
+                });
+            }
+            let mut hz = vec![0.0f32; u.f0_hz.len()];
+            let mut k = 0;
+            for (j, v) in hz.iter_mut().enumerate() {
+                let t = u.f0_start + j as f64 * step;
+                while k + 1 < u.phones.len() && t >= u.phones[k].end {
+                    k += 1;
+                }
+                let (ph, o) = (&u.phones[k], &rows[k * width..(k + 1) * width]);
+                let d = ph.end - ph.start;
+                let voiced = o[1] > 0.0; // sigmoid(o[1]) > 0.5
+                if voiced && d > 0.0 && t >= ph.start && t < ph.end {
+                    let pos = (((t - ph.start) / d) * points as f64).floor().clamp(0.0, points as f64 - 1.0) as usize;
+                    *v = (o[2 + pos] * unit).max(0.0);
+                }
+            }
+            Ok(hz)
+        })
+        .collect()
 }
 
 /// A seed for one example's F0 jitter from its batch (the shuffled indices,

@@ -119,6 +119,8 @@ impl Prosody {
                 f0_min_hz: None,
                 f0_max_hz: None,
                 f0_jitter: 0.0,
+                f0_predicted: 0.0,
+                f0_predicted_from: None,
             },
             64,
         )?;
