@@ -17,7 +17,10 @@ MLFLOW_VERSION=3.17.2
 # cmake builds the libopus that dv-serve's Opus encoder bundles (opusic-sys).
 APT_PACKAGES=(festival festvox-us-slt-hts festlex-cmu htsengine sox fortunes cmake)
 # ffmpeg decodes dv-serve's mp3 and opus answers in its tests (infra/serve/tests/it/openai.rs).
-TEST_APT_PACKAGES=(chromium slurm-wlm munge ffmpeg)
+# podman builds and runs the serving image on a base mmdebstrap makes (infra/docker/test_images.sh),
+# through runc (Debian 12's crun refuses hybrid cgroups) and netavark, whose port mappings need
+# iptables; curl asks the container for speech.
+TEST_APT_PACKAGES=(chromium slurm-wlm munge ffmpeg podman mmdebstrap runc netavark iptables curl)
 KUBERNETES_VALIDATE_VERSION=1.37.0
 # OpenAI's own Python client, which dv-serve's integration tests speak through
 # (infra/serve/tests/it/openai_client.py), and schemathesis, which fuzzes the server from its
