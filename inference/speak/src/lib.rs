@@ -63,8 +63,9 @@
 //!
 //! Nothing here panics on bad input: text without words is
 //! [`SpeakError::NothingToSay`], unknown words
-//! [`SpeakError::OutOfVocabulary`], a speed outside 0.25–4 or an unknown
-//! sampling mode [`SpeakError::BadOption`].
+//! [`SpeakError::OutOfVocabulary`], a speed outside 0.25–4
+//! [`SpeakError::BadOption`], an invalid sampling mode (a temperature of 0)
+//! [`SpeakError::Synth`]; `dv_synth::Sampling` reads a mode from text.
 #![forbid(unsafe_code)]
 
 mod backend;
@@ -79,7 +80,7 @@ mod speaker;
 mod wav;
 
 pub use error::SpeakError;
-pub use options::{parse_sampling, sentence_seed, Device, RenderOptions, SpeakerOptions, DEFAULT_BLOCK};
+pub use options::{sentence_seed, Device, RenderOptions, SpeakerOptions, DEFAULT_BLOCK};
 pub use parity::{G2pParity, Parity, WavenetParity};
 pub use pronunciation::{g2p_word, pronounce, stressed, Pronounced};
 pub use render::{CancelToken, RenderStats, LEAD_SAMPLED_S, SILENCE};

@@ -111,31 +111,3 @@ impl Default for RenderOptions {
 pub fn sentence_seed(seed: u64, index: usize) -> u64 {
     seed ^ (index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
-
-/// Parses a sampling mode as `dv synth --sampling` takes it: `direct`,
-/// `temperature:T`, `mean`, `mode` or `top-k:K` (App. A.4), validated
-/// (a positive temperature, k in 1..=256).
-pub fn parse_sampling(s: &str) -> Result<Sampling, SpeakError> {
-    let bad = |reason: String| SpeakError::BadOption { what: "sampling", reason };
-    let (name, arg) = s.split_once(':').map_or((s, None), |(a, b)| (a, Some(b)));
-    let num = |what: &str| -> Result<f64, SpeakError> {
-        arg.ok_or_else(|| bad(format!("{name} needs a value: {name}:{what}")))?
-            .parse::<f64>()
-            .map_err(|_| bad(format!("{s}: not a number")))
-    };
-    let m = match name {
-        "direct" => Sampling::Direct,
-        "mean" => Sampling::Mean,
-        "mode" => Sampling::Mode,
-        "temperature" => Sampling::Temperature(num("T")? as f32),
-        "top-k" => {
-            let k = num("K")?;
-            if !(k >= 0.0 && k.fract() == 0.0) {
-                return Err(bad(format!("{s}: k must be a whole number")));
-            }
-            Sampling::TopK(k as usize)
-        }
-        _ => return Err(bad(format!("{s}: one of direct, temperature:T, mean, mode, top-k:K"))),
-    };
-    Ok(m.validate()?)
-}

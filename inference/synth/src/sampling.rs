@@ -13,6 +13,12 @@
 //!
 //! Every mode but `Mode` and `Mean` draws exactly one uniform per sample, so
 //! a seed fixes the whole stream.
+//!
+//! As text (`dv synth --sampling`, [`FromStr`] and [`Display`], which round
+//! trip): `direct`, `temperature:T`, `mean`, `mode` or `top-k:K`.
+
+use std::fmt::{self, Display};
+use std::str::FromStr;
 
 use dv_audio::mulaw;
 
@@ -84,6 +90,52 @@ impl Sampling {
                 let _ = renormalize(work);
                 direct(work, rng.uniform())
             }
+        }
+    }
+}
+
+impl FromStr for Sampling {
+    type Err = SynthError;
+
+    /// `direct`, `temperature:T`, `mean`, `mode` or `top-k:K` (App. A.4),
+    /// validated ([`Sampling::validate`]). Errors are
+    /// [`SynthError::InvalidOption`] naming `sampling`, or the validation's.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = |reason: String| SynthError::InvalidOption { what: "sampling", reason };
+        let (name, arg) = s.split_once(':').map_or((s, None), |(a, b)| (a, Some(b)));
+        let value = |what: &str| arg.ok_or_else(|| bad(format!("{name} needs a value: {name}:{what}")));
+        let m = match name {
+            "direct" => Self::Direct,
+            "mean" => Self::Mean,
+            "mode" => Self::Mode,
+            "temperature" => {
+                Self::Temperature(value("T")?.parse::<f32>().map_err(|_| bad(format!("{s}: not a number")))?)
+            }
+            "top-k" => {
+                // A whole number written as a float (`top-k:3.0`) is k too.
+                let k = value("K")?.parse::<f64>().map_err(|_| bad(format!("{s}: not a number")))?;
+                if !(k >= 0.0 && k.fract() == 0.0) {
+                    return Err(bad(format!("{s}: k must be a whole number")));
+                }
+                Self::TopK(k as usize)
+            }
+            _ => return Err(bad(format!("{s}: one of direct, temperature:T, mean, mode, top-k:K"))),
+        };
+        m.validate()
+    }
+}
+
+impl Display for Sampling {
+    /// The spelling [`FromStr`] reads: `direct`, `temperature:T` (the
+    /// shortest T that parses back to the same f32), `mean`, `mode`,
+    /// `top-k:K`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Direct => f.write_str("direct"),
+            Self::Temperature(t) => write!(f, "temperature:{t}"),
+            Self::Mean => f.write_str("mean"),
+            Self::Mode => f.write_str("mode"),
+            Self::TopK(k) => write!(f, "top-k:{k}"),
         }
     }
 }

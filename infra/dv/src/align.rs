@@ -9,6 +9,8 @@ use std::time::Instant;
 use clap::{Args, ValueEnum};
 use dv_train::alignment::{self, AlignOptions, AlignReport, Plot};
 
+use crate::device::DeviceArg;
+
 /// The Parquet shards of a featurize output, in name order (the recipe's stages read them too).
 pub(crate) use dv_train::alignment::shard_files;
 
@@ -43,7 +45,7 @@ pub(crate) struct AlignArgs {
     out: PathBuf,
     /// `cpu`, `cuda` or `cuda:N` for the model's forward pass.
     #[arg(long, default_value = "cpu")]
-    device: String,
+    device: DeviceArg,
     /// Utterances per forward pass.
     #[arg(long, default_value_t = AlignOptions::BATCH)]
     batch: usize,
@@ -86,7 +88,7 @@ pub(crate) struct AlignArgs {
 impl AlignArgs {
     fn options(self) -> anyhow::Result<AlignOptions> {
         Ok(AlignOptions {
-            device: dv_train::device_of(&self.device)?,
+            device: self.device.into(),
             batch: self.batch,
             decoder: match self.decoder {
                 Decoder::Viterbi => alignment::Decoder::Viterbi,

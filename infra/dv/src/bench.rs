@@ -31,6 +31,8 @@ use dv_synth::Sampling;
 use dv_voice::{Voice, WavenetConfig};
 use serde_json::json;
 
+use crate::device::{self, Gpu};
+
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
     /// Kernel 1 (one utterance, one launch): parity, then real-time factor.
@@ -69,8 +71,9 @@ pub struct Common {
     /// Append results here as JSON lines.
     #[arg(long)]
     json: Option<PathBuf>,
-    #[arg(long, default_value_t = 0)]
-    device: usize,
+    /// The GPU: `cuda` (GPU 0), `cuda:N` or its ordinal `N`.
+    #[arg(long, default_value = "cuda:0", value_parser = device::parse_gpu)]
+    device: Gpu,
 }
 
 #[derive(Args, Debug)]
@@ -321,7 +324,7 @@ fn emulate(a: EmulateArgs) -> anyhow::Result<()> {
 }
 
 fn single(a: SingleArgs) -> anyhow::Result<()> {
-    let dev = Arc::new(GpuDevice::new(a.common.device)?);
+    let dev = Arc::new(GpuDevice::new(a.common.device.0)?);
     println!(
         "{} (compute {:?}, {} SMs, {} B shared/block)",
         dev.name(),
@@ -484,7 +487,7 @@ fn prec(bf16: bool) -> &'static str {
 }
 
 fn streams(a: StreamsArgs) -> anyhow::Result<()> {
-    let dev = Arc::new(GpuDevice::new(a.common.device)?);
+    let dev = Arc::new(GpuDevice::new(a.common.device.0)?);
     println!("{} (compute {:?}, {} SMs)", dev.name(), dev.compute_capability(), dev.multiprocessors());
     let mut json = JsonOut::new(&a.common.json)?;
     let mut failed = 0;

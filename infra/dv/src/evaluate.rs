@@ -11,6 +11,8 @@ use clap::Args;
 use dv_train::checkpoint::{open, Opened};
 use dv_train::{DataConfig, Prosody, RunConfig};
 
+use crate::device::DeviceArg;
+
 #[derive(Args, Debug)]
 pub struct EvaluateArgs {
     /// A duration/F0 checkpoint written by `dv train`.
@@ -55,14 +57,14 @@ pub struct EvaluateArgs {
     rescore_weight: Vec<f64>,
     /// G2P: where to decode (`cpu`, `cuda`, `cuda:N`).
     #[arg(long, default_value = "cpu")]
-    device: String,
+    device: DeviceArg,
 }
 
 /// PER and WER of a G2P checkpoint (or of an ensemble with `--with`) on the test split of its
 /// run's lexicon.
 fn run_g2p(a: &EvaluateArgs, name: &str, cfg: &RunConfig, ck: &dv_train::CheckpointData) -> anyhow::Result<()> {
     let DataConfig::Lexicon(data) = cfg.data.clone() else { anyhow::bail!("{name}: not a G2P run") };
-    let device = dv_train::device_of(&a.device)?;
+    let device = a.device.into();
     let load = |name: &str, cfg: &RunConfig, ck: &dv_train::CheckpointData| -> anyhow::Result<dv_train::G2p> {
         let model = dv_train::G2p::new(&cfg.g2p_sizes(name)?, device)?;
         dv_train::checkpoint::load_model_weights(name, ck, &model)?;

@@ -4,6 +4,7 @@
 mod align;
 mod bench;
 mod corpus;
+mod device;
 mod doctor;
 mod evaluate;
 mod export;

@@ -12,14 +12,17 @@
 
 use std::ops::ControlFlow;
 use std::path::PathBuf;
+use std::str::FromStr;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use dv_speak::{CancelToken, Device, RenderOptions, Speaker, SpeakerOptions, WavWriter};
-use dv_synth::{Kernel, Nonlinearity, Precision};
+use dv_synth::{Kernel, Nonlinearity, Precision, Sampling};
 use dv_text::F0Normalization;
 use dv_train::{Chunks, ChunksConfig};
+
+use crate::device;
 
 #[derive(Args, Debug)]
 pub struct SynthArgs {
@@ -39,8 +42,8 @@ pub struct SynthArgs {
     #[arg(short, long)]
     out: PathBuf,
     /// direct (the paper's choice), temperature:T, mean, mode or top-k:K (App. A.4).
-    #[arg(long, default_value = "direct")]
-    sampling: String,
+    #[arg(long, default_value_t = Sampling::Direct, value_parser = Sampling::from_str)]
+    sampling: Sampling,
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Sampler threads (1, or 2 for the main + auxiliary split of §5.1); default: measured
@@ -67,11 +70,11 @@ pub struct SynthArgs {
     /// Stop after this many seconds of audio.
     #[arg(long)]
     max_seconds: Option<f64>,
-    /// cpu, or cuda for the one-launch GPU kernel (dv-gpu kernel 1: each
-    /// sentence in one launch on a thread-block cluster; needs compute
+    /// cpu, or cuda for the one-launch GPU kernel on GPU 0 (dv-gpu kernel 1:
+    /// each sentence in one launch on a thread-block cluster; needs compute
     /// capability 9.0).
-    #[arg(long, value_enum, default_value_t = DeviceArg::Cpu)]
-    device: DeviceArg,
+    #[arg(long, default_value = "cpu", value_parser = device::parse::<Device>)]
+    device: Device,
     /// (cuda) bfloat16 weight matrices instead of float32.
     #[arg(long)]
     bf16: bool,
@@ -103,13 +106,6 @@ pub(crate) enum KernelArg {
     Simd,
 }
 
-/// `--device`: where the WaveNet samples.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub(crate) enum DeviceArg {
-    Cpu,
-    Cuda,
-}
-
 impl SynthArgs {
     fn speaker_options(&self) -> anyhow::Result<SpeakerOptions> {
         let kernel = match self.kernel {
@@ -117,10 +113,7 @@ impl SynthArgs {
             KernelArg::Simd => Kernel::detect(),
         };
         Ok(SpeakerOptions {
-            device: match self.device {
-                DeviceArg::Cpu => Device::Cpu,
-                DeviceArg::Cuda => Device::Cuda,
-            },
+            device: self.device,
             kernel,
             precision: if self.int16 { Precision::Int16 } else { Precision::F32 },
             nonlinearity: if self.approx { Nonlinearity::Approximate } else { Nonlinearity::Exact },
@@ -193,7 +186,7 @@ fn utterance(speaker: &Speaker, features: &str, id: &str) -> anyhow::Result<dv_s
 
 pub(crate) fn run(a: SynthArgs) -> anyhow::Result<()> {
     let mut options = a.speaker_options()?;
-    let sampling = dv_speak::parse_sampling(&a.sampling).context("--sampling")?;
+    let sampling = a.sampling;
     let dir = crate::voices::resolve(a.voice.as_deref())?;
     let voice = dv_voice::Voice::read(&dir).with_context(|| format!("reading the voice package {}", dir.display()))?;
     eprintln!("voice {}", dir.display());

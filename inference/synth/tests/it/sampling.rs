@@ -87,3 +87,56 @@ fn temperature_top_k_and_mean() {
     let m = Sampling::Mean.sample(&sym, &mut rng, &mut work);
     assert!(m == 127 || m == 128, "{m}");
 }
+
+#[test]
+fn every_spelling_parses_and_round_trips() {
+    let cases = [
+        ("direct", Sampling::Direct),
+        ("mean", Sampling::Mean),
+        ("mode", Sampling::Mode),
+        ("temperature:0.5", Sampling::Temperature(0.5)),
+        ("temperature:1", Sampling::Temperature(1.0)),
+        ("temperature:0.9", Sampling::Temperature(0.9)),
+        ("top-k:1", Sampling::TopK(1)),
+        ("top-k:3", Sampling::TopK(3)),
+        ("top-k:256", Sampling::TopK(256)),
+    ];
+    for (text, want) in cases {
+        assert_eq!(text.parse::<Sampling>().unwrap(), want, "{text}");
+        assert_eq!(want.to_string(), text);
+        assert_eq!(want.to_string().parse::<Sampling>().unwrap(), want);
+    }
+    // Other spellings of the same numbers read as before.
+    assert_eq!("top-k:3.0".parse::<Sampling>().unwrap(), Sampling::TopK(3));
+    assert_eq!("temperature:.25".parse::<Sampling>().unwrap(), Sampling::Temperature(0.25));
+    // Any temperature round-trips through its text.
+    for t in [1e-3f32, 0.1, 1.0 / 3.0, 2.5, 7.0e5] {
+        let m = Sampling::Temperature(t);
+        assert_eq!(m.to_string().parse::<Sampling>().unwrap(), m, "{m}");
+    }
+}
+
+#[test]
+fn bad_spellings_say_what_is_wrong() {
+    let cases = [
+        ("", "invalid sampling: : one of direct, temperature:T, mean, mode, top-k:K"),
+        ("bogus", "invalid sampling: bogus: one of direct, temperature:T, mean, mode, top-k:K"),
+        ("Direct", "invalid sampling: Direct: one of direct, temperature:T, mean, mode, top-k:K"),
+        ("temperature", "invalid sampling: temperature needs a value: temperature:T"),
+        ("top-k", "invalid sampling: top-k needs a value: top-k:K"),
+        ("temperature:x", "invalid sampling: temperature:x: not a number"),
+        ("top-k:", "invalid sampling: top-k:: not a number"),
+        ("top-k:2.5", "invalid sampling: top-k:2.5: k must be a whole number"),
+        ("top-k:-1", "invalid sampling: top-k:-1: k must be a whole number"),
+        ("temperature:0", "invalid temperature: 0 is not a positive number"),
+        ("temperature:-1", "invalid temperature: -1 is not a positive number"),
+        ("temperature:inf", "invalid temperature: inf is not a positive number"),
+        ("top-k:0", "invalid top-k: k = 0 is outside 1..=256"),
+        ("top-k:257", "invalid top-k: k = 257 is outside 1..=256"),
+    ];
+    for (text, want) in cases {
+        let e = text.parse::<Sampling>().unwrap_err();
+        assert!(matches!(e, dv_synth::SynthError::InvalidOption { .. }), "{text:?}: {e:?}");
+        assert_eq!(e.to_string(), want, "{text:?}");
+    }
+}

@@ -317,3 +317,44 @@ fn an_attention_g2p_exports_and_matches_the_trainer() {
         assert!(max < 1e-4, "{word}: max |Δ log p| = {max}");
     }
 }
+
+/// `--device` and `--sampling` are read by clap (one `--device` spelling for
+/// every command, `dv_synth::Sampling`'s parser): a value the command cannot
+/// use fails before anything is loaded, naming the flag and the value.
+#[test]
+fn device_and_sampling_values_are_refused_naming_the_flag() {
+    let refused = |args: &[&str], want: &[&str]| {
+        let o = dv(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        for w in want {
+            assert!(err.contains(w), "{args:?}: no {w:?} in {err}");
+        }
+    };
+    let synth = ["synth", "--voice", "/nonexistent", "-o", "/nonexistent/x.wav"];
+    let with = |extra: &[&'static str]| [&synth[..], extra].concat();
+    refused(&with(&["--device", "cuda:1"]), &["'cuda:1'", "--device", "GPU 0 only: cpu or cuda"]);
+    refused(&with(&["--device", "gpu"]), &["'gpu'", "--device", "not cpu, cuda or cuda:N"]);
+    refused(
+        &with(&["--sampling", "bogus"]),
+        &["'bogus'", "--sampling", "one of direct, temperature:T, mean, mode, top-k:K"],
+    );
+    refused(
+        &with(&["--sampling", "temperature:0"]),
+        &["--sampling", "invalid temperature: 0 is not a positive number"],
+    );
+    refused(&with(&["--sampling", "top-k:2.5"]), &["--sampling", "top-k:2.5: k must be a whole number"]);
+    let align = ["align", "--features", "/nonexistent", "--checkpoint", "/nonexistent", "--out", "/nonexistent"];
+    refused(&[&align[..], &["--device", "cuda:x"]].concat(), &["'cuda:x'", "--device", "not cpu, cuda or cuda:N"]);
+    refused(&["evaluate", "--checkpoint", "/nonexistent", "--device", "gpu"], &["'gpu'", "--device"]);
+    refused(&["bench", "gpu-single", "--device", "cpu"], &["'cpu'", "--device", "cuda or cuda:N"]);
+    // Accepted values get past clap: the missing voice is what fails.
+    for (flag, value) in
+        [("--device", "cuda"), ("--device", "cpu"), ("--sampling", "top-k:3"), ("--sampling", "temperature:0.7")]
+    {
+        let o = dv(&with(&[flag, value]));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{flag} {value}: {err}");
+        assert!(err.contains("/nonexistent"), "{flag} {value}: {err}");
+    }
+}
