@@ -32,6 +32,15 @@ read -r -a gpus <<< "${GPUS:-0 0 1 1}"
 stamp() { echo "[$(date +%T)] $*" | tee -a "$out/phases.txt"; }
 
 snapshot() { recipe_snapshot; }   # benchmarks/device_env.sh
+# start_recipes VERB: each of RECIPES on its GPUS entry, in the background (VERB: started, resumed)
+start_recipes() {
+    for i in "${!recipes[@]}"; do
+        r=${recipes[$i]}
+        (cd "$work" && CUDA_VISIBLE_DEVICES=${gpus[$i]} setsid nohup "$dv" recipe run \
+            "$here/benchmarks/newspeaker/$r.toml" >> "$r.log" 2>&1 &)
+        stamp "$r $1 on GPU ${gpus[$i]} (background)"
+    done
+}
 
 case $phase in
 start)
@@ -43,31 +52,16 @@ start)
         "$work/corpora/hibari60" --minutes 60 --jobs "$(nproc)" 2>&1 | tail -2 | tee -a "$out/phases.txt"
     stamp "corpus rendered in $((SECONDS - t0)) s on $(nproc) cores: $(du -sh "$work/corpora/hibari60" | cut -f1)"
     [ "${MPS:-1}" = 1 ] && mps_on "$out/phases.txt"
-    for i in "${!recipes[@]}"; do
-        r=${recipes[$i]}
-        (cd "$work" && CUDA_VISIBLE_DEVICES=${gpus[$i]} setsid nohup "$dv" recipe run \
-            "$here/benchmarks/newspeaker/$r.toml" > "$r.log" 2>&1 &)
-        stamp "$r started on GPU ${gpus[$i]} (background)"
-    done
+    start_recipes started
     while [ "$SECONDS" -lt "${START_S:-500}" ]; do sleep 10; done
     snapshot
     ;;
 resume)
-    for i in "${!recipes[@]}"; do
-        r=${recipes[$i]}
-        (cd "$work" && CUDA_VISIBLE_DEVICES=${gpus[$i]} setsid nohup "$dv" recipe run \
-            "$here/benchmarks/newspeaker/$r.toml" >> "$r.log" 2>&1 &)
-        stamp "$r resumed on GPU ${gpus[$i]} (background)"
-    done
+    start_recipes resumed
     exec bash "$0" finish "$out"
     ;;
 start-only)  # the recipes started on the corpus an earlier call rendered; returns at START_S
-    for i in "${!recipes[@]}"; do
-        r=${recipes[$i]}
-        (cd "$work" && CUDA_VISIBLE_DEVICES=${gpus[$i]} setsid nohup "$dv" recipe run \
-            "$here/benchmarks/newspeaker/$r.toml" > "$r.log" 2>&1 &)
-        stamp "$r started on GPU ${gpus[$i]} (background)"
-    done
+    start_recipes started
     while [ "$SECONDS" -lt "${START_S:-500}" ]; do sleep 10; done
     snapshot
     ;;

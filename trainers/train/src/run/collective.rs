@@ -242,19 +242,7 @@ impl LocalCollective {
     }
 
     fn exchange(&mut self, t: &mut Tensor, op: Op, what: &str) -> Result<(), CollectiveError> {
-        let rank = self.rank;
-        let terr = |reason: String| CollectiveError::Tensor { rank, what: what.to_string(), reason };
-        if t.kind() != Kind::Float {
-            return Err(terr(format!("expected float32, got {:?}", t.kind())));
-        }
-        let data = Vec::<f32>::try_from(&t.flatten(0, -1)).map_err(|e| terr(e.to_string()))?;
-        let result = self.run(op, data, what)?;
-        let src = Tensor::from_slice(&result)
-            .f_view(t.size().as_slice())
-            .and_then(|v| v.f_to_device(t.device()))
-            .map_err(|e| terr(e.to_string()))?;
-        tch::no_grad(|| t.f_copy_(&src)).map_err(|e| terr(e.to_string()))?;
-        Ok(())
+        exchange_f32(t, self.rank, what, |data| self.run(op, data, what))
     }
 }
 
@@ -295,4 +283,27 @@ impl Drop for LocalCollective {
             self.abort("exited without finishing");
         }
     }
+}
+
+/// Runs `run` on the float32 tensor `t`'s elements (flattened, on the CPU)
+/// and copies its result back into `t`, in place: the part every
+/// collective's tensor operations share.
+pub(super) fn exchange_f32<R: std::ops::Deref<Target = Vec<f32>>>(
+    t: &mut Tensor,
+    rank: usize,
+    what: &str,
+    run: impl FnOnce(Vec<f32>) -> Result<R, CollectiveError>,
+) -> Result<(), CollectiveError> {
+    let terr = |reason: String| CollectiveError::Tensor { rank, what: what.to_string(), reason };
+    if t.kind() != Kind::Float {
+        return Err(terr(format!("expected float32, got {:?}", t.kind())));
+    }
+    let data = Vec::<f32>::try_from(&t.flatten(0, -1)).map_err(|e| terr(e.to_string()))?;
+    let result = run(data)?;
+    let src = Tensor::from_slice(result.as_slice())
+        .f_view(t.size().as_slice())
+        .and_then(|v| v.f_to_device(t.device()))
+        .map_err(|e| terr(e.to_string()))?;
+    tch::no_grad(|| t.f_copy_(&src)).map_err(|e| terr(e.to_string()))?;
+    Ok(())
 }

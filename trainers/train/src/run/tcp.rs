@@ -42,10 +42,9 @@ use std::net::{Shutdown, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use dv_torch::tch;
-use dv_torch::tch::{Kind, Tensor};
+use dv_torch::tch::Tensor;
 
-use super::collective::{Collective, CollectiveError};
+use super::collective::{exchange_f32, Collective, CollectiveError};
 use super::rendezvous::RankEnv;
 
 /// How much longer than the group's timeout a non-hub rank waits for the
@@ -416,24 +415,16 @@ impl TcpCollective {
     }
 
     fn exchange(&mut self, t: &mut Tensor, op: u8, root: usize, what: &str) -> Result<(), CollectiveError> {
-        let rank = self.rank;
         if let Some(e) = &self.broken {
             return Err(e.clone());
         }
-        let terr = |reason: String| CollectiveError::Tensor { rank, what: what.to_string(), reason };
-        if t.kind() != Kind::Float {
-            return Err(terr(format!("expected float32, got {:?}", t.kind())));
-        }
-        let data = Vec::<f32>::try_from(&t.flatten(0, -1)).map_err(|e| terr(e.to_string()))?;
-        let result =
-            if self.rank == 0 { self.hub_run(op, root, data, what)? } else { self.spoke_run(op, root, data, what)? };
-        self.seq += 1;
-        let src = Tensor::from_slice(&result)
-            .f_view(t.size().as_slice())
-            .and_then(|v| v.f_to_device(t.device()))
-            .map_err(|e| terr(e.to_string()))?;
-        tch::no_grad(|| t.f_copy_(&src)).map_err(|e| terr(e.to_string()))?;
-        Ok(())
+        let rank = self.rank;
+        exchange_f32(t, rank, what, |data| {
+            let result =
+                if rank == 0 { self.hub_run(op, root, data, what)? } else { self.spoke_run(op, root, data, what)? };
+            self.seq += 1;
+            Ok(Box::new(result))
+        })
     }
 }
 
