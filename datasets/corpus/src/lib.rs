@@ -26,16 +26,16 @@
 //!
 //! # The embedded default corpus
 //!
-//! [`recipe`] renders a corpus from Debian packages alone, with exact
+//! [`embedded`] renders a corpus from Debian packages alone, with exact
 //! ground truth: festival's text analysis of sentences from `fortunes`,
 //! rendered by `hts_engine` with the CMU ARCTIC slt HTS voice. See its docs.
 #![forbid(unsafe_code)]
 
 mod collect;
+pub mod embedded;
 mod error;
 mod label;
 mod reader;
-pub mod recipe;
 mod utterance;
 
 pub use error::CorpusError;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Subcommand;
-use dv_corpus::recipe::{self, Request, Tools};
+use dv_corpus::embedded::{self, Request, Tools};
 use dv_corpus::CorpusKind;
 use dv_manifest::{bad_items_frame, utterances_frame, write_parquet, Summary};
 
@@ -38,10 +38,10 @@ pub(crate) enum CorpusCommand {
         #[arg(long)]
         out: Option<PathBuf>,
         /// Utterances to render (300 ≈ 18 min; at most 7,982 ≈ 8.15 h).
-        #[arg(long, default_value_t = recipe::DEFAULT_UTTERANCES)]
+        #[arg(long, default_value_t = embedded::DEFAULT_UTTERANCES)]
         utterances: usize,
         /// Seed of the fixed sentence shuffle.
-        #[arg(long, default_value_t = recipe::DEFAULT_SEED)]
+        #[arg(long, default_value_t = embedded::DEFAULT_SEED)]
         seed: u64,
         /// Parallel renderers (default: all cores).
         #[arg(long)]
@@ -97,7 +97,7 @@ pub(crate) fn run(cmd: CorpusCommand) -> anyhow::Result<()> {
                     }
                 }
             };
-            let report = recipe::make(&req, &mut progress)?;
+            let report = embedded::make(&req, &mut progress)?;
             if tty {
                 eprintln!();
             }

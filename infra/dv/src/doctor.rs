@@ -1,6 +1,6 @@
 //! `dv doctor`: what a user needs to know before a run.
 
-use dv_corpus::recipe::Tools;
+use dv_corpus::embedded::Tools;
 use dv_doctor::{cpu, cuda, tool};
 use dv_torch::LibtorchInfo;
 

@@ -1,5 +1,7 @@
 //! `dv plot`: training curves from a tracking JSONL file, drawn to PNG.
 
+use std::path::Path;
+
 use anyhow::{bail, Context};
 use clap::Args;
 use dv_plot::Chart;
@@ -25,9 +27,12 @@ pub(crate) struct PlotArgs {
     size: String,
 }
 
+/// The picture size `dv plot` draws by default (`--size 800x480`).
+pub(crate) const SIZE: (u32, u32) = (800, 480);
+
 pub(crate) fn run(a: PlotArgs) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(&a.metrics).with_context(|| format!("reading {}", a.metrics))?;
-    let (w, h) = a
+    let size = a
         .size
         .split_once('x')
         .and_then(|(w, h)| Some((w.parse::<u32>().ok()?, h.parse::<u32>().ok()?)))
@@ -49,17 +54,24 @@ pub(crate) fn run(a: PlotArgs) -> anyhow::Result<()> {
     if let Some(l) = a.log_y {
         chart.log_y = l;
     }
-    let (_, bad) = dv_train::curves(&text, &[]);
+    draw(&chart, &a.metrics, &text, Path::new(&a.out), size)
+}
+
+/// Draws `chart`, made from the tracking file `metrics` whose contents are
+/// `text`, to the PNG `out` at `(width, height)` pixels, and prints what it
+/// drew (and how many lines of `text` it skipped), as `dv plot` does.
+pub(crate) fn draw(chart: &Chart, metrics: &str, text: &str, out: &Path, (w, h): (u32, u32)) -> anyhow::Result<()> {
+    let (_, bad) = dv_train::curves(text, &[]);
     if chart.series.is_empty() {
-        bail!("{}: none of the metrics asked for appears in the file", a.metrics);
+        bail!("{metrics}: none of the metrics asked for appears in the file");
     }
-    let png = chart.render_png(w, h).with_context(|| format!("drawing {}", a.metrics))?;
-    crate::write_atomic(std::path::Path::new(&a.out), &png)?;
+    let png = chart.render_png(w, h).with_context(|| format!("drawing {metrics}"))?;
+    crate::write_atomic(out, &png)?;
     let points: usize = chart.series.iter().map(|s| s.points.len()).sum();
     let names: Vec<&str> = chart.series.iter().map(|s| s.name.as_str()).collect();
-    println!("wrote {} ({} x {}): {} points of {}", a.out, w, h, points, names.join(", "));
+    println!("wrote {} ({} x {}): {} points of {}", out.display(), w, h, points, names.join(", "));
     if bad > 0 {
-        eprintln!("{}: skipped {bad} line(s) that are not JSON objects with a step", a.metrics);
+        eprintln!("{metrics}: skipped {bad} line(s) that are not JSON objects with a step");
     }
     Ok(())
 }

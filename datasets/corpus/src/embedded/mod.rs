@@ -44,7 +44,7 @@ use std::time::Instant;
 
 use crate::CorpusError;
 
-/// Where the recipe's tools and data live (Debian's paths by default).
+/// Where the embedded corpus's tools and data live (Debian's paths by default).
 #[derive(Debug, Clone)]
 pub struct Tools {
     pub festival: PathBuf,

@@ -1,8 +1,8 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use dv_corpus::recipe::sentences::{is_plain, shuffle};
-use dv_corpus::recipe::{make, Request, Tools};
+use dv_corpus::embedded::sentences::{is_plain, shuffle};
+use dv_corpus::embedded::{make, Request, Tools};
 use dv_corpus::{read, CorpusKind};
 
 fn lexicon(words: &str) -> HashSet<String> {

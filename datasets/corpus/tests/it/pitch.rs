@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use dv_audio::{decode, Pitch, PitchConfig};
-use dv_corpus::recipe::{make, Request, Tools};
+use dv_corpus::embedded::{make, Request, Tools};
 use dv_corpus::{read, F0Track};
 
 fn golden_dir() -> PathBuf {

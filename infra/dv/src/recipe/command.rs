@@ -159,16 +159,16 @@ fn execute(a: &RunFlags, gpus: Option<Gpus>) -> anyhow::Result<()> {
         if !dir.exists() {
             println!("[0/{}] making the embedded default corpus ({n} utterances) in {}", STAGES.len(), dir.display());
             let jobs = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-            let tools = dv_corpus::recipe::Tools::default();
-            let req = dv_corpus::recipe::Request {
+            let tools = dv_corpus::embedded::Tools::default();
+            let req = dv_corpus::embedded::Request {
                 out: dir,
                 utterances: n,
-                seed: dv_corpus::recipe::DEFAULT_SEED,
+                seed: dv_corpus::embedded::DEFAULT_SEED,
                 jobs,
                 labels_only: false,
                 tools,
             };
-            dv_corpus::recipe::make(&req, &mut |_, _| {})?;
+            dv_corpus::embedded::make(&req, &mut |_, _| {})?;
         }
     }
     let lock_path = out.join("recipe.lock");

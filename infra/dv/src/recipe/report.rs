@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::Context;
 use serde_json::{json, Value};
 
-use super::run::{duration_error, plot_loss, speak, Ctx, StageLog};
+use super::run::{duration_error, Ctx, StageLog};
 
 pub(crate) fn evaluate(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     let dir = ctx.out.join("evaluate");
@@ -19,11 +19,17 @@ pub(crate) fn evaluate(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<Stri
     log.line(&format!("held-out duration/F0 error: {duration}"));
     let e = &ctx.loaded.recipe.evaluate;
     let mut samples = Vec::new();
-    for (i, text) in e.sentences.iter().enumerate() {
-        let wav = dir.join(format!("samples/sample-{i:02}.wav"));
-        speak(ctx, text, &wav, e.max_seconds)?;
-        log.line(&format!("spoke {text:?} to {}", wav.display()));
-        samples.push(json!({ "text": text, "wav": format!("evaluate/samples/sample-{i:02}.wav") }));
+    if !e.sentences.is_empty() {
+        // As `dv synth --voice V --f32 --threads 1` loads it: float32 weights, one sampler thread.
+        let voice = ctx.out.join("voice");
+        let speaker = dv_speak::Speaker::load(&voice, &dv_speak::SpeakerOptions::default())
+            .with_context(|| format!("reading the voice package {}", voice.display()))?;
+        for (i, text) in e.sentences.iter().enumerate() {
+            let wav = dir.join(format!("samples/sample-{i:02}.wav"));
+            speak_to(&speaker, text, &wav, e.max_seconds)?;
+            log.line(&format!("spoke {text:?} to {}", wav.display()));
+            samples.push(json!({ "text": text, "wav": format!("evaluate/samples/sample-{i:02}.wav") }));
+        }
     }
     let mut plots = Vec::new();
     for stage in ["train-segmentation", "train-duration", "train-wavenet"] {
@@ -80,6 +86,16 @@ pub(crate) fn evaluate(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<Stri
     let v = json!({ "duration_f0": duration, "listen": listen, "samples": samples, "plots": plots, "notes": notes });
     crate::write_atomic(&dir.join("evaluate.json"), serde_json::to_string_pretty(&v)?.as_bytes())?;
     Ok(vec!["evaluate".into()])
+}
+
+/// Draws a training stage's loss curve to `png`, as `dv plot METRICS --out
+/// PNG --title STAGE` does.
+fn plot_loss(ctx: &Ctx, stage: &str, png: &Path) -> anyhow::Result<()> {
+    let e = ctx.lock.stages.get(stage).with_context(|| format!("stage {stage} has not run"))?;
+    let metrics = e.outputs.get(1).with_context(|| format!("stage {stage} has no metrics"))?;
+    let metrics = ctx.out.join(metrics).display().to_string();
+    let text = std::fs::read_to_string(&metrics).with_context(|| format!("reading {metrics}"))?;
+    crate::plot::draw(&dv_train::loss_chart(&text, stage), &metrics, &text, png, crate::plot::SIZE)
 }
 
 /// Held-out recordings (the WaveNet run's validation split) beside the voice

@@ -7,7 +7,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use clap::{Args, FromArgMatches};
 use dv_manifest::{bad_items_frame, utterances_frame, write_parquet, Summary};
 use dv_train::export::{add_duration, add_g2p, export_wavenet, WavenetExport, GOLDEN_FRAMES, GOLDEN_WORDS};
 use dv_train::{DataConfig, Prosody};
@@ -164,13 +163,6 @@ fn predicts_f0(table: &toml::Table) -> bool {
     let share =
         data.and_then(|d| d.get("f0_predicted")).and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)));
     share.is_some_and(|p| p > 0.0) && data.is_some_and(|d| !d.contains_key("f0_predicted_from"))
-}
-
-/// Parses a `dv` verb's arguments as its command line would.
-fn args<A: Args + FromArgMatches>(verb: &'static str, argv: &[String]) -> anyhow::Result<A> {
-    let cmd = A::augment_args(clap::Command::new(verb).no_binary_name(true));
-    let m = cmd.try_get_matches_from(argv).map_err(|e| anyhow::anyhow!("dv {verb} {}: {e}", argv.join(" ")))?;
-    Ok(A::from_arg_matches(&m)?)
 }
 
 fn s(p: impl AsRef<Path>) -> String {
@@ -547,29 +539,4 @@ pub(crate) fn duration_error(ctx: &Ctx) -> anyhow::Result<serde_json::Value> {
     let mut v = serde_json::to_value(m)?;
     v["step"] = json!(step);
     Ok(v)
-}
-
-/// Speaks `text` with the exported voice to `wav`, as `dv synth` does.
-pub(crate) fn speak(ctx: &Ctx, text: &str, wav: &Path, max_seconds: f64) -> anyhow::Result<()> {
-    let argv = vec![
-        "--voice".into(),
-        s(ctx.out.join("voice")),
-        "-o".into(),
-        s(wav),
-        "--f32".into(),
-        "--threads".into(),
-        "1".into(),
-        "--max-seconds".into(),
-        max_seconds.to_string(),
-        text.to_string(),
-    ];
-    crate::synth::run(args("synth", &argv)?)
-}
-
-/// Draws a training stage's loss curve, as `dv plot` does.
-pub(crate) fn plot_loss(ctx: &Ctx, stage: &str, png: &Path) -> anyhow::Result<()> {
-    let e = ctx.lock.stages.get(stage).with_context(|| format!("stage {stage} has not run"))?;
-    let metrics = e.outputs.get(1).with_context(|| format!("stage {stage} has no metrics"))?;
-    let argv = vec![s(ctx.out.join(metrics)), "--out".into(), s(png), "--title".into(), stage.to_string()];
-    crate::plot::run(args("plot", &argv)?)
 }

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use dv_corpus::recipe::{make, Request, Tools};
+use dv_corpus::embedded::{make, Request, Tools};
 use dv_featurize::{run, Job, ShardSpec};
 use polars::prelude::*;
 
