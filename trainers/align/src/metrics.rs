@@ -32,8 +32,9 @@ pub struct BoundaryErrors {
     within: [usize; 3],
 }
 
-/// The pooled boundary errors of the utterances added so far.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// The pooled boundary errors of the utterances added so far (serialized
+/// field by field, as `dv align`'s `report.json` writes it).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct BoundarySummary {
     /// Utterances added.
     pub utterances: usize,

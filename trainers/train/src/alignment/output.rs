@@ -93,34 +93,9 @@ pub struct HeldOutQuarantine {
     pub quarantined: usize,
 }
 
-/// Boundary error against the reference, pooled over utterances
-/// ([`dv_align::BoundarySummary`]).
-#[derive(Clone, Debug, Serialize)]
-pub struct BoundaryError {
-    pub utterances: usize,
-    pub boundaries: usize,
-    pub mean_abs_ms: f64,
-    pub mean_signed_ms: f64,
-    pub max_abs_ms: f64,
-    pub within_10ms: f64,
-    pub within_20ms: f64,
-    pub within_25ms: f64,
-}
-
-impl From<BoundarySummary> for BoundaryError {
-    fn from(s: BoundarySummary) -> BoundaryError {
-        BoundaryError {
-            utterances: s.utterances,
-            boundaries: s.boundaries,
-            mean_abs_ms: s.mean_abs_ms,
-            mean_signed_ms: s.mean_signed_ms,
-            max_abs_ms: s.max_abs_ms,
-            within_10ms: s.within_10ms,
-            within_20ms: s.within_20ms,
-            within_25ms: s.within_25ms,
-        }
-    }
-}
+/// Boundary error against the reference, pooled over utterances: the
+/// aligner's own summary, serialized as it stands.
+pub type BoundaryError = BoundarySummary;
 
 /// Where the Viterbi decoder ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
