@@ -9,7 +9,8 @@
 #   benchmarks/newspeaker/hibari_gpu.sh watch  $OUT   # sleep WATCH_S; snapshot
 #   benchmarks/newspeaker/hibari_gpu.sh finish $OUT   # wait (FINISH_S) for all; export the kept
 #                                                     # WaveNet checkpoints (STEPS) as voices with
-#                                                     # the duration/F0 model; return them
+#                                                     # the duration/F0 model; return them with each
+#                                                     # recipe's evaluate/ (RESYNTH=1: resynth first)
 # RECIPES (default the four) and GPUS (one CUDA_VISIBLE_DEVICES per recipe) choose the variants.
 # The process patterns name the unpacked binary (/bin/dv recipe run), so that they never match a
 # shell whose own command line names a recipe (a device call once killed itself that way): start
@@ -39,6 +40,21 @@ start_recipes() {
         (cd "$work" && CUDA_VISIBLE_DEVICES=${gpus[$i]} setsid nohup "$dv" recipe run \
             "$here/benchmarks/newspeaker/$r.toml" >> "$r.log" 2>&1 &)
         stamp "$r $1 on GPU ${gpus[$i]} (background)"
+    done
+}
+
+# resynth: each recipe's held-out utterances spoken by its voice from their true durations and F0
+# (evaluate/listen/resynth/, beside the recipe's own evaluate/listen/heldout from text)
+resynth() {
+    for r in "${recipes[@]}"; do
+        o=$work/recipes/$r
+        v=$o/voice
+        [ -d "$o/evaluate/listen/heldout" ] || { stamp "$r: no held-out WAVs"; continue; }
+        mkdir -p "$o/evaluate/listen/resynth"
+        ls "$o/evaluate/listen/heldout" | sed 's/[.]wav$//' | xargs -P "$(nproc)" -I{} \
+            "$dv" synth --voice "$v" --features "$o/features-aligned" --utterance {} --f32 --threads 1 \
+            -o "$o/evaluate/listen/resynth/{}.wav" > /dev/null 2>> "$out/resynth-$r.err"
+        stamp "$r: $(ls "$o/evaluate/listen/resynth" | wc -l) held-out utterances spoken from their true durations and F0"
     done
 }
 
@@ -74,16 +90,7 @@ bench)
     (cd "$out/bench" && tar czf ../bench.tgz . ) && rm -rf "$out/bench"
     ;;
 resynth)
-    for r in "${recipes[@]}"; do
-        o=$work/recipes/$r
-        v=$o/voice
-        [ -d "$o/evaluate/listen/heldout" ] || { stamp "$r: no held-out WAVs"; continue; }
-        mkdir -p "$o/evaluate/listen/resynth"
-        ls "$o/evaluate/listen/heldout" | sed 's/[.]wav$//' | xargs -P "$(nproc)" -I{} \
-            "$dv" synth --voice "$v" --features "$o/features-aligned" --utterance {} --f32 --threads 1 \
-            -o "$o/evaluate/listen/resynth/{}.wav" > /dev/null 2>> "$out/resynth-$r.err"
-        stamp "$r: $(ls "$o/evaluate/listen/resynth" | wc -l) held-out utterances spoken from their true durations and F0"
-    done
+    resynth
     ;;
 watch)
     sleep "${WATCH_S:-0}"
@@ -92,6 +99,7 @@ watch)
 finish)
     while [ "$SECONDS" -lt "${FINISH_S:-480}" ] && pgrep -f "/bin/dv recipe run .*hibari-" > /dev/null; do sleep 10; done
     snapshot
+    [ "${RESYNTH:-0}" = 1 ] && resynth
     pack=$work/pack && rm -rf "$pack" && mkdir -p "$pack"
     for r in "${recipes[@]}"; do
         o=$work/recipes/$r

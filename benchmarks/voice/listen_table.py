@@ -10,6 +10,10 @@ Sets:
 Systems (--system NAME=KIND[:ARG], any number, in the table's order):
   NAME=recordings:DIR      novel: DIR/novel-NNN.wav (make_hibari.py novel; festival_slt below);
                            heldout: the corpus's own audio
+  NAME=wavs:DIR            DIR/<set>/<id>.wav, rendered elsewhere: a recipe's evaluate/listen
+                           (its voice from text; hibari_gpu.sh resynth adds resynth/, the held-out
+                           utterances from their true durations and F0: use SET=resynth as
+                           wavs:DIR:resynth to read that folder for the held-out set)
   NAME=festival_slt        festival's slt HTS voice (the shipped voice's ground truth), novel only
   NAME=dv:VOICE[:FLAGS]    `dv synth --voice VOICE FLAGS` per sentence (FLAGS split on spaces,
                            e.g. "dv:inference/voices/slt:--sampling temperature:0.8")
@@ -77,6 +81,11 @@ def render(kind, arg, set_name, sentences, dir, dv):
         if kind == "recordings":
             p = recording if set_name == "heldout" else os.path.join(arg, uid + ".wav")
             paths[uid] = p if p and os.path.exists(p) else None
+            continue
+        if kind == "wavs":
+            root, _, folder = arg.partition(":")
+            p = os.path.join(root, folder or set_name, uid + ".wav")
+            paths[uid] = p if os.path.exists(p) else None
             continue
         p = os.path.join(dir, uid + ".wav")
         if not os.path.exists(p):
