@@ -11,9 +11,10 @@ use clap::parser::ValueSource;
 use clap::{Arg, ArgMatches, Args, FromArgMatches, Subcommand};
 
 use super::config::{Gpus, Loaded};
+use super::key::parts_of;
 use super::lock::{key_of, outputs_digest, Entry, Lock};
-use super::run::{parts_of, stage, Ctx, StageLog};
-use super::stage::{index_of, why_run, STAGES};
+use super::plan::ClusterArgs;
+use super::stage::{why_run, Ctx, Model, Stage, StageLog};
 
 #[derive(Subcommand)]
 pub(crate) enum RecipeCommand {
@@ -67,7 +68,7 @@ struct RunFlags {
     #[arg(long)]
     force_downstream: bool,
     #[command(flatten)]
-    cluster: Box<super::emit::ClusterArgs>,
+    cluster: Box<ClusterArgs>,
 }
 
 /// The cluster options' `--gpus` (a count per node that needs `--on`), made the one `--gpus` of
@@ -148,16 +149,15 @@ fn execute(a: &RunFlags, gpus: Option<Gpus>) -> anyhow::Result<()> {
     let gpus = gpus.unwrap_or(loaded.recipe.gpus);
     let out = loaded.out();
     // Every training stage's run config is checked before anything runs.
-    for (field, t) in loaded.recipe.train_stages() {
-        let table = loaded.train_table(field, t)?;
-        loaded.run_config(field, &table, &out, &out)?;
+    for model in Model::ALL {
+        loaded.run_config(model.field(), &model.table(&loaded)?, &out, &out)?;
     }
     let logs = out.join("logs");
     std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
     if let (Some(n), false) = (loaded.recipe.make_default, a.dry_run) {
         let dir = PathBuf::from(loaded.resolve(&loaded.recipe.corpus));
         if !dir.exists() {
-            println!("[0/{}] making the embedded default corpus ({n} utterances) in {}", STAGES.len(), dir.display());
+            println!("[0/{}] making the embedded default corpus ({n} utterances) in {}", Stage::ALL.len(), dir.display());
             let jobs = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
             let tools = dv_corpus::embedded::Tools::default();
             let req = dv_corpus::embedded::Request {
@@ -173,53 +173,55 @@ fn execute(a: &RunFlags, gpus: Option<Gpus>) -> anyhow::Result<()> {
     }
     let lock_path = out.join("recipe.lock");
     let mut lock = Lock::load(&lock_path)?;
-    let first = a.stage.as_deref().map(index_of).transpose()?.unwrap_or(0);
-    let mut last = a.stop_stage.as_deref().map(index_of).transpose()?.unwrap_or(STAGES.len() - 1);
+    let index = |name: &str| name.parse::<Stage>().map(Stage::index);
+    let first = a.stage.as_deref().map(index).transpose()?.unwrap_or(0);
+    let mut last = a.stop_stage.as_deref().map(index).transpose()?.unwrap_or(Stage::ALL.len() - 1);
     if first > last {
-        bail!("--stage {} comes after --stop-stage {}", STAGES[first].0, STAGES[last].0);
+        bail!("--stage {} comes after --stop-stage {}", Stage::ALL[first], Stage::ALL[last]);
     }
     if a.force_downstream {
-        last = STAGES.len() - 1;
+        last = Stage::ALL.len() - 1;
     }
     let forced = a.force || a.force_downstream;
-    let total = STAGES.len();
+    let total = Stage::ALL.len();
     let started = Instant::now();
     let (mut ran, mut skipped) = (0, 0);
-    let mut would_run: HashSet<&str> = HashSet::new();
-    'stages: for (i, (name, deps)) in STAGES.iter().enumerate() {
+    let mut would_run: HashSet<Stage> = HashSet::new();
+    'stages: for (i, stage) in Stage::ALL.into_iter().enumerate() {
         if i < first || i > last {
             continue;
         }
+        let name = stage.name();
         let tag = format!("[{}/{total}] {name}", i + 1);
-        for d in *deps {
-            if a.dry_run && would_run.contains(d) {
+        for &d in stage.reads() {
+            if a.dry_run && would_run.contains(&d) {
                 println!("{tag}: would run (upstream {d} runs)");
-                would_run.insert(name);
+                would_run.insert(stage);
                 continue 'stages;
             }
-            if !lock.stages.contains_key(*d) {
+            if !lock.stages.contains_key(d.name()) {
                 if a.dry_run {
                     println!("{tag}: would run (upstream {d} has not run)");
-                    would_run.insert(name);
+                    would_run.insert(stage);
                     continue 'stages;
                 }
                 bail!("stage {name} reads the outputs of {d}, which has not run: run --stage {d} first");
             }
         }
-        let parts = parts_of(&loaded, name, &lock)?;
-        let Some(why) = why_run(&out, lock.stages.get(*name), &parts, forced) else {
+        let parts = parts_of(&loaded, stage, &lock)?;
+        let Some(why) = why_run(&out, lock.stages.get(name), &parts, forced) else {
             println!("{tag}: skipped (key unchanged, outputs present)");
             skipped += 1;
             continue;
         };
         if a.dry_run {
             println!("{tag}: would run ({why})");
-            would_run.insert(name);
+            would_run.insert(stage);
             continue;
         }
         println!("{tag}: running ({why}); log {}", logs.join(format!("{name}.log")).display());
         // A stage that does not finish leaves no lock entry, so it reruns.
-        if lock.stages.remove(*name).is_some() {
+        if lock.stages.remove(name).is_some() {
             lock.save(&lock_path)?;
         }
         let key = key_of(&parts);
@@ -227,7 +229,7 @@ fn execute(a: &RunFlags, gpus: Option<Gpus>) -> anyhow::Result<()> {
         log.line(&format!("stage {name}: key {key} ({why})"));
         let t = Instant::now();
         let ctx = Ctx { loaded: &loaded, out: out.clone(), lock: &lock, key: &key, gpus };
-        let outputs = match stage(name, &ctx, &mut log) {
+        let outputs = match stage.run(&ctx, &mut log) {
             Ok(o) => o,
             Err(e) => {
                 log.line(&format!("failed: {e:#}"));

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use super::config::Loaded;
 use super::lock::{path_digest, sha256_hex};
-use super::run::StageLog;
+use super::stage::StageLog;
 
 /// Where the corpus is.
 enum Source {

@@ -11,7 +11,7 @@
 //!
 //! `inspect → featurize → train-segmentation → align → train-duration → g2p →
 //! train-wavenet → export → evaluate → report`, each called in-process through
-//! the code paths of the `dv` verbs of the same names ([`stage::STAGES`]
+//! the code paths of the `dv` verbs of the same names ([`stage::Stage`]
 //! names what each reads). Outputs go under the recipe's `out` directory:
 //! `manifest.parquet` and `bad.tsv`, `features/`, `features-text/` (the
 //! same with phones from the transcripts: `labels = "text"`, the default,
@@ -98,13 +98,17 @@ mod command;
 mod config;
 mod corpus;
 mod emit;
+mod key;
 mod kube;
 mod listen;
 mod lock;
+mod plan;
 mod relabel;
 mod report;
 mod run;
 mod slurm;
 mod stage;
+mod train;
+mod yaml;
 
 pub(crate) use command::{run, RecipeCommand};

@@ -1,12 +1,14 @@
 //! The evaluate stage (held-out duration/F0 error, sample WAVs, PNGs) and
 //! the report stage (`out/report.md`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use anyhow::{bail, Context};
+use dv_train::{DataConfig, Prosody};
 use serde_json::{json, Value};
 
-use super::run::{duration_error, Ctx, StageLog};
+use super::config::Labels;
+use super::stage::{Ctx, Model, Stage, StageLog};
 
 pub(crate) fn evaluate(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     let dir = ctx.out.join("evaluate");
@@ -32,7 +34,7 @@ pub(crate) fn evaluate(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<Stri
         }
     }
     let mut plots = Vec::new();
-    for stage in ["train-segmentation", "train-duration", "train-wavenet"] {
+    for stage in Model::ALL.map(Stage::Train) {
         let png = dir.join(format!("loss-{stage}.png"));
         match plot_loss(ctx, stage, &png) {
             Ok(()) => {
@@ -88,14 +90,34 @@ pub(crate) fn evaluate(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<Stri
     Ok(vec!["evaluate".into()])
 }
 
+/// Held-out duration/F0 error of the trained duration model, as `dv evaluate` prints it.
+fn duration_error(ctx: &Ctx) -> anyhow::Result<serde_json::Value> {
+    let ck = ctx.output(Stage::Train(Model::Duration))?;
+    let (field, table) = (Model::Duration.field(), Model::Duration.table(ctx.loaded)?);
+    // Against the corpus's labels when the recipe uses them, else against
+    // the aligner's times (the held-out utterances of the same split).
+    let data = match ctx.loaded.recipe.labels {
+        Labels::Corpus => PathBuf::from(ctx.features()),
+        Labels::Text => ctx.aligned(),
+    };
+    let cfg = ctx.loaded.run_config(field, &table, &ctx.out, &data)?;
+    let DataConfig::Prosody(data) = cfg.data else { bail!("{field}: [data] kind must be \"prosody\"") };
+    let (model, step) = dv_train::export::load_duration(&ck)?;
+    let split = Prosody::load(&data, model.config.duration.f0_points)?;
+    let m = dv_train::prosody::evaluate(&model, &split.validation)?;
+    let mut v = serde_json::to_value(m)?;
+    v["step"] = json!(step);
+    Ok(v)
+}
+
 /// Draws a training stage's loss curve to `png`, as `dv plot METRICS --out
 /// PNG --title STAGE` does.
-fn plot_loss(ctx: &Ctx, stage: &str, png: &Path) -> anyhow::Result<()> {
-    let e = ctx.lock.stages.get(stage).with_context(|| format!("stage {stage} has not run"))?;
+fn plot_loss(ctx: &Ctx, stage: Stage, png: &Path) -> anyhow::Result<()> {
+    let e = ctx.lock.stages.get(stage.name()).with_context(|| format!("stage {stage} has not run"))?;
     let metrics = e.outputs.get(1).with_context(|| format!("stage {stage} has no metrics"))?;
     let metrics = ctx.out.join(metrics).display().to_string();
     let text = std::fs::read_to_string(&metrics).with_context(|| format!("reading {metrics}"))?;
-    crate::plot::draw(&dv_train::loss_chart(&text, stage), &metrics, &text, png, crate::plot::SIZE)
+    crate::plot::draw(&dv_train::loss_chart(&text, stage.name()), &metrics, &text, png, crate::plot::SIZE)
 }
 
 /// Held-out recordings (the WaveNet run's validation split) beside the voice
@@ -225,8 +247,7 @@ fn speak_to(speaker: &dv_speak::Speaker, text: &str, wav: &Path, max_seconds: f6
 
 /// The WaveNet run's validation fraction and seed.
 fn held_out_split(ctx: &Ctx) -> anyhow::Result<(f64, u64)> {
-    let t = &ctx.loaded.recipe.train_wavenet;
-    let table = ctx.loaded.train_table("train_wavenet", t)?;
+    let table = Model::Wavenet.table(ctx.loaded)?;
     let data = table.get("data").and_then(|d| d.as_table());
     let fraction = data.and_then(|d| d.get("validation_fraction")).and_then(|v| v.as_float()).unwrap_or(0.05);
     let seed = data.and_then(|d| d.get("seed")).and_then(|v| v.as_integer()).unwrap_or(0) as u64;

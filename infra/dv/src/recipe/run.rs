@@ -1,168 +1,34 @@
-//! Each stage's work, through the code paths of the `dv` verb of the same
-//! name, in-process; and what each stage's key is made of.
+//! How each stage runs ([`Stage::run`]), in-process through the code paths
+//! of the `dv` verb of the same name; the work of inspect, featurize, align,
+//! g2p and export (the training stages' is [`super::train`]'s, evaluate's
+//! and report's [`super::report`]'s).
 
-use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Context};
 use dv_manifest::{bad_items_frame, utterances_frame, write_parquet, Summary};
 use dv_train::export::{add_duration, add_g2p, export_wavenet, WavenetExport, GOLDEN_FRAMES, GOLDEN_WORDS};
-use dv_train::{DataConfig, Prosody};
 use polars::prelude::*;
 use serde_json::json;
 
-use super::config::{Gpus, Labels, Loaded, TrainStage};
-use super::lock::{path_digest, sha256_hex, Lock};
-use super::stage::STAGES;
+use super::config::Labels;
+use super::stage::{Ctx, Model, Stage, StageLog};
 
-/// A stage's log: `out/logs/<stage>.log`, each line also on stderr.
-pub(crate) struct StageLog {
-    file: File,
-}
-
-impl StageLog {
-    pub fn open(path: &Path) -> anyhow::Result<StageLog> {
-        let file = File::options()
-            .create(true)
-            .append(true)
-            .open(path)
-            .with_context(|| format!("opening {}", path.display()))?;
-        Ok(StageLog { file })
-    }
-
-    pub fn line(&mut self, line: &str) {
-        eprintln!("{line}");
-        let _ = writeln!(self.file, "{} {line}", crate::utc_now());
-    }
-}
-
-/// What one stage needs: the recipe, its output directory, the lock (for
-/// the outputs of the stages before), the stage's key and the GPUs its
-/// training may use (the recipe's `gpus`, or `--gpus`).
-pub(crate) struct Ctx<'a> {
-    pub loaded: &'a Loaded,
-    pub out: PathBuf,
-    pub lock: &'a Lock,
-    pub key: &'a str,
-    pub gpus: Gpus,
-}
-
-impl Ctx<'_> {
-    /// The first output of an earlier stage (a training stage's checkpoint).
-    fn output(&self, stage: &str) -> anyhow::Result<PathBuf> {
-        let e = self.lock.stages.get(stage).with_context(|| format!("stage {stage} has not run"))?;
-        let first = e.outputs.first().with_context(|| format!("stage {stage} wrote nothing"))?;
-        Ok(self.out.join(first))
-    }
-
-    fn features(&self) -> String {
-        self.out.join("features").display().to_string()
-    }
-
-    /// The featurize output whose phones the segmentation model and the aligner read.
-    fn phones(&self) -> PathBuf {
-        match self.loaded.recipe.labels {
-            Labels::Text => self.out.join("features-text"),
-            Labels::Corpus => self.out.join("features"),
+impl Stage {
+    /// Runs the stage; returns its outputs relative to `out`.
+    pub(crate) fn run(self, ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
+        match self {
+            Stage::Inspect => inspect(ctx, log),
+            Stage::Featurize => featurize(ctx, log),
+            Stage::Train(model) => super::train::train(model, ctx, log),
+            Stage::Align => align(ctx, log),
+            Stage::G2p => g2p(ctx, log),
+            Stage::Export => export(ctx, log),
+            Stage::Evaluate => super::report::evaluate(ctx, log),
+            Stage::Report => super::report::report(ctx, log),
         }
     }
-
-    /// The featurize output with the aligner's phones and times.
-    fn aligned(&self) -> PathBuf {
-        self.out.join("features-aligned")
-    }
-
-    fn rel(&self, p: &Path) -> String {
-        p.strip_prefix(&self.out).unwrap_or(p).display().to_string()
-    }
-}
-
-fn train_stage<'a>(loaded: &'a Loaded, name: &str) -> (&'static str, &'a TrainStage) {
-    let r = &loaded.recipe;
-    match name {
-        "train-segmentation" => ("train_segmentation", &r.train_segmentation),
-        "train-duration" => ("train_duration", &r.train_duration),
-        _ => ("train_wavenet", &r.train_wavenet),
-    }
-}
-
-/// The three parts of stage `name`'s key: `config`, `inputs`, `code`. A
-/// training stage's config is its run config alone: neither its CPU `ranks`
-/// nor the GPU count enter it, since `[train] batch` is the global batch
-/// split among the ranks (the same updates up to float summation order), so
-/// a recipe resumed with another number of ranks or GPUs skips what is done
-/// and resumes a killed run from its checkpoints.
-pub(crate) fn parts_of(loaded: &Loaded, name: &str, lock: &Lock) -> anyhow::Result<BTreeMap<String, String>> {
-    let r = &loaded.recipe;
-    let config = match name {
-        "inspect" => json!({ "corpus": r.corpus, "format": r.format }),
-        "featurize" => json!({ "corpus": r.corpus, "format": r.format, "featurize": r.featurize }),
-        "train-segmentation" | "train-duration" | "train-wavenet" => {
-            let (field, t) = train_stage(loaded, name);
-            json!({ "run": loaded.train_table(field, t)? })
-        }
-        "align" => json!(r.align),
-        "g2p" => json!(loaded.g2p_model()),
-        "export" => json!(r.export),
-        "evaluate" => json!(r.evaluate),
-        _ => json!({}),
-    };
-    let inputs = match name {
-        "inspect" => super::corpus::digest(loaded)?,
-        // Phones from the transcripts ask the G2P model for words missing
-        // from CMUDict: a changed model reruns featurize (its finished
-        // shards are kept) and every stage after it.
-        "featurize" => match (r.labels, loaded.g2p_model()) {
-            (Labels::Text, Some(m)) => {
-                let text =
-                    format!("corpus\t{}\ng2p\t{}\n", super::corpus::digest(loaded)?, path_digest(Path::new(&m))?);
-                sha256_hex(text.as_bytes())
-            }
-            _ => super::corpus::digest(loaded)?,
-        },
-        "g2p" => match loaded.g2p_model() {
-            Some(m) => path_digest(Path::new(&m))?,
-            None => "none".into(),
-        },
-        _ => {
-            let deps = STAGES.iter().find(|(n, _)| *n == name).map(|(_, d)| *d).unwrap_or_default();
-            let mut s = String::new();
-            // A fine-tuned model's starting weights are an input too.
-            if let (Some(init), "train-duration" | "train-wavenet") = (&r.init, name) {
-                let from = loaded.resolve(init);
-                let digest =
-                    if from.contains("://") { sha256_hex(from.as_bytes()) } else { path_digest(Path::new(&from))? };
-                s.push_str(&format!("init\t{digest}\n"));
-            }
-            let mut deps = deps.to_vec();
-            // A WaveNet conditioned on predicted F0 reads the duration/F0 model too.
-            if name == "train-wavenet" && predicts_f0(&loaded.train_table("train_wavenet", &r.train_wavenet)?) {
-                deps.push("train-duration");
-            }
-            for d in deps {
-                let e = lock.stages.get(d).with_context(|| format!("stage {d} has not run"))?;
-                s.push_str(&format!("{d}\t{}\n", e.output_digest));
-            }
-            sha256_hex(s.as_bytes())
-        }
-    };
-    let mut parts = BTreeMap::new();
-    parts.insert("config".to_string(), sha256_hex(serde_json::to_string(&config)?.as_bytes()));
-    parts.insert("inputs".to_string(), inputs);
-    parts.insert("code".to_string(), sha256_hex(super::lock::code_version().as_bytes()));
-    Ok(parts)
-}
-
-/// Whether a WaveNet stage's table asks for chunks conditioned on predicted
-/// F0 (`[data] f0_predicted` > 0) without naming the duration/F0 checkpoint:
-/// the recipe's own train-duration output is then an input of the stage.
-fn predicts_f0(table: &toml::Table) -> bool {
-    let data = table.get("data").and_then(|d| d.as_table());
-    let share =
-        data.and_then(|d| d.get("f0_predicted")).and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)));
-    share.is_some_and(|p| p > 0.0) && data.is_some_and(|d| !d.contains_key("f0_predicted_from"))
 }
 
 fn s(p: impl AsRef<Path>) -> String {
@@ -174,21 +40,6 @@ fn fresh_dir(p: &Path) -> anyhow::Result<()> {
         std::fs::remove_dir_all(p).with_context(|| format!("removing {}", p.display()))?;
     }
     std::fs::create_dir_all(p).with_context(|| format!("creating {}", p.display()))
-}
-
-/// Runs stage `name`; returns its outputs relative to `out`.
-pub(crate) fn stage(name: &str, ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
-    match name {
-        "inspect" => inspect(ctx, log),
-        "featurize" => featurize(ctx, log),
-        "train-segmentation" | "train-duration" | "train-wavenet" => train(name, ctx, log),
-        "align" => align(ctx, log),
-        "g2p" => g2p(ctx, log),
-        "export" => export(ctx, log),
-        "evaluate" => super::report::evaluate(ctx, log),
-        "report" => super::report::report(ctx, log),
-        _ => bail!("no stage {name:?}"),
-    }
 }
 
 fn inspect(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
@@ -296,99 +147,6 @@ fn featurize(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     Ok(vec!["features".into(), "featurize.json".into(), "features-text".into()])
 }
 
-/// The directory of a training stage's run: its checkpoints and metrics,
-/// named by the stage's key so that a changed config starts afresh and a
-/// killed run resumes.
-pub(crate) fn run_dir(out: &Path, name: &str, key: &str) -> PathBuf {
-    out.join("runs").join(name).join(&key[..12])
-}
-
-/// Trains a stage's model where `dv train` would: a run config with
-/// `device = "cuda"` on one rank per GPU ([`Gpus::ranks`]: one process each
-/// with NCCL, through `dv train --gpus`'s launcher, when there are several;
-/// in this process when there is one), else (the CPU, a GPU named
-/// `cuda:N`, or `cuda` with no GPU visible) the stage's `ranks` as threads
-/// of this process. `[train] batch` is the global batch either way.
-fn train(name: &str, ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
-    let (field, t) = train_stage(ctx.loaded, name);
-    let table = ctx.loaded.train_table(field, t)?;
-    let dir = run_dir(&ctx.out, name, ctx.key);
-    let data = if name == "train-segmentation" { ctx.phones() } else { ctx.aligned() };
-    let mut cfg = ctx.loaded.run_config(field, &table, &dir, &data)?;
-    if name == "train-wavenet" && predicts_f0(&table) {
-        if let dv_train::DataConfig::Chunks(c) = &mut cfg.data {
-            let from = ctx.output("train-duration")?;
-            log.line(&format!(
-                "F0 predicted by {} for {:.0} % of the training chunks",
-                ctx.rel(&from),
-                c.f0_predicted * 100.0
-            ));
-            c.f0_predicted_from = Some(from.display().to_string());
-        }
-    }
-    let ck = dir.join("checkpoints").join(format!("step-{:010}.safetensors", cfg.train.steps));
-    let gpus = if cfg.train.device == "cuda" {
-        let visible = usize::try_from(dv_torch::tch::Cuda::device_count()).unwrap_or(0);
-        ctx.gpus.ranks(visible, cfg.train.batch).map_err(|e| anyhow::anyhow!("{name}: {e} (recipe gpus or --gpus)"))?
-    } else {
-        0
-    };
-    let (steps, batch) = (cfg.train.steps, cfg.train.batch);
-    if gpus > 1 {
-        log.line(&format!(
-            "run directory  {} ({steps} steps, global batch {batch}: {} on each of {gpus} GPU ranks)",
-            dir.display(),
-            batch / gpus
-        ));
-        if ck.exists() {
-            // Trained already (a cluster job's ranks, or a run killed after its last checkpoint).
-            log.line(&format!("{} exists: nothing to train", ctx.rel(&ck)));
-        } else {
-            // The ranks read the run config from a file, as `dv train --config FILE --gpus N`.
-            let file = dir.join("run.toml");
-            let text = toml::to_string(&cfg).context("writing the run config as TOML")?;
-            let back = dv_train::RunConfig::from_toml(&file.display().to_string(), &text)?;
-            if toml::to_string(&back)? != text {
-                bail!("{name}: the run config does not survive a round trip through TOML");
-            }
-            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-            crate::write_atomic(&file, text.as_bytes())?;
-            log.line(&format!(
-                "dv train --config {} --gpus {gpus} (one process per GPU, gradients all-reduced with NCCL; \
-                 the ranks print to the terminal, metrics in {})",
-                file.display(),
-                ctx.rel(&dir.join("metrics.jsonl"))
-            ));
-            let started = std::time::Instant::now();
-            crate::train::launch(&file.display().to_string(), None, gpus, cfg.train.collective_timeout())
-                .with_context(|| format!("{name} on {gpus} GPU ranks (a rerun resumes from {})", dir.display()))?;
-            log.line(&format!(
-                "trained to step {steps} on {gpus} GPU ranks in {:.1} s",
-                started.elapsed().as_secs_f64()
-            ));
-        }
-    } else {
-        let ranks = if gpus == 1 { 1 } else { t.ranks };
-        let on = match (gpus, cfg.train.device.as_str()) {
-            (1, _) => "1 GPU".to_string(),
-            (_, "cpu") => format!("{ranks} CPU rank(s), threads of this process"),
-            (_, "cuda") => format!("the CPU, no GPU visible: {ranks} rank(s), threads of this process"),
-            (_, d) => format!("{d}: {ranks} rank(s), threads of this process"),
-        };
-        log.line(&format!("run directory  {} ({steps} steps, global batch {batch}, on {on})", dir.display()));
-        let mut sink = |line: &str| log.line(line);
-        let s = dv_train::train_threads(&cfg, ranks, &mut sink)?;
-        log.line(&format!(
-            "steps {} to {} in {:.1} s, final loss {:.6}",
-            s.start_step, s.steps, s.seconds, s.final_loss
-        ));
-    }
-    if !ck.exists() {
-        bail!("{name}: training finished but {} is missing", ck.display());
-    }
-    Ok(vec![ctx.rel(&ck), ctx.rel(&dir.join("metrics.jsonl"))])
-}
-
 /// The first utterance id in the featurized shards.
 pub(crate) fn first_id(features: &str) -> anyhow::Result<String> {
     for shard in crate::align::shard_files(features)? {
@@ -403,7 +161,7 @@ pub(crate) fn first_id(features: &str) -> anyhow::Result<String> {
 
 fn align(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     let a = &ctx.loaded.recipe.align;
-    let ck = ctx.output("train-segmentation")?;
+    let ck = ctx.output(Stage::Train(Model::Segmentation))?;
     let dir = ctx.out.join("aligned");
     fresh_dir(&dir)?;
     let features = s(ctx.phones());
@@ -477,8 +235,8 @@ fn g2p(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
 }
 
 fn export(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
-    let wavenet = ctx.output("train-wavenet")?;
-    let duration = ctx.output("train-duration")?;
+    let wavenet = ctx.output(Stage::Train(Model::Wavenet))?;
+    let duration = ctx.output(Stage::Train(Model::Duration))?;
     let (only, voice) = (ctx.out.join("voice-wavenet"), ctx.out.join("voice"));
     for d in [&only, &voice] {
         if d.exists() {
@@ -504,7 +262,7 @@ fn export(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     })?;
     println!("{exported}");
     let g2p =
-        if ctx.lock.stages.get("g2p").is_some_and(|e| !e.outputs.is_empty()) { Some(ctx.output("g2p")?) } else { None };
+        if ctx.lock.stages.get(Stage::G2p.name()).is_some_and(|e| !e.outputs.is_empty()) { Some(ctx.output(Stage::G2p)?) } else { None };
     log.line(&format!(
         "dv export --voice {} --duration {} --features {features}{} --out {}",
         s(&only),
@@ -518,25 +276,4 @@ fn export(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     }
     std::fs::remove_dir_all(&only).with_context(|| format!("removing {}", only.display()))?;
     Ok(vec!["voice".into()])
-}
-
-/// Held-out duration/F0 error of the trained duration model, as `dv evaluate` prints it.
-pub(crate) fn duration_error(ctx: &Ctx) -> anyhow::Result<serde_json::Value> {
-    let ck = ctx.output("train-duration")?;
-    let (field, t) = train_stage(ctx.loaded, "train-duration");
-    let table = ctx.loaded.train_table(field, t)?;
-    // Against the corpus's labels when the recipe uses them, else against
-    // the aligner's times (the held-out utterances of the same split).
-    let data = match ctx.loaded.recipe.labels {
-        Labels::Corpus => PathBuf::from(ctx.features()),
-        Labels::Text => ctx.aligned(),
-    };
-    let cfg = ctx.loaded.run_config(field, &table, &ctx.out, &data)?;
-    let DataConfig::Prosody(data) = cfg.data else { bail!("{field}: [data] kind must be \"prosody\"") };
-    let (model, step) = dv_train::export::load_duration(&ck)?;
-    let split = Prosody::load(&data, model.config.duration.f0_points)?;
-    let m = dv_train::prosody::evaluate(&model, &split.validation)?;
-    let mut v = serde_json::to_value(m)?;
-    v["step"] = json!(step);
-    Ok(v)
 }

@@ -1,5 +1,5 @@
 //! The recipe's jobs as sbatch scripts and a `submit.sh` that chains them
-//! with `--dependency=afterok` (see [`super::emit`] for the jobs).
+//! with `--dependency=afterok` (see [`super::plan`] for the jobs).
 //!
 //! Paths are resolved when the scripts are written, with this process's
 //! `DV_HOME`, which `submit.sh` exports again so every job sees the same.
@@ -8,7 +8,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::emit::{sh, write_file, ClusterArgs, Plan, Work};
+use super::plan::{sh, write_file, ClusterArgs, Plan, Work};
+use super::stage::Stage;
 
 /// Writes the scripts; returns their names in submission order, then `submit.sh`.
 pub(crate) fn write(plan: &Plan, c: &ClusterArgs, dir: &Path) -> anyhow::Result<Vec<String>> {
@@ -56,14 +57,14 @@ pub(crate) fn write(plan: &Plan, c: &ClusterArgs, dir: &Path) -> anyhow::Result<
         s.push_str("set -euo pipefail\nDV=\"${DV:-dv}\"\n");
         let _ = writeln!(s, "RECIPE={recipe}");
         // A CPU stage trains in this process: not a rank of a Slurm step.
-        let record = |s: &mut String, first: &str, last: &str| {
+        let record = |s: &mut String, first: Stage, last: Stage| {
             let _ = writeln!(
                 s,
                 "env -u SLURM_PROCID -u SLURM_NTASKS -u SLURM_LOCALID \"$DV\" recipe run \"$RECIPE\" --stage {first} --stop-stage {last}"
             );
         };
         match &job.work {
-            Work::Stages { first, last, .. } => record(&mut s, first, last),
+            Work::Stages { first, last, .. } => record(&mut s, *first, *last),
             Work::Shards { shards } => {
                 let _ = writeln!(
                     s,
@@ -89,7 +90,7 @@ pub(crate) fn write(plan: &Plan, c: &ClusterArgs, dir: &Path) -> anyhow::Result<
                      if [ \"$rc\" -eq 75 ]; then scontrol requeue \"$SLURM_JOB_ID\" || true; fi\n\
                      if [ \"$rc\" -ne 0 ]; then exit \"$rc\"; fi"
                 );
-                record(&mut s, stage, last);
+                record(&mut s, *stage, *last);
             }
         }
         write_file(dir, &file, &s, true)?;

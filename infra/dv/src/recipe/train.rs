@@ -1,0 +1,92 @@
+//! The training stages: each trains its model where `dv train` would, on
+//! the GPUs the recipe gives it or on the CPU (the module docs of
+//! [`super`]).
+
+use anyhow::{bail, Context};
+
+use super::stage::{predicts_f0, run_dir, Ctx, Model, Stage, StageLog};
+
+/// Trains a stage's model where `dv train` would: a run config with
+/// `device = "cuda"` on one rank per GPU ([`super::config::Gpus::ranks`]: one process each
+/// with NCCL, through `dv train --gpus`'s launcher, when there are several;
+/// in this process when there is one), else (the CPU, a GPU named
+/// `cuda:N`, or `cuda` with no GPU visible) the stage's `ranks` as threads
+/// of this process. `[train] batch` is the global batch either way.
+pub(crate) fn train(model: Model, ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
+    let (name, field, t) = (Stage::Train(model), model.field(), model.section(&ctx.loaded.recipe));
+    let table = model.table(ctx.loaded)?;
+    let dir = run_dir(&ctx.out, model, ctx.key);
+    let mut cfg = ctx.loaded.run_config(field, &table, &dir, &ctx.training_data(model))?;
+    if model == Model::Wavenet && predicts_f0(&table) {
+        if let dv_train::DataConfig::Chunks(c) = &mut cfg.data {
+            let from = ctx.output(Stage::Train(Model::Duration))?;
+            log.line(&format!(
+                "F0 predicted by {} for {:.0} % of the training chunks",
+                ctx.rel(&from),
+                c.f0_predicted * 100.0
+            ));
+            c.f0_predicted_from = Some(from.display().to_string());
+        }
+    }
+    let ck = dir.join("checkpoints").join(format!("step-{:010}.safetensors", cfg.train.steps));
+    let gpus = if cfg.train.device == "cuda" {
+        let visible = usize::try_from(dv_torch::tch::Cuda::device_count()).unwrap_or(0);
+        ctx.gpus.ranks(visible, cfg.train.batch).map_err(|e| anyhow::anyhow!("{name}: {e} (recipe gpus or --gpus)"))?
+    } else {
+        0
+    };
+    let (steps, batch) = (cfg.train.steps, cfg.train.batch);
+    if gpus > 1 {
+        log.line(&format!(
+            "run directory  {} ({steps} steps, global batch {batch}: {} on each of {gpus} GPU ranks)",
+            dir.display(),
+            batch / gpus
+        ));
+        if ck.exists() {
+            // Trained already (a cluster job's ranks, or a run killed after its last checkpoint).
+            log.line(&format!("{} exists: nothing to train", ctx.rel(&ck)));
+        } else {
+            // The ranks read the run config from a file, as `dv train --config FILE --gpus N`.
+            let file = dir.join("run.toml");
+            let text = toml::to_string(&cfg).context("writing the run config as TOML")?;
+            let back = dv_train::RunConfig::from_toml(&file.display().to_string(), &text)?;
+            if toml::to_string(&back)? != text {
+                bail!("{name}: the run config does not survive a round trip through TOML");
+            }
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            crate::write_atomic(&file, text.as_bytes())?;
+            log.line(&format!(
+                "dv train --config {} --gpus {gpus} (one process per GPU, gradients all-reduced with NCCL; \
+                 the ranks print to the terminal, metrics in {})",
+                file.display(),
+                ctx.rel(&dir.join("metrics.jsonl"))
+            ));
+            let started = std::time::Instant::now();
+            crate::train::launch(&file.display().to_string(), None, gpus, cfg.train.collective_timeout())
+                .with_context(|| format!("{name} on {gpus} GPU ranks (a rerun resumes from {})", dir.display()))?;
+            log.line(&format!(
+                "trained to step {steps} on {gpus} GPU ranks in {:.1} s",
+                started.elapsed().as_secs_f64()
+            ));
+        }
+    } else {
+        let ranks = if gpus == 1 { 1 } else { t.ranks };
+        let on = match (gpus, cfg.train.device.as_str()) {
+            (1, _) => "1 GPU".to_string(),
+            (_, "cpu") => format!("{ranks} CPU rank(s), threads of this process"),
+            (_, "cuda") => format!("the CPU, no GPU visible: {ranks} rank(s), threads of this process"),
+            (_, d) => format!("{d}: {ranks} rank(s), threads of this process"),
+        };
+        log.line(&format!("run directory  {} ({steps} steps, global batch {batch}, on {on})", dir.display()));
+        let mut sink = |line: &str| log.line(line);
+        let s = dv_train::train_threads(&cfg, ranks, &mut sink)?;
+        log.line(&format!(
+            "steps {} to {} in {:.1} s, final loss {:.6}",
+            s.start_step, s.steps, s.seconds, s.final_loss
+        ));
+    }
+    if !ck.exists() {
+        bail!("{name}: training finished but {} is missing", ck.display());
+    }
+    Ok(vec![ctx.rel(&ck), ctx.rel(&dir.join("metrics.jsonl"))])
+}
