@@ -49,9 +49,10 @@ resynth() {
     for r in "${recipes[@]}"; do
         o=$work/recipes/$r
         v=$o/voice
-        [ -d "$o/evaluate/listen/heldout" ] || { stamp "$r: no held-out WAVs"; continue; }
+        [ -d "$v" ] || { stamp "$r: no voice"; continue; }
         mkdir -p "$o/evaluate/listen/resynth"
-        ls "$o/evaluate/listen/heldout" | sed 's/[.]wav$//' | xargs -P "$(nproc)" -I{} \
+        python3 -c "import sys; sys.path.insert(0, '$here/benchmarks/voice'); import listen_table as t
+for u, _, _ in t.heldout_set('$work/corpora/hibari60/metadata.tsv', 40): print(u)" | xargs -P "$(nproc)" -I{} \
             "$dv" synth --voice "$v" --features "$o/features-aligned" --utterance {} --f32 --threads 1 \
             -o "$o/evaluate/listen/resynth/{}.wav" > /dev/null 2>> "$out/resynth-$r.err"
         stamp "$r: $(ls "$o/evaluate/listen/resynth" | wc -l) held-out utterances spoken from their true durations and F0"

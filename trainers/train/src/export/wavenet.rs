@@ -95,6 +95,10 @@ pub fn export_wavenet(e: &WavenetExport) -> Result<WavenetExported, TrainError> 
     if let Some(f) = &e.features {
         data.url = f.clone();
     }
+    // The golden example is a validation chunk, which is always conditioned on its own F0: the
+    // training split's predicted F0 (a duration/F0 forward per utterance, minutes on a loaded CPU
+    // for an hour of speech) is not needed here.
+    data.f0_predicted = 0.0;
     let split = Chunks::load(&data, sizes.hop)
         .map_err(|source| TrainError::ExportFeatures { url: data.url.clone(), source: Box::new(source) })?;
     let chunks = if !split.validation.is_empty() { &split.validation } else { &split.train };
