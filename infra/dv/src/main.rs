@@ -68,6 +68,18 @@ enum Command {
     Serve(serve::ServeArgs),
 }
 
+/// The verbs that never call libtorch: they start without its CUDA
+/// libraries.
+const WITHOUT_LIBTORCH: [&str; 5] = ["synth", "voices", "text", "g2p", "serve"];
+
+/// Whether the command `verb` (the first argument) may call libtorch: then
+/// `main` loads libtorch's CUDA backend ([`dv_torch::load_cuda`]) before
+/// anything calls libtorch. `dv` does not link it (`build.rs` says why), so
+/// the text-to-speech verbs start without the CUDA libraries.
+fn runs_libtorch(verb: Option<&std::ffi::OsStr>) -> bool {
+    !verb.and_then(|v| v.to_str()).is_some_and(|v| WITHOUT_LIBTORCH.contains(&v))
+}
+
 /// Writes `bytes` to `path` atomically ([`dv_util::write_atomic`]), so a
 /// killed `dv` never leaves a half-written output.
 pub(crate) fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
@@ -117,6 +129,10 @@ fn quiet_on_broken_pipe() {
 
 fn main() -> anyhow::Result<()> {
     quiet_on_broken_pipe();
+    // Before clap: parsing `--device cuda` asks libtorch about CUDA.
+    if runs_libtorch(std::env::args_os().nth(1).as_deref()) {
+        anyhow::Context::context(dv_torch::load_cuda(), "loading libtorch's CUDA backend")?;
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Doctor => doctor::run(),
@@ -134,5 +150,26 @@ fn main() -> anyhow::Result<()> {
         Command::Bench(c) => bench::run(c),
         Command::Recipe(c) => recipe::run(c),
         Command::Serve(a) => serve::run(a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_verbs_without_libtorch_are_verbs_and_every_other_loads_it() {
+        let cli = Cli::command();
+        for verb in WITHOUT_LIBTORCH {
+            assert!(cli.find_subcommand(verb).is_some(), "{verb} is no dv verb");
+            assert!(!runs_libtorch(Some(verb.as_ref())), "{verb}");
+        }
+        for verb in ["train", "align", "evaluate", "export", "doctor", "recipe", "bench", "featurize"] {
+            assert!(cli.find_subcommand(verb).is_some(), "{verb} is no dv verb");
+            assert!(runs_libtorch(Some(verb.as_ref())), "{verb}");
+        }
+        assert!(runs_libtorch(None), "dv alone (its help) loads it too");
     }
 }

@@ -9,6 +9,9 @@ pub enum TorchError {
     /// process's mappings.
     #[error("libtorch_cpu.so is not mapped into this process (read /proc/self/maps)")]
     NotLoaded,
+    /// libtorch's CUDA backend is next to libtorch but does not load.
+    #[error("cannot load libtorch's CUDA backend {path}: {reason}")]
+    CudaLoad { path: PathBuf, reason: String },
     /// A file next to libtorch could not be read.
     #[error("cannot read {path}: {source}")]
     Io {
@@ -27,8 +30,9 @@ pub struct LibtorchInfo {
     pub lib_dir: PathBuf,
     /// Directory libtorch was found in at build time.
     pub build_dir: Option<PathBuf>,
-    /// Whether `libtorch_cuda.so` is loaded into this process (the forced
-    /// link of `dv`'s build); without it CUDA is unusable even on a GPU.
+    /// Whether `libtorch_cuda.so` is loaded into this process (linked, or
+    /// loaded by [`crate::load_cuda`]); without it CUDA is unusable even on
+    /// a GPU.
     pub cuda_linked: bool,
     /// Whether libtorch can use CUDA now (a driver and a device are present).
     pub cuda_usable: bool,
@@ -72,13 +76,13 @@ impl LibtorchInfo {
     }
 }
 
-fn process_maps() -> Result<String, TorchError> {
+pub(crate) fn process_maps() -> Result<String, TorchError> {
     let maps_path = Path::new("/proc/self/maps");
     std::fs::read_to_string(maps_path).map_err(|source| TorchError::Io { path: maps_path.to_path_buf(), source })
 }
 
 /// The directory of the shared library `name` mapped into this process.
-fn mapped_dir(maps: &str, name: &str) -> Option<PathBuf> {
+pub(crate) fn mapped_dir(maps: &str, name: &str) -> Option<PathBuf> {
     maps.lines()
         .filter_map(|l| l.split_whitespace().nth(5))
         .find(|p| Path::new(p).file_name().is_some_and(|f| f == name))

@@ -13,17 +13,25 @@
 //!
 //! libtorch comes from the `torch==2.11.0` wheel on PyPI
 //! (`LIBTORCH_USE_PYTORCH=1`). Binaries that load it must carry an rpath to
-//! libtorch's directory and force-link `libtorch_cuda`. This crate's
-//! `build.rs` is the one place that works out those link arguments: it
-//! applies them to this crate's tests and hands them, through Cargo's `links`
-//! metadata, to the build script of every crate that depends on this one
-//! (`DEP_DV_TORCH_RPATH_ARG`, `DEP_DV_TORCH_CUDA_ARG`), which prints them for
-//! its own binaries. Without the forced link a CUDA wheel still loads, but
+//! libtorch's directory, and must load `libtorch_cuda`: linked by force, or
+//! at run time ([`load_cuda`]). This crate's `build.rs` is the one place
+//! that works out the link arguments: it applies them to this crate's tests
+//! and hands them, through Cargo's `links` metadata, to the build script of
+//! every crate that depends on this one (`DEP_DV_TORCH_RPATH_ARG`,
+//! `DEP_DV_TORCH_CUDA_ARG`), which prints them for its own binaries. The
+//! trainers' tests force-link `libtorch_cuda`; `dv` does not, and loads it
+//! for the commands that run libtorch only ([`load_cuda`]: its CUDA
+//! libraries would cost every process, `dv synth` too, a quarter of a
+//! second and 355 MB). Without either, a CUDA wheel still loads, but
 //! [`LibtorchInfo::cuda_devices`] is 0 on a GPU machine.
-#![forbid(unsafe_code)]
+//!
+//! The crate's one `unsafe` block opens that library (`cuda.rs`).
+#![deny(unsafe_code)]
 
+mod cuda;
 mod info;
 
+pub use cuda::load_cuda;
 pub use info::{LibtorchInfo, TorchError};
 /// tch, the Rust bindings to libtorch, as every crate above this one uses it:
 /// `use dv_torch::tch;` then `tch::Tensor`, `tch::no_grad`, ...
