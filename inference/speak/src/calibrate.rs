@@ -159,10 +159,14 @@ pub fn measure(voice: &Voice, options: &SpeakerOptions) -> Result<Calibration, S
 /// The cache folder: `$DV_HOME/calibration` (default
 /// `~/.cache/deepvoice-rs/calibration`).
 pub fn cache_dir() -> Option<PathBuf> {
-    let home = std::env::var_os("DV_HOME")
+    dv_home().map(|h| h.join("calibration"))
+}
+
+/// `$DV_HOME`, else `~/.cache/deepvoice-rs`: where dv keeps its caches.
+pub(crate) fn dv_home() -> Option<PathBuf> {
+    std::env::var_os("DV_HOME")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/deepvoice-rs")))?;
-    Some(home.join("calibration"))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/deepvoice-rs")))
 }
 
 /// The cached calibration of `voice` on this machine, or a new measurement

@@ -48,6 +48,10 @@ pub struct SpeakerOptions {
     /// The lexicon when the package has no `lexicon.dict` (default: CMUDict,
     /// [`dv_text::LexiconSource::cmudict`]: `$DV_CMUDICT`, else built in).
     pub lexicon: Option<PathBuf>,
+    /// Where passing golden-parity verdicts are cached, per package digest
+    /// and build ([`crate::Parity::check_cached`]; `dv synth` uses
+    /// [`crate::Parity::cache_dir`]). Default `None`: every load checks.
+    pub parity_cache: Option<PathBuf>,
     /// (cuda) bfloat16 weight matrices instead of float32.
     pub bf16: bool,
     /// (cuda) Thread blocks in the cluster (default: the largest of 16, 8,
@@ -72,6 +76,7 @@ impl Default for SpeakerOptions {
             nonlinearity: Nonlinearity::Exact,
             threads: 1,
             lexicon: None,
+            parity_cache: None,
             bf16: false,
             cluster: None,
             helpers: None,

@@ -40,6 +40,8 @@ pub struct Speaker {
     pub(crate) network: ConditioningNetwork,
     pub(crate) backend: Backend,
     pub(crate) parity: Parity,
+    /// Whether `parity` is a cached verdict.
+    pub(crate) parity_cached: bool,
     pub(crate) options: SpeakerOptions,
 }
 
@@ -52,7 +54,8 @@ const _: () = {
 impl Speaker {
     /// Reads the package in `dir`, runs its golden-parity checks (refusing
     /// it with [`SpeakError::GoldenMismatch`], naming `dir` and the model,
-    /// when one does not reproduce its trainer's outputs) and prepares it.
+    /// when one does not reproduce its trainer's outputs; or takes their
+    /// verdict from `options.parity_cache`) and prepares it.
     /// The lexicon is `dir/lexicon.dict` when present, else
     /// `options.lexicon`, else CMUDict (`$DV_CMUDICT`, else the copy built
     /// into the binary: [`LexiconSource::cmudict`]); it is loaded only for a
@@ -85,7 +88,7 @@ impl Speaker {
         lexicon: Option<PathBuf>,
         options: &SpeakerOptions,
     ) -> Result<Speaker, SpeakError> {
-        let parity = Parity::check(&voice, dir)?;
+        let (parity, parity_cached) = Parity::check_cached(&voice, dir, options.parity_cache.as_deref())?;
         let text = match voice.config().duration {
             None => None,
             Some(_) => {
@@ -104,6 +107,7 @@ impl Speaker {
             voice,
             text,
             parity,
+            parity_cached,
             options: options.clone(),
         })
     }
@@ -125,6 +129,12 @@ impl Speaker {
     /// The golden-parity figures measured at load, for printing.
     pub fn parity(&self) -> &Parity {
         &self.parity
+    }
+
+    /// Whether [`Speaker::parity`] is a verdict cached by an earlier load of
+    /// the same package by the same build ([`SpeakerOptions::parity_cache`]).
+    pub fn parity_cached(&self) -> bool {
+        self.parity_cached
     }
 
     /// The options the speaker was built with.

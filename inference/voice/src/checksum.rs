@@ -3,7 +3,9 @@
 //! `sha256sum -c SHA256SUMS` checks a package by hand too. The writers
 //! refresh it after every file they write; [`verify`] refuses a package
 //! whose listed file differs or is gone. A package without the file (one
-//! written before it existed) is read unchecked.
+//! written before it existed) is read unchecked. [`verify`] also gives the
+//! package's digest, which names its contents for caches of verdicts on
+//! them (`dv-speak`'s golden-parity cache).
 //!
 //! Why: the golden outputs check what the models compute on a few inputs,
 //! and a corrupt weight that those inputs do not reach passes them (a G2P
@@ -22,7 +24,11 @@ pub const CHECKSUM_FILE: &str = "SHA256SUMS";
 
 fn sha256(path: &Path) -> Result<String, VoiceError> {
     let bytes = fs::read(path).map_err(|source| VoiceError::Io { path: path.to_path_buf(), source })?;
-    Ok(Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect())
+    Ok(hex(&Sha256::digest(&bytes)))
+}
+
+fn hex(digest: &[u8]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Writes `dir/SHA256SUMS` for the package files present in `dir`.
@@ -37,24 +43,41 @@ pub(crate) fn write(dir: &Path) -> Result<(), VoiceError> {
     write_atomic(&dir.join(CHECKSUM_FILE), text.as_bytes())
 }
 
-/// Checks every file `dir/SHA256SUMS` lists; without the file, nothing.
-pub(crate) fn verify(dir: &Path) -> Result<(), VoiceError> {
-    let sums = dir.join(CHECKSUM_FILE);
-    if !sums.exists() {
-        return Ok(());
-    }
-    let text = fs::read_to_string(&sums).map_err(|source| VoiceError::Io { path: sums.clone(), source })?;
-    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let bad = || VoiceError::Config { path: sums.clone(), reason: format!("line {}: {line:?}", i + 1) };
-        let (expected, name) = line.split_once("  ").ok_or_else(bad)?;
-        if expected.len() != 64 || ![CONFIG_FILE, MODEL_FILE, GOLDEN_FILE].contains(&name) {
-            return Err(bad());
-        }
+/// Digests every package file present in `dir` and checks them against
+/// `dir/SHA256SUMS` when it exists: every file it lists must have its digest.
+/// Returns the package's digest ([`crate::Voice::digest`]): the SHA-256 of
+/// the `SHA256SUMS` lines of the files present, as [`write`] would write them,
+/// so it changes with any byte of any of them.
+pub(crate) fn verify(dir: &Path) -> Result<String, VoiceError> {
+    let mut lines = String::new();
+    let mut digests = Vec::new();
+    for name in [CONFIG_FILE, MODEL_FILE, GOLDEN_FILE] {
         let path = dir.join(name);
-        let got = sha256(&path)?;
-        if got != expected {
-            return Err(VoiceError::Checksum { path, expected: expected.to_string(), got });
+        if path.exists() {
+            let digest = sha256(&path)?;
+            lines.push_str(&format!("{digest}  {name}\n"));
+            digests.push((name, digest));
         }
     }
-    Ok(())
+    let sums = dir.join(CHECKSUM_FILE);
+    if sums.exists() {
+        let text = fs::read_to_string(&sums).map_err(|source| VoiceError::Io { path: sums.clone(), source })?;
+        for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+            let bad = || VoiceError::Config { path: sums.clone(), reason: format!("line {}: {line:?}", i + 1) };
+            let (expected, name) = line.split_once("  ").ok_or_else(bad)?;
+            if expected.len() != 64 || ![CONFIG_FILE, MODEL_FILE, GOLDEN_FILE].contains(&name) {
+                return Err(bad());
+            }
+            let path = dir.join(name);
+            let got = match digests.iter().find(|(n, _)| *n == name) {
+                Some((_, d)) => d.clone(),
+                // listed but gone: the read error names it
+                None => sha256(&path)?,
+            };
+            if got != expected {
+                return Err(VoiceError::Checksum { path, expected: expected.to_string(), got });
+            }
+        }
+    }
+    Ok(hex(&Sha256::digest(lines.as_bytes())))
 }

@@ -27,6 +27,8 @@ pub struct Voice {
     config: VoiceConfig,
     weights: Weights,
     golden: Option<Golden>,
+    /// [`Voice::digest`].
+    digest: Option<String>,
 }
 
 impl Voice {
@@ -35,7 +37,7 @@ impl Voice {
     pub fn new(config: VoiceConfig, weights: Weights) -> Result<Self, VoiceError> {
         config.validate()?;
         check_weights(&config, &weights)?;
-        Ok(Self { config, weights, golden: None })
+        Ok(Self { config, weights, golden: None, digest: None })
     }
 
     /// Reads and validates the package in `dir`: `config.json`,
@@ -46,8 +48,8 @@ impl Voice {
         check_weights(&config, &weights)?;
         let golden_path = dir.join(GOLDEN_FILE);
         let golden = if golden_path.exists() { Some(Golden::read(&golden_path, &config)?) } else { None };
-        crate::checksum::verify(dir)?;
-        Ok(Self { config, weights, golden })
+        let digest = crate::checksum::verify(dir)?;
+        Ok(Self { config, weights, golden, digest: Some(digest) })
     }
 
     /// Validates `config` and `weights` and writes `config.json` and
@@ -88,10 +90,22 @@ impl Voice {
         self.golden.as_ref()
     }
 
+    /// The digest of the files this voice was read from (hex SHA-256 over
+    /// the SHA-256 of `config.json`, `model.safetensors` and
+    /// `golden.safetensors`, whether or not the package has a
+    /// `SHA256SUMS`): equal digests mean byte-identical packages, so a
+    /// verdict on one holds for the other. `None` for a voice built in
+    /// memory ([`Voice::new`]) or given other golden data
+    /// ([`Voice::with_golden`]).
+    pub fn digest(&self) -> Option<&str> {
+        self.digest.as_deref()
+    }
+
     /// Attaches golden data after checking it against the config.
     pub fn with_golden(mut self, golden: Golden) -> Result<Self, VoiceError> {
         golden.check(&self.config)?;
         self.golden = Some(golden);
+        self.digest = None;
         Ok(self)
     }
 

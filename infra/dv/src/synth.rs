@@ -119,6 +119,7 @@ impl SynthArgs {
             nonlinearity: if self.approx { Nonlinearity::Approximate } else { Nonlinearity::Exact },
             threads: self.threads.unwrap_or(1),
             lexicon: self.cmudict.clone(),
+            parity_cache: dv_speak::Parity::cache_dir(),
             bf16: self.bf16,
             cluster: self.cluster,
             helpers: self.helpers,
@@ -127,17 +128,19 @@ impl SynthArgs {
     }
 }
 
-/// Prints the golden-parity figures measured at load.
-fn print_parity(p: &dv_speak::Parity) {
+/// Prints the golden-parity figures measured at load (or cached by an
+/// earlier load of the same package by this build).
+fn print_parity(p: &dv_speak::Parity, cached: bool) {
+    let from = if cached { " (cached)" } else { "" };
     if let Some(dd) = p.duration {
-        eprintln!("golden parity of the duration/F0 model: max |Δ| {dd:.2e}");
+        eprintln!("golden parity of the duration/F0 model: max |Δ| {dd:.2e}{from}");
     }
     if let Some(g) = p.g2p {
-        eprintln!("golden parity of the G2P model: {} of {} words decoded differently", g.differ, g.words);
+        eprintln!("golden parity of the G2P model: {} of {} words decoded differently{from}", g.differ, g.words);
     }
     if let Some(w) = p.wavenet {
         eprintln!(
-            "golden parity with the trainer: conditioning max |Δ| {:.2e}, logits max |Δ| {:.2e}",
+            "golden parity with the trainer: conditioning max |Δ| {:.2e}, logits max |Δ| {:.2e}{from}",
             w.conditioning, w.logits
         );
     }
@@ -213,7 +216,7 @@ pub(crate) fn run(a: SynthArgs) -> anyhow::Result<()> {
     }
     let speaker = Speaker::from_package(voice, &dir, &options)
         .with_context(|| format!("reading the voice package {}", dir.display()))?;
-    print_parity(speaker.parity());
+    print_parity(speaker.parity(), speaker.parity_cached());
     // One conditioning signal per sentence (or the one corpus utterance).
     let sentences = match (&a.features, &a.utterance) {
         (Some(f), Some(id)) => vec![utterance(&speaker, f, id)?],

@@ -7,6 +7,7 @@
 mod calibrate;
 mod corrupt;
 mod package;
+mod parity_cache;
 mod plan;
 mod render;
 mod shipped;

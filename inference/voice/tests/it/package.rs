@@ -342,3 +342,36 @@ fn presets_are_table_2() {
         .sum();
     assert!((1_500_000..1_700_000).contains(&n), "{n}");
 }
+
+#[test]
+fn the_digest_names_the_package_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (config, w) = write_ok(dir.path());
+    let v = Voice::read(dir.path()).unwrap();
+    let digest = v.digest().expect("a voice read from disk has a digest").to_string();
+    assert_eq!(digest.len(), 64, "{digest}");
+    assert_eq!(Voice::read(dir.path()).unwrap().digest(), Some(digest.as_str()), "the same bytes, the same digest");
+    assert_eq!(v.clone().digest(), Some(digest.as_str()));
+    // It covers the files, not SHA256SUMS: an older package without it has the same digest.
+    fs::remove_file(dir.path().join(CHECKSUM_FILE)).unwrap();
+    assert_eq!(Voice::read(dir.path()).unwrap().digest(), Some(digest.as_str()));
+    // One weight changed by one ulp: another digest.
+    let mut w2 = w.clone();
+    let name = w2.keys().next().unwrap().clone();
+    let t = w2.get_mut(&name).unwrap();
+    t.data_mut()[0] = f32::from_bits(t.data()[0].to_bits() + 1);
+    Voice::write(dir.path(), &config, &w2).unwrap();
+    let changed = Voice::read(dir.path()).unwrap();
+    assert_ne!(changed.digest(), Some(digest.as_str()), "a changed weight keeps the digest");
+    // A voice made in memory, or given other golden data, names no files.
+    assert_eq!(Voice::new(config, w).unwrap().digest(), None);
+    let g = Golden {
+        features: Tensor::zeros(vec![1, 227]),
+        conditioning: Tensor::zeros(vec![1, changed.config().conditioning_width()]),
+        samples: vec![128; 4],
+        logits: Tensor::zeros(vec![4, 256]),
+        duration: None,
+        g2p: None,
+    };
+    assert_eq!(changed.with_golden(g).unwrap().digest(), None);
+}
