@@ -50,7 +50,7 @@ pub use conditioning::{
     TimedPhoneme, CONDITIONING_DIM, CONDITIONING_RATE, CONTEXT, ROBUST_QUANTILE, SLOT_DIM,
 };
 pub use error::TextError;
-pub use lexicon::{G2pFilterStats, Lexicon, Lookup, Pronunciation};
+pub use lexicon::{G2pFilterStats, Lexicon, Lookup, Pronunciation, Pronunciations};
 pub use normalize::{normalize, Normalized, Pause, Token, MAX_SENTENCE_WORDS};
 pub use number::{cardinal, ordinal, year};
 pub use phoneme::{phoneme_pairs, Phoneme, PhonemePair, Stress, StressedPhoneme};
