@@ -20,12 +20,16 @@ Systems (--system NAME=KIND[:ARG], any number, in the table's order):
   NAME=hibari              hibari-tts's bundled voice (the peer)
 
   listen_table.py --out DIR --system ... [--sets novel,heldout] [--heldout CORPUS.tsv]
-      [--dv PATH] [--metrics whisper,pocketsphinx,dnsmos]
+      [--dv PATH] [--metrics whisper,pocketsphinx,dnsmos] [--jobs N] [--render-only]
+
+--jobs N speaks N sentences at once (`dv` systems); --render-only writes the WAVs and stops (on a
+machine without the judges' packages: the GPU machine's 32 cores, then score here with wavs:DIR).
 
 Writes DIR/<system>/<set>/*.wav (kept: rerunning skips what exists), DIR/items.json,
 DIR/listen.json and DIR/table.md, and prints the table.
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import shlex
@@ -72,9 +76,13 @@ def heldout_set(tsv, n):
     return out[:n]
 
 
-def render(kind, arg, set_name, sentences, dir, dv):
+def render(kind, arg, set_name, sentences, dir, dv, jobs=1):
     """WAV paths by id for one system on one set (None where it has none)."""
     os.makedirs(dir, exist_ok=True)
+    if kind == "dv" and jobs > 1:
+        with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+            parts = pool.map(lambda s: render(kind, arg, set_name, [s], dir, dv), sentences)
+            return {k: v for part in parts for k, v in part.items()}
     paths = {}
     tts = None
     for uid, text, recording in sentences:
@@ -126,6 +134,8 @@ def main():
     ap.add_argument("--heldout-n", type=int, default=60)
     ap.add_argument("--dv", default=os.path.expanduser("~/.cache/deepvoice-rs/target/debug/dv"))
     ap.add_argument("--metrics")
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--render-only", action="store_true")
     a = ap.parse_args()
     sets = {}
     for s in a.sets.split(","):
@@ -145,13 +155,15 @@ def main():
     for name, kind, arg in systems:
         for set_name, sentences in sets.items():
             t = time.time()
-            paths = render(kind, arg, set_name, sentences, os.path.join(a.out, name, set_name), a.dv)
+            paths = render(kind, arg, set_name, sentences, os.path.join(a.out, name, set_name), a.dv, a.jobs)
             print(f"{name} {set_name}: {sum(p is not None for p in paths.values())} of {len(sentences)} "
                   f"in {time.time() - t:.0f} s", file=sys.stderr, flush=True)
             for uid, text, _ in sentences:
                 it = items.setdefault(uid, {"id": uid, "set": set_name, "reference": text, "audio": {}})
                 if paths.get(uid):
                     it["audio"][name] = paths[uid]
+    if a.render_only:
+        return
     items = list(items.values())
     with open(os.path.join(a.out, "items.json"), "w") as f:
         json.dump(items, f, indent=1)
