@@ -5,7 +5,7 @@
 //! libtorch too.
 //!
 //! `libtorch_cuda` (`DEP_DV_TORCH_CUDA_ARG`) is not linked: with it, every
-//! `dv` process loaded the CUDA libraries, 0.25 s and 355 MB resident on
+//! `dv` process loaded the CUDA libraries, 0.25 s and 350 MiB resident on
 //! the dev VM before `main`, `dv synth` too, which never calls libtorch.
 //! `main` loads it for the commands that run libtorch instead
 //! (`dv_torch::load_cuda`).

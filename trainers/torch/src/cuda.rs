@@ -3,8 +3,8 @@
 //! `libtorch_cuda.so` registers libtorch's CUDA backend from its static
 //! initialisers; nothing calls it by name. Linked into a binary, it is
 //! loaded, with everything it needs (cuBLAS, cuDNN, NCCL, the CUDA
-//! runtime), into every process the binary starts: 0.25 s and 355 MB
-//! resident on the 2-core dev VM, beyond libtorch_cpu's 0.3 s and 115 MB
+//! runtime), into every process the binary starts: 0.25 s and 350 MiB
+//! resident on the 2-core dev VM, beyond libtorch_cpu's 0.3 s and 115 MiB
 //! (`benchmarks/cpu-inference.md`, "`dv synth` start-up"), for commands
 //! that never call libtorch too (`dv synth`). So `dv` does not link it: the
 //! commands that run libtorch call [`load_cuda`] before their first

@@ -22,7 +22,7 @@
 //! trainers' tests force-link `libtorch_cuda`; `dv` does not, and loads it
 //! for the commands that run libtorch only ([`load_cuda`]: its CUDA
 //! libraries would cost every process, `dv synth` too, a quarter of a
-//! second and 355 MB). Without either, a CUDA wheel still loads, but
+//! second and 350 MiB). Without either, a CUDA wheel still loads, but
 //! [`LibtorchInfo::cuda_devices`] is 0 on a GPU machine.
 //!
 //! The crate's one `unsafe` block opens that library (`cuda.rs`).
