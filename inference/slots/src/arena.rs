@@ -1,6 +1,6 @@
 //! [`FrameArena`]: which frames of a GPU arena (`dv_gpu::GpuConditioner`'s
 //! u rows) hold which sentence. First fit over a sorted free list with
-//! neighbours merged on free; a [`Span`] gives its frames back when dropped,
+//! neighbours merged on free; a [`FrameSpan`] gives its frames back when dropped,
 //! and a caller that found no room can wait for that
 //! ([`FrameArena::wait_for_free`]).
 
@@ -18,13 +18,13 @@ pub struct FrameArena {
 
 /// Frames `at .. at + frames` of an arena, owned until dropped.
 #[derive(Debug)]
-pub struct Span {
+pub struct FrameSpan {
     at: usize,
     frames: usize,
     arena: Arc<FrameArena>,
 }
 
-impl Span {
+impl FrameSpan {
     pub fn at(&self) -> usize {
         self.at
     }
@@ -34,7 +34,7 @@ impl Span {
     }
 }
 
-impl Drop for Span {
+impl Drop for FrameSpan {
     fn drop(&mut self) {
         self.arena.release(self.at, self.frames);
     }
@@ -65,7 +65,7 @@ impl FrameArena {
 
     /// The first free range that holds `frames` (≥ 1), or `None` when none
     /// does now.
-    pub fn alloc(self: &Arc<Self>, frames: usize) -> Option<Span> {
+    pub fn alloc(self: &Arc<Self>, frames: usize) -> Option<FrameSpan> {
         if frames == 0 {
             return None;
         }
@@ -75,7 +75,7 @@ impl FrameArena {
         if len > frames {
             free.insert(at + frames, len - frames);
         }
-        Some(Span { at, frames, arena: self.clone() })
+        Some(FrameSpan { at, frames, arena: self.clone() })
     }
 
     fn release(&self, at: usize, frames: usize) {

@@ -1,9 +1,12 @@
 //! What a multi-stream sampler offers the scheduler.
 
+use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::Arc;
 
 use dv_synth::Conditioning;
 use thiserror::Error;
+
+use crate::arena::FrameArena;
 
 /// What a slot backend can fail with.
 #[derive(Debug, Error)]
@@ -18,6 +21,18 @@ pub enum SlotError {
     /// The scheduler thread is gone (it stopped after a panic).
     #[error("the slot scheduler has stopped")]
     Stopped,
+    /// A sentence (numbered from 1) longer than a slot takes.
+    #[error("sentence {sentence} is {seconds:.1} s long; a slot takes at most {max_s:.1} s")]
+    TooLong { sentence: usize, seconds: f64, max_s: f64 },
+    /// Asked for the backend's conditioning network where it runs none.
+    #[error("the backend runs no conditioning network")]
+    NoConditioning,
+    /// The conditioning thread went away before it answered.
+    #[error("the conditioning thread stopped")]
+    ConditioningStopped,
+    /// The conditioning thread refused or failed a sentence, with its reason.
+    #[error("{reason}")]
+    Conditioning { reason: String },
 }
 
 /// A sentence's conditioning as a slot reads it.
@@ -52,7 +67,7 @@ impl SlotCond {
 /// holder (the request, the slot, the launches in flight) lets go.
 #[derive(Debug)]
 pub struct DeviceRows {
-    pub span: super::arena::Span,
+    pub span: crate::arena::FrameSpan,
 }
 
 /// One sentence for a slot.
@@ -100,7 +115,7 @@ pub trait MultiBackend: Send + 'static {
     }
 
     /// The counters of that network, when it runs one.
-    fn condition_stats(&self) -> Option<Arc<super::condition::CondStats>> {
+    fn condition_stats(&self) -> Option<Arc<CondStats>> {
         None
     }
 
@@ -147,4 +162,22 @@ pub struct LaunchTimes {
     /// The device idle between the previous launch and this one while this
     /// one was already submitted: the kernel waiting for the host.
     pub gap_s: f64,
+}
+
+/// The conditioning thread's counters, for `/metrics` and tests.
+#[derive(Debug)]
+pub struct CondStats {
+    /// Batches run, the sentences and frames in them, and the seconds
+    /// (microseconds here) the thread spent running them.
+    pub batches: AtomicU64,
+    pub sentences: AtomicU64,
+    pub frames: AtomicU64,
+    pub run_us: AtomicU64,
+    /// Of that time, the network's phases (staging, upload, products,
+    /// pooling: [`dv_gpu::CondPhases`]), microseconds.
+    pub phase_us: [AtomicU64; 4],
+    /// Sentences queued and not yet run (waiting for a batch or for room).
+    pub pending: AtomicUsize,
+    /// The arena (its frames in all and free now).
+    pub arena: Arc<FrameArena>,
 }

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use dv_gpu::{CondPhases, GpuConditioner};
 
-use super::arena::{FrameArena, Span};
-use super::backend::{Conditioned, DeviceRows, SlotCond, SlotError};
+use crate::arena::{FrameArena, FrameSpan};
+use crate::backend::{CondStats, Conditioned, DeviceRows, SlotCond, SlotError};
 
 /// A conditioning network that runs batches of sentences into an arena of
 /// u rows: [`GpuConditioner`] on the GPU (what `dv-serve` runs); CI drives
@@ -63,24 +63,6 @@ impl ConditionBatches for GpuConditioner {
     fn phases(&self) -> CondPhases {
         GpuConditioner::phases(self)
     }
-}
-
-/// The conditioning thread's counters, for `/metrics` and tests.
-#[derive(Debug)]
-pub struct CondStats {
-    /// Batches run, the sentences and frames in them, and the seconds
-    /// (microseconds here) the thread spent running them.
-    pub batches: AtomicU64,
-    pub sentences: AtomicU64,
-    pub frames: AtomicU64,
-    pub run_us: AtomicU64,
-    /// Of that time, the network's phases (staging, upload, products,
-    /// pooling: [`CondPhases`]), microseconds.
-    pub phase_us: [AtomicU64; 4],
-    /// Sentences queued and not yet run (waiting for a batch or for room).
-    pub pending: AtomicUsize,
-    /// The arena (its frames in all and free now).
-    pub arena: Arc<FrameArena>,
 }
 
 struct Job {
@@ -207,7 +189,7 @@ fn run<N: ConditionBatches>(mut net: N, stats: Arc<CondStats>, rx: Receiver<Job>
             continue;
         }
         let feats: Vec<&[f32]> = batch.iter().map(|j| j.features.as_slice()).collect();
-        let at: Vec<usize> = spans.iter().map(Span::at).collect();
+        let at: Vec<usize> = spans.iter().map(FrameSpan::at).collect();
         let t = Instant::now();
         let r = net.run(&feats, &at);
         let r_ = Ordering::Relaxed;

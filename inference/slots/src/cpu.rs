@@ -17,7 +17,7 @@ use std::time::Instant;
 use dv_synth::{Kernel, Rng, Sampler, SamplerOptions, Sampling, Scratch, SILENCE};
 use dv_voice::Voice;
 
-use super::backend::{LaunchTimes, MultiBackend, Prepare, SlotError, SlotSentence};
+use crate::backend::{LaunchTimes, MultiBackend, Prepare, SlotError, SlotSentence};
 
 struct Busy {
     sentence: Arc<SlotSentence>,

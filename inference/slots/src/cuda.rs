@@ -43,8 +43,8 @@ use dv_synth::random::random_conditioning;
 use dv_synth::{Conditioning, Sampling};
 use dv_voice::Voice;
 
-use super::backend::{Condition, LaunchTimes, MultiBackend, Prepare, SlotCond, SlotError, SlotSentence};
-use super::condition::GpuConditioning;
+use crate::backend::{Condition, LaunchTimes, MultiBackend, Prepare, SlotCond, SlotError, SlotSentence};
+use crate::condition::GpuConditioning;
 
 /// The bound on the parity check's per-step distributions (bfloat16
 /// weights; `dv bench gpu-streams` uses the same).
@@ -294,7 +294,7 @@ impl MultiBackend for CudaSlots {
         Some(Arc::new(move |features: &[f32]| c.condition(features)))
     }
 
-    fn condition_stats(&self) -> Option<Arc<super::condition::CondStats>> {
+    fn condition_stats(&self) -> Option<Arc<crate::backend::CondStats>> {
         self.conditioning.as_ref().map(|(c, _)| c.stats().clone())
     }
 

@@ -1,10 +1,12 @@
-//! Requests sharing one multi-stream sampler (`--device cuda`): a scheduler
-//! thread per voice owns a [`MultiBackend`] of N slots; a request's
-//! sentences are attached to a free slot as they arrive and the slot is freed
-//! when its request ends, leaves or is cancelled; each launch advances every
-//! busy slot by one block of samples, and each slot's block goes back to its
-//! request's channel (about 100 ms of audio per launch with the default
-//! block).
+//! `dv-slots`: continuous batching for serving. Requests share one
+//! multi-stream WaveNet sampler: a scheduler thread per voice owns a
+//! [`MultiBackend`] of N slots; a request's sentences are attached to a free
+//! slot as they arrive and the slot is freed when its request ends, leaves
+//! or is cancelled; each launch advances every busy slot by one block of
+//! samples, and each slot's block goes back to its request's channel (about
+//! 100 ms of audio per launch with the default block). `dv-serve` puts HTTP
+//! in front of it (`--device cuda`, `--device cpu-slots`); nothing here
+//! knows HTTP.
 //!
 //! # Contract
 //!
@@ -26,24 +28,43 @@
 //! [`Scheduler`] is generic over the backend: [`CudaSlots`] is `dv-gpu`'s
 //! kernel 2 ([`dv_gpu::Pipelined`] with conditioning windows), whose voice's
 //! conditioning network also runs on the GPU ([`GpuConditioning`]: sentences
-//! batched, their rows in a device arena of [`FrameArena`] spans), and
+//! batched, their rows in [`FrameSpan`]s of a device [`FrameArena`]), and
 //! [`CpuSlots`] drives `dv-synth`'s sampler slot by slot on the scheduler's
 //! thread (CI tests the scheduler with it; `--device cpu-slots` serves with
 //! it; CI drives the conditioning thread with the CPU reference through
 //! [`ConditionBatches`]).
+//!
+//! [`SlotEngine`] is what a server holds per voice: the scheduler, the
+//! conditioning network its requests run on the CPU, and the making of a
+//! [`SlotSentence`] from a planned [`dv_speak::Sentence`] by
+//! `Speaker::render`'s own rules ([`dv_speak::sentence_seed`],
+//! [`dv_speak::lead_samples`]), so that the two paths cannot drift apart.
+//!
+//! # Why a crate of its own
+//!
+//! The engine sits on `dv-speak` (its sentences, seeds, lead and
+//! cancellation) and on `dv-gpu` and `dv-synth` (the backends), and on
+//! nothing of the server: a benchmark or another front end can drive it
+//! without linking axum, hyper or the audio encoders (LAME, libopus), and
+//! `dv-speak`, the one-request pipeline that `dv synth` links, stays free
+//! of the scheduler and of tokio.
+#![forbid(unsafe_code)]
 
 mod arena;
 mod backend;
 mod condition;
 mod cpu;
 mod cuda;
+mod engine;
 mod scheduler;
 
-pub use arena::{FrameArena, Span};
+pub use arena::{FrameArena, FrameSpan};
 pub use backend::{
-    Condition, Conditioned, DeviceRows, LaunchTimes, MultiBackend, Prepare, SlotCond, SlotError, SlotSentence,
+    CondStats, Condition, Conditioned, DeviceRows, LaunchTimes, MultiBackend, Prepare, SlotCond, SlotError,
+    SlotSentence,
 };
-pub use condition::{CondStats, ConditionBatches, GpuConditioning};
+pub use condition::{ConditionBatches, GpuConditioning};
 pub use cpu::CpuSlots;
 pub use cuda::{fill_windows, CudaSlots};
+pub use engine::SlotEngine;
 pub use scheduler::{Scheduler, SlotEvent, SlotStats, SlotStream};

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use dv_speak::CancelToken;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
-use super::backend::{Condition, LaunchTimes, MultiBackend, Prepare, SlotError, SlotSentence};
+use crate::backend::{Condition, LaunchTimes, MultiBackend, Prepare, SlotError, SlotSentence};
 
 /// What a member hears, in order: `Assigned` once it has a slot, then each
 /// sentence's audio in blocks, then `SentenceDone`; the channel closes after
@@ -91,7 +91,7 @@ pub struct SlotStats {
     /// Members dropped because they left early or were cancelled.
     pub left: AtomicU64,
     /// The backend's own conditioning network's counters, when it runs one.
-    pub conditioning: Option<Arc<super::condition::CondStats>>,
+    pub conditioning: Option<Arc<crate::backend::CondStats>>,
 }
 
 enum Command {
@@ -262,11 +262,12 @@ struct Loop<B> {
     pcm: [i16; 256],
 }
 
-/// A mu-law code as 16-bit PCM, as `dv_speak` writes it.
+/// Each mu-law code as 16-bit PCM ([`dv_speak::pcm`], as every render
+/// writes it).
 fn pcm_table() -> [i16; 256] {
     let mut t = [0i16; 256];
     for (c, v) in t.iter_mut().enumerate() {
-        *v = (dv_audio::mulaw::decode(c as u8) * 32767.0).round().clamp(-32768.0, 32767.0) as i16;
+        *v = dv_speak::pcm(c as u8);
     }
     t
 }

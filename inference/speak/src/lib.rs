@@ -83,7 +83,7 @@ pub use error::SpeakError;
 pub use options::{sentence_seed, Device, RenderOptions, SpeakerOptions, DEFAULT_BLOCK};
 pub use parity::{G2pParity, Parity, WavenetParity};
 pub use pronunciation::{g2p_word, pronounce, stressed, Pronounced};
-pub use render::{CancelToken, RenderStats, LEAD_SAMPLED_S, SILENCE};
+pub use render::{lead_samples, pcm, CancelToken, RenderStats, LEAD_SAMPLED_S, SILENCE};
 pub use sentence::{PhonemeTiming, Sentence, WordTiming, PAUSE};
 pub use speaker::{Speaker, LEXICON_FILE, SPEED_RANGE};
 pub use wav::{wav_header, WavWriter, STREAMING_SIZE};

@@ -13,7 +13,7 @@ use dv_synth::Rng;
 use crate::backend::Backend;
 use crate::error::SpeakError;
 use crate::options::{sentence_seed, RenderOptions};
-use crate::sentence::Sentence;
+use crate::sentence::{Sentence, PAUSE};
 use crate::speaker::Speaker;
 
 /// A flag a caller sets to stop a render (a client that went away). Clones
@@ -49,7 +49,6 @@ pub struct RenderStats {
     pub stopped: bool,
 }
 
-/// A mu-law code as a 16-bit PCM sample.
 /// The mu-law code of silence (the sampler's input before the audio starts).
 pub const SILENCE: u8 = 128;
 
@@ -57,8 +56,25 @@ pub const SILENCE: u8 = 128;
 /// [`Speaker::render`]): the rest is fed as silence.
 pub const LEAD_SAMPLED_S: f64 = 0.03;
 
-fn pcm(code: u8) -> i16 {
+/// A mu-law code as a 16-bit PCM sample: what every render hands over
+/// (the slot scheduler of `dv-slots` too).
+pub fn pcm(code: u8) -> i16 {
     (dv_audio::mulaw::decode(code) * 32767.0).round().clamp(-32768.0, 32767.0) as i16
+}
+
+/// The leading samples of a sentence of `samples` samples at `sample_rate`
+/// that are fed to the sampler as silence rather than sampled: its leading
+/// pause ([`PAUSE`]) but for the last [`LEAD_SAMPLED_S`], at most
+/// `samples`; 0 when it starts with no pause. [`Speaker::render`] applies
+/// it on the CPU (its docs say why), and so does `dv-slots` on a backend
+/// that can feed one slot alone.
+pub fn lead_samples(sentence: &Sentence, sample_rate: u32, samples: usize) -> usize {
+    match sentence.phonemes.first() {
+        Some(p) if p.phoneme == PAUSE => {
+            (((p.end_s - LEAD_SAMPLED_S).max(0.0) * sample_rate as f64) as usize).min(samples)
+        }
+        _ => 0,
+    }
 }
 
 impl Speaker {
@@ -135,12 +151,7 @@ impl Speaker {
             Backend::Cpu(sampler) => {
                 let mut stream = sampler.stream(&cond, n, sampling, Rng::new(seed));
                 let mut codes = vec![0u8; block];
-                let lead = match sentence.phonemes.first() {
-                    Some(p) if p.phoneme == crate::sentence::PAUSE => {
-                        (((p.end_s - LEAD_SAMPLED_S).max(0.0) * self.sample_rate() as f64) as usize).min(n)
-                    }
-                    _ => 0,
-                };
+                let lead = lead_samples(sentence, self.sample_rate(), n);
                 let mut fed = 0;
                 while fed < lead {
                     if cancel.is_cancelled() {

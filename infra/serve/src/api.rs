@@ -15,13 +15,14 @@ use futures::stream::{self, Stream};
 use serde_json::json;
 use tokio::sync::mpsc;
 
+use crate::config::MAX_BODY;
 use crate::error::ApiError;
 use crate::format::{base64, encode, pcm_bytes, sse, wav, Encoder};
 use crate::job::{Event, Job, Planned, Summary};
 use crate::metrics::Metrics;
 use crate::request::{ResponseFormat, SpeechRequest, StreamFormat, MODELS};
 use crate::resample::{out_len, RateConverter};
-use crate::server::{App, MAX_BODY};
+use crate::state::App;
 
 const PAGE: &str = include_str!("page.html");
 

@@ -6,7 +6,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::error::ApiError;
-use crate::server::App;
+use crate::state::App;
 
 /// Equal in time whatever the position of the first difference.
 fn same(a: &[u8], b: &[u8]) -> bool {

@@ -60,14 +60,15 @@ impl ApiError {
         }
     }
 
-    pub fn model_not_found(name: &str) -> Self {
+    /// 404 naming the `models` a request may name.
+    pub fn model_not_found(name: &str, models: &[&str]) -> Self {
         Self {
             param: Some("model"),
             ..Self::new(
                 StatusCode::NOT_FOUND,
                 "invalid_request_error",
                 "model_not_found",
-                format!("model {name:?} does not exist; models: {}", crate::request::MODELS.join(", ")),
+                format!("model {name:?} does not exist; models: {}", models.join(", ")),
             )
         }
     }

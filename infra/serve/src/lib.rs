@@ -87,7 +87,7 @@
 //! # On slots (`--device cuda`)
 //!
 //! With [`ServeConfig::slots`] each voice gets a slot scheduler
-//! ([`slots`]): one thread owning a multi-stream sampler (on the GPU,
+//! (`dv-slots`, [`dv_slots::Scheduler`]): one thread owning a multi-stream sampler (on the GPU,
 //! `dv-gpu`'s kernel 2) whose N slots requests join as they arrive and leave
 //! when done, so concurrent requests share launches. A request still waits
 //! for one of N render permits in the same bounded queue (429 beyond it),
@@ -101,6 +101,7 @@
 
 mod api;
 mod auth;
+mod config;
 mod error;
 mod format;
 mod job;
@@ -112,15 +113,16 @@ mod pool;
 mod request;
 mod resample;
 mod server;
-pub mod slots;
 mod slotted;
+mod state;
 mod voices;
 
+pub use config::{ServeConfig, SlotBackend, SlotConfig, MAX_BODY};
 pub use error::ApiError;
 pub use format::encode;
 pub use metrics::Metrics;
 pub use request::{
     ResponseFormat, SpeechRequest, StreamFormat, DEFAULT_SAMPLE_RATE, MAX_INPUT, MODELS, RESPONSE_FORMATS, SAMPLE_RATES,
 };
-pub use server::{serve, ServeConfig, SlotBackend, SlotConfig, MAX_BODY};
+pub use server::serve;
 pub use voices::{is_demo, VoiceCache};

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-use crate::slots::{CondStats, SlotStats};
+use dv_slots::{CondStats, SlotStats};
 
 /// Seconds from the request's arrival to its first audio byte.
 const TTFA_BUCKETS: [f64; 12] = [0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0];

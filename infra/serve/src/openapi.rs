@@ -11,8 +11,8 @@
 
 use serde_json::{json, Value};
 
+use crate::config::MAX_BODY;
 use crate::request::{DEFAULT_SAMPLE_RATE, MAX_INPUT, MODELS, RESPONSE_FORMATS, SAMPLE_RATES};
-use crate::server::MAX_BODY;
 
 /// A `$ref` to a component schema.
 fn schema(name: &str) -> Value {

@@ -103,7 +103,7 @@ impl SpeechRequest {
         let model = string(&obj, "model")?
             .ok_or_else(|| ApiError::invalid("model", "missing_required_parameter", "model is required".into()))?;
         if !MODELS.contains(&model.as_str()) {
-            return Err(ApiError::model_not_found(&model));
+            return Err(ApiError::model_not_found(&model, &MODELS));
         }
         let input = string(&obj, "input")?
             .ok_or_else(|| ApiError::invalid("input", "missing_required_parameter", "input is required".into()))?;

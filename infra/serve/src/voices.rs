@@ -14,11 +14,11 @@ use dv_synth::ConditioningNetwork;
 use dv_voice::catalog;
 use tokio::sync::OnceCell;
 
+use dv_slots::{CpuSlots, CudaSlots, Scheduler, SlotEngine};
+
+use crate::config::{SlotBackend, SlotConfig};
 use crate::error::ApiError;
 use crate::metrics::Metrics;
-use crate::server::{SlotBackend, SlotConfig};
-use crate::slots::{CpuSlots, CudaSlots, Scheduler};
-use crate::slotted::SlotEngine;
 
 /// Whether the voice called `name` is a demonstration: a toy trained in
 /// minutes on the CPU by `infra/run demo` (`demo-tiny`, `demo-text`), not
@@ -35,7 +35,9 @@ pub(crate) struct Loaded {
     pub(crate) slots: Option<Arc<SlotEngine>>,
 }
 
-struct Slot {
+/// A voice in the cache: loaded once (the cell), and when it was last
+/// asked for (the cache's clock), for dropping the least recently used.
+struct CacheEntry {
     speaker: Arc<OnceCell<Arc<Loaded>>>,
     used: u64,
 }
@@ -71,7 +73,7 @@ fn load(
     .map_err(|e| format!("starting the slot scheduler: {e}"))?;
     metrics.add_slots(scheduler.stats().clone());
     let network = ConditioningNetwork::new(voice).map_err(|e| e.to_string())?;
-    Ok(Loaded { speaker: Arc::new(speaker), slots: Some(Arc::new(SlotEngine { scheduler, network })) })
+    Ok(Loaded { speaker: Arc::new(speaker), slots: Some(Arc::new(SlotEngine::new(scheduler, network))) })
 }
 
 /// The loaded voices of one server.
@@ -80,7 +82,7 @@ pub struct VoiceCache {
     options: SpeakerOptions,
     default: String,
     capacity: usize,
-    slots: Mutex<(u64, HashMap<String, Slot>)>,
+    entries: Mutex<(u64, HashMap<String, CacheEntry>)>,
     metrics: Arc<Metrics>,
     engine: Option<SlotConfig>,
 }
@@ -95,7 +97,7 @@ impl VoiceCache {
         capacity: usize,
         metrics: Arc<Metrics>,
     ) -> Self {
-        Self { path, options, default, capacity: capacity.max(1), slots: Mutex::default(), metrics, engine: None }
+        Self { path, options, default, capacity: capacity.max(1), entries: Mutex::default(), metrics, engine: None }
     }
 
     /// Each voice also gets a slot scheduler of `slots` (the server renders
@@ -138,8 +140,8 @@ impl VoiceCache {
 
     /// Whether `name` is loaded now.
     pub fn is_loaded(&self, name: &str) -> bool {
-        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        slots.1.get(name).is_some_and(|s| s.speaker.initialized())
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.1.get(name).is_some_and(|s| s.speaker.initialized())
     }
 
     /// The speaker of `name` (the default voice for `None`), loading it on a
@@ -155,15 +157,16 @@ impl VoiceCache {
         let name = name.unwrap_or(&self.default);
         let dir = catalog::resolve_name(name, &self.path).map_err(|_| ApiError::voice_not_found(name, self.names()))?;
         let cell = {
-            let mut guard = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-            let (clock, slots) = &mut *guard;
+            let mut guard = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+            let (clock, entries) = &mut *guard;
             *clock += 1;
-            let slot = slots.entry(name.to_string()).or_insert_with(|| Slot { speaker: Arc::default(), used: 0 });
-            slot.used = *clock;
-            let cell = slot.speaker.clone();
-            while slots.len() > self.capacity {
+            let entry =
+                entries.entry(name.to_string()).or_insert_with(|| CacheEntry { speaker: Arc::default(), used: 0 });
+            entry.used = *clock;
+            let cell = entry.speaker.clone();
+            while entries.len() > self.capacity {
                 // Renders in flight keep their Arc<Speaker>.
-                let Some(oldest) = slots
+                let Some(oldest) = entries
                     .iter()
                     .filter(|(k, _)| k.as_str() != name)
                     .min_by_key(|(_, s)| s.used)
@@ -171,9 +174,9 @@ impl VoiceCache {
                 else {
                     break;
                 };
-                slots.remove(&oldest);
+                entries.remove(&oldest);
             }
-            let loaded = slots.values().filter(|s| s.speaker.initialized()).count();
+            let loaded = entries.values().filter(|s| s.speaker.initialized()).count();
             self.metrics.voices_loaded.store(loaded as i64, Ordering::Relaxed);
             cell
         };
@@ -188,8 +191,8 @@ impl VoiceCache {
             .await?
             .clone();
         let loaded = {
-            let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-            slots.1.values().filter(|s| s.speaker.initialized()).count()
+            let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+            entries.1.values().filter(|s| s.speaker.initialized()).count()
         };
         self.metrics.voices_loaded.store(loaded as i64, Ordering::Relaxed);
         Ok(speaker)
