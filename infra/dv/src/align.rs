@@ -11,9 +11,6 @@ use dv_train::alignment::{self, AlignOptions, AlignReport, Plot};
 
 use crate::device::DeviceArg;
 
-/// The Parquet shards of a featurize output, in name order (the recipe's stages read them too).
-pub(crate) use dv_train::alignment::shard_files;
-
 /// `--decoder`: where the boundaries come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Decoder {

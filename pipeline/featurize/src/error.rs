@@ -23,4 +23,28 @@ pub enum FeaturizeError {
     TooLong { path: std::path::PathBuf, seconds: f64, limit: f64 },
     #[error("{0}")]
     Shard(String),
+    /// A file or directory of a local featurize output ([`crate::format`])
+    /// that could not be read, written, copied or removed.
+    #[error("{what} {}", path.display())]
+    Io {
+        what: &'static str,
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A Parquet file that could not be read.
+    #[error("{what} {}", path.display())]
+    Parquet {
+        what: &'static str,
+        path: std::path::PathBuf,
+        #[source]
+        source: polars::prelude::PolarsError,
+    },
+    /// A shard that could not be written.
+    #[error("writing {}", path.display())]
+    Write {
+        path: std::path::PathBuf,
+        #[source]
+        source: dv_manifest::ManifestError,
+    },
 }

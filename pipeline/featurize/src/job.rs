@@ -11,6 +11,7 @@ use dv_audio::AudioError;
 use dv_corpus::{BadItem, BadReason, Utterance};
 
 use crate::features::{features_with, Dsp};
+use crate::format::{shard_name, BAD, CHUNKS, MANIFEST, REPORTS, SHARDS};
 use crate::shard::{bad_bytes, chunks_frame, features_frame, parquet_bytes};
 use crate::stage::{is_remote, stage_corpus, Staged};
 use crate::{FeaturizeError, Store, UtteranceFeatures};
@@ -84,10 +85,6 @@ pub struct Report {
     pub staged: Option<Staged>,
 }
 
-fn shard_name(i: usize, n: usize) -> String {
-    format!("shard-{i:05}-of-{n:05}")
-}
-
 fn bad_reason(e: &FeaturizeError) -> BadReason {
     match e {
         FeaturizeError::Audio(AudioError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
@@ -130,12 +127,12 @@ pub fn run(job: &Job, progress: &mut dyn FnMut(Progress)) -> Result<Report, Feat
         Some(s) => vec![s.index],
         None => (0..n).collect(),
     };
-    let done: Vec<String> = rt.block_on(store.list("shards"))?;
+    let done: Vec<String> = rt.block_on(store.list(SHARDS))?;
     let mut report = Report { shards_total: n, staged, ..Report::default() };
     let todo: Vec<usize> = wanted
         .into_iter()
         .filter(|i| {
-            let present = done.iter().any(|d| d == &format!("shards/{}.parquet", shard_name(*i, n)));
+            let present = done.iter().any(|d| d == &format!("{SHARDS}/{}.parquet", shard_name(*i, n)));
             report.shards_skipped += usize::from(present);
             !present
         })
@@ -183,11 +180,11 @@ pub fn run(job: &Job, progress: &mut dyn FnMut(Progress)) -> Result<Report, Feat
         let chunk_index = parquet_bytes(&mut chunks_frame(&rows)?)?;
         let bad_table = bad_bytes(&bad)?;
         rt.block_on(async {
-            store.put(&format!("chunks/{name}.parquet"), chunk_index).await?;
-            store.put(&format!("bad/{name}.parquet"), bad_table).await?;
-            store.put(&format!("reports/{name}.json"), shard_report.to_string().into_bytes()).await?;
+            store.put(&format!("{CHUNKS}/{name}.parquet"), chunk_index).await?;
+            store.put(&format!("{BAD}/{name}.parquet"), bad_table).await?;
+            store.put(&format!("{REPORTS}/{name}.json"), shard_report.to_string().into_bytes()).await?;
             // Last: its presence marks the shard complete.
-            store.put(&format!("shards/{name}.parquet"), features).await
+            store.put(&format!("{SHARDS}/{name}.parquet"), features).await
         })?;
         report.shards_written += 1;
         report.utterances += rows.len();
@@ -241,15 +238,15 @@ fn process(
 /// Writes `manifest.json` when all `n` shards exist; returns whether it did.
 async fn write_manifest(store: &Store, n: usize) -> Result<bool, FeaturizeError> {
     let names: Vec<String> = (0..n).map(|i| shard_name(i, n)).collect();
-    let present = store.list("shards").await?;
-    if !names.iter().all(|nm| present.iter().any(|p| p == &format!("shards/{nm}.parquet"))) {
+    let present = store.list(SHARDS).await?;
+    if !names.iter().all(|nm| present.iter().any(|p| p == &format!("{SHARDS}/{nm}.parquet"))) {
         return Ok(false);
     }
     let (mut utterances, mut seconds, mut chunks) = (0u64, 0.0f64, 0u64);
     let mut skipped: BTreeMap<String, u64> = BTreeMap::new();
     for nm in &names {
-        let r: serde_json::Value = serde_json::from_slice(&store.get(&format!("reports/{nm}.json")).await?)
-            .map_err(|e| FeaturizeError::Shard(format!("reports/{nm}.json: {e}")))?;
+        let r: serde_json::Value = serde_json::from_slice(&store.get(&format!("{REPORTS}/{nm}.json")).await?)
+            .map_err(|e| FeaturizeError::Shard(format!("{REPORTS}/{nm}.json: {e}")))?;
         utterances += r["utterances"].as_u64().unwrap_or(0);
         seconds += r["audio_seconds"].as_f64().unwrap_or(0.0);
         chunks += r["chunks"].as_u64().unwrap_or(0);
@@ -260,10 +257,10 @@ async fn write_manifest(store: &Store, n: usize) -> Result<bool, FeaturizeError>
         }
     }
     let manifest = serde_json::json!({
-        "shards": names.iter().map(|nm| format!("shards/{nm}.parquet")).collect::<Vec<_>>(),
-        "chunk_index": names.iter().map(|nm| format!("chunks/{nm}.parquet")).collect::<Vec<_>>(),
+        "shards": names.iter().map(|nm| format!("{SHARDS}/{nm}.parquet")).collect::<Vec<_>>(),
+        "chunk_index": names.iter().map(|nm| format!("{CHUNKS}/{nm}.parquet")).collect::<Vec<_>>(),
         "utterances": utterances, "audio_seconds": seconds, "chunks": chunks, "skipped": skipped,
     });
-    store.put("manifest.json", serde_json::to_vec_pretty(&manifest).unwrap_or_default()).await?;
+    store.put(MANIFEST, serde_json::to_vec_pretty(&manifest).unwrap_or_default()).await?;
     Ok(true)
 }

@@ -11,6 +11,10 @@
 //! | `reports/shard-IIIII-of-NNNNN.json` | the shard's counts: utterances, skipped, audio seconds, chunks |
 //! | `manifest.json` | written once every shard exists: the shard list and the totals |
 //!
+//! [`format`] owns this layout and the schema below: the names, the
+//! listing and reading of a local output's shards, and the rewrite of
+//! their reference phones.
+//!
 //! Every object is written with one `put` (a single request on object
 //! stores; a temporary file and a rename on local disks), so a job killed at
 //! any moment leaves no partial object visible. A rerun skips every shard
@@ -46,6 +50,7 @@
 
 mod error;
 mod features;
+pub mod format;
 mod job;
 mod shard;
 mod stage;

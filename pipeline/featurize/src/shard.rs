@@ -3,6 +3,7 @@
 use dv_corpus::BadItem;
 use polars::prelude::*;
 
+use crate::format::column;
 use crate::{FeaturizeError, UtteranceFeatures};
 
 fn list_f32(name: &str, rows: impl Iterator<Item = Option<Vec<f32>>>) -> Result<Column, FeaturizeError> {
@@ -27,28 +28,28 @@ pub(crate) fn features_frame(rows: &[UtteranceFeatures]) -> Result<DataFrame, Fe
     let n = rows.len();
     let mulaw: BinaryChunked = rows.iter().map(|r| Some(r.mulaw.as_slice())).collect();
     let columns = vec![
-        Column::new("id".into(), rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>()),
-        Column::new("speaker".into(), rows.iter().map(|r| r.speaker.as_str()).collect::<Vec<_>>()),
-        Column::new("sample_rate".into(), rows.iter().map(|r| r.sample_rate).collect::<Vec<u32>>()),
-        Column::new("samples".into(), rows.iter().map(|r| r.mulaw.len() as u64).collect::<Vec<u64>>()),
-        Column::new("duration".into(), rows.iter().map(|r| r.duration()).collect::<Vec<f64>>()),
-        mulaw.into_series().with_name("mulaw".into()).into_column(),
-        list_f32("mfcc", rows.iter().map(|r| Some(r.mfcc.clone())))?,
-        Column::new("mfcc_frames".into(), rows.iter().map(|r| r.mfcc_frames as u32).collect::<Vec<u32>>()),
-        list_f32("f0_hz", rows.iter().map(|r| Some(r.f0_hz.clone())))?,
-        Column::new("f0_start".into(), rows.iter().map(|r| r.f0_start).collect::<Vec<f64>>()),
+        Column::new(column::ID.into(), rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>()),
+        Column::new(column::SPEAKER.into(), rows.iter().map(|r| r.speaker.as_str()).collect::<Vec<_>>()),
+        Column::new(column::SAMPLE_RATE.into(), rows.iter().map(|r| r.sample_rate).collect::<Vec<u32>>()),
+        Column::new(column::SAMPLES.into(), rows.iter().map(|r| r.mulaw.len() as u64).collect::<Vec<u64>>()),
+        Column::new(column::DURATION.into(), rows.iter().map(|r| r.duration()).collect::<Vec<f64>>()),
+        mulaw.into_series().with_name(column::MULAW.into()).into_column(),
+        list_f32(column::MFCC, rows.iter().map(|r| Some(r.mfcc.clone())))?,
+        Column::new(column::MFCC_FRAMES.into(), rows.iter().map(|r| r.mfcc_frames as u32).collect::<Vec<u32>>()),
+        list_f32(column::F0_HZ, rows.iter().map(|r| Some(r.f0_hz.clone())))?,
+        Column::new(column::F0_START.into(), rows.iter().map(|r| r.f0_start).collect::<Vec<f64>>()),
         list_of(
-            "ref_phones",
+            column::REF_PHONES,
             DataType::String,
             rows.iter().map(|r| phones(r).map(|p| p.iter().map(|s| s.phone.clone()).collect::<Vec<String>>())),
         )?,
         list_of(
-            "ref_phone_starts",
+            column::REF_PHONE_STARTS,
             DataType::Float64,
             rows.iter().map(|r| phones(r).map(|p| p.iter().map(|s| s.start).collect::<Vec<f64>>())),
         )?,
         list_of(
-            "ref_phone_ends",
+            column::REF_PHONE_ENDS,
             DataType::Float64,
             rows.iter().map(|r| phones(r).map(|p| p.iter().map(|s| s.end).collect::<Vec<f64>>())),
         )?,

@@ -3,13 +3,12 @@
 //! g2p and export (the training stages' is [`super::train`]'s, evaluate's
 //! and report's [`super::report`]'s).
 
-use std::fs::File;
 use std::path::Path;
 
 use anyhow::{bail, Context};
+use dv_featurize::format::{first_id, read_reference, rewrite};
 use dv_manifest::{bad_items_frame, utterances_frame, write_parquet, Summary};
 use dv_train::export::{add_duration, add_g2p, export_wavenet, WavenetExport, GOLDEN_FRAMES, GOLDEN_WORDS};
-use polars::prelude::*;
 use serde_json::json;
 
 use super::config::Labels;
@@ -122,7 +121,7 @@ fn featurize(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     let model = ctx.loaded.g2p_model();
     let texts: Vec<(&str, &str)> = corpus.utterances.iter().map(|u| (u.id.as_str(), u.transcript.as_str())).collect();
     let t = super::relabel::phones_of_texts(&texts, &lexicon, model.as_deref().map(Path::new))?;
-    let (with, without) = super::relabel::rewrite(Path::new(&ctx.features()), &ctx.phones(), &|id| {
+    let (with, without) = rewrite(Path::new(&ctx.features()), &ctx.phones(), &|id| {
         t.phones.get(id).cloned().flatten().map(|p| (p, None))
     })?;
     let source = match &model {
@@ -147,25 +146,17 @@ fn featurize(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     Ok(vec!["features".into(), "featurize.json".into(), "features-text".into()])
 }
 
-/// The first utterance id in the featurized shards.
-pub(crate) fn first_id(features: &str) -> anyhow::Result<String> {
-    for shard in crate::align::shard_files(features)? {
-        let file = File::open(&shard).with_context(|| format!("opening {}", shard.display()))?;
-        let df = ParquetReader::new(file).with_columns(Some(vec!["id".to_string()])).finish()?;
-        if let Some(id) = df.column("id")?.str()?.get(0) {
-            return Ok(id.to_string());
-        }
-    }
-    bail!("{features}: no utterances")
-}
-
 fn align(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     let a = &ctx.loaded.recipe.align;
     let ck = ctx.output(Stage::Train(Model::Segmentation))?;
     let dir = ctx.out.join("aligned");
     fresh_dir(&dir)?;
     let features = s(ctx.phones());
-    let plots = if a.plot.is_empty() { vec![first_id(&features)?] } else { a.plot.clone() };
+    let plots = if a.plot.is_empty() {
+        vec![first_id(Path::new(&features))?.with_context(|| format!("{features}: no utterances"))?]
+    } else {
+        a.plot.clone()
+    };
     // The log line shows the `dv align` command that does the same.
     let mut argv = vec!["--features".into(), features.clone(), "--checkpoint".into(), s(&ck), "--out".into(), s(&dir)];
     argv.extend(["--device".into(), a.device.clone(), "--batch".into(), a.batch.to_string()]);
@@ -185,13 +176,13 @@ fn align(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     // The duration/F0 model and the WaveNet train on the aligner's phones
     // and times, quarantined utterances left out.
     let aligned = super::relabel::read_alignments(&dir.join("alignments.parquet"))?;
-    let (with, without) = super::relabel::rewrite(&ctx.phones(), &ctx.aligned(), &|id| {
+    let (with, without) = rewrite(&ctx.phones(), &ctx.aligned(), &|id| {
         aligned.get(id).map(|(p, st, en)| (p.clone(), Some((st.clone(), en.clone()))))
     })?;
     log.line(&format!("features-aligned: {with} utterances with the aligner's phones and times, {without} without (quarantined or not aligned)"));
     if ctx.loaded.recipe.labels == Labels::Text {
         // The corpus's own labels, when it has them, only score the aligner.
-        let labels = super::relabel::read_reference(Path::new(&ctx.features()))?;
+        let labels = read_reference(Path::new(&ctx.features()))?;
         if !labels.is_empty() {
             let score = super::relabel::score_against_labels(&labels, &aligned)?;
             let file = dir.join("report.json");

@@ -151,3 +151,49 @@ fn an_utterance_over_the_length_limit_is_a_bad_item_naming_the_limit() {
     assert!(detail.contains("over.wav") && detail.contains("60.5 s") && detail.contains("limit of 60 s"), "{detail}");
     assert_eq!(bad.column("reason").unwrap().str().unwrap().get(0), Some("too_long"));
 }
+
+/// The ids in a shard, in row order.
+fn ids(path: &Path) -> Vec<String> {
+    read(path).column("id").unwrap().str().unwrap().iter().map(|s| s.unwrap().to_string()).collect()
+}
+
+#[test]
+fn the_format_lists_reads_and_relabels_a_local_output() {
+    use dv_featurize::format::{first_id, read_reference, rewrite, shard_files, Relabel};
+    let d = tempfile::tempdir().unwrap();
+    tone_wav(&d.path().join("a.wav"), 0.5);
+    tone_wav(&d.path().join("b.wav"), 0.5);
+    let list = d.path().join("list.tsv");
+    std::fs::write(&list, "path\ttext\na.wav\tA tone.\nb.wav\tAnother tone.\n").unwrap();
+    let out = d.path().join("feat");
+    run(&job(&list, &out), &mut |_| {}).unwrap();
+
+    let shards = shard_files(&out).unwrap();
+    let names: Vec<String> = shards.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    assert_eq!(names, ["shard-00000-of-00002.parquet", "shard-00001-of-00002.parquet"]);
+    let url = format!("file://{}", out.display());
+    assert_eq!(shard_files(Path::new(&url)).unwrap(), shards, "a file:// URL lists the same");
+    let (first, second) = (ids(&shards[0]), ids(&shards[1]));
+    assert_eq!((first.len(), second.len()), (1, 1));
+    assert_eq!(first_id(&out).unwrap().as_ref(), Some(&first[0]));
+    assert!(read_reference(&out).unwrap().is_empty(), "a corpus of audio and text has no reference phones");
+
+    // One utterance gets phones and times, the other none.
+    let phones = vec!["sil".to_string(), "AA".into(), "sil".into()];
+    let times = (vec![0.0, 0.1, 0.4], vec![0.1, 0.4, 0.5]);
+    let relabel = |id: &str| -> Relabel { (id == first[0]).then(|| (phones.clone(), Some(times.clone()))) };
+    let copy = d.path().join("relabelled");
+    assert_eq!(rewrite(&out, &copy, &relabel).unwrap(), (1, 1));
+    assert!(copy.join("manifest.json").is_file() && copy.join("chunks").is_dir(), "the rest is copied");
+    let reference = read_reference(&copy).unwrap();
+    assert_eq!(reference.len(), 1);
+    assert_eq!(reference[&first[0]], (phones.clone(), times.0.clone(), times.1.clone()));
+    assert_eq!(ids(&copy.join("shards/shard-00001-of-00002.parquet")), second, "rows are kept");
+
+    // A rewrite replaces the copy; phones without times are not reference phones.
+    let no_times = |_: &str| -> Relabel { Some((phones.clone(), None)) };
+    assert_eq!(rewrite(&out, &copy, &no_times).unwrap(), (2, 0));
+    assert!(read_reference(&copy).unwrap().is_empty());
+    let e = shard_files(&d.path().join("missing")).unwrap_err().to_string();
+    assert!(e.starts_with("reading ") && e.ends_with("missing/shards"), "{e}");
+}
