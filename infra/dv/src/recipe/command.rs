@@ -157,7 +157,11 @@ fn execute(a: &RunFlags, gpus: Option<Gpus>) -> anyhow::Result<()> {
     if let (Some(n), false) = (loaded.recipe.make_default, a.dry_run) {
         let dir = PathBuf::from(loaded.resolve(&loaded.recipe.corpus));
         if !dir.exists() {
-            println!("[0/{}] making the embedded default corpus ({n} utterances) in {}", Stage::ALL.len(), dir.display());
+            println!(
+                "[0/{}] making the embedded default corpus ({n} utterances) in {}",
+                Stage::ALL.len(),
+                dir.display()
+            );
             let jobs = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
             let tools = dv_corpus::embedded::Tools::default();
             let req = dv_corpus::embedded::Request {

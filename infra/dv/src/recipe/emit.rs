@@ -5,10 +5,6 @@
 //! manifests ([`super::kube`]), and (Slurm without `--emit`) submitted.
 //! And `dv recipe train-config`, the run config a training stage's ranks
 //! train with under a scheduler.
-//!
-//! Nothing from the environment is written into a script or manifest:
-//! Slurm jobs get credentials from the environment sbatch exports, and
-//! Kubernetes pods from a Secret by `secretKeyRef`.
 
 use std::path::Path;
 

@@ -32,7 +32,6 @@
 //! Slurm jobs get credentials from the environment sbatch exports, and
 //! Kubernetes pods from a Secret by `secretKeyRef`.
 
-
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};

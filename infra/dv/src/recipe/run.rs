@@ -252,8 +252,11 @@ fn export(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
         created: crate::utc_now(),
     })?;
     println!("{exported}");
-    let g2p =
-        if ctx.lock.stages.get(Stage::G2p.name()).is_some_and(|e| !e.outputs.is_empty()) { Some(ctx.output(Stage::G2p)?) } else { None };
+    let g2p = if ctx.lock.stages.get(Stage::G2p.name()).is_some_and(|e| !e.outputs.is_empty()) {
+        Some(ctx.output(Stage::G2p)?)
+    } else {
+        None
+    };
     log.line(&format!(
         "dv export --voice {} --duration {} --features {features}{} --out {}",
         s(&only),
