@@ -8,6 +8,13 @@
 //! in front of it (`--device cuda`, `--device cpu-slots`); nothing here
 //! knows HTTP.
 //!
+//! # Units
+//!
+//! Lengths are samples at the voice's rate (a sentence is its conditioning
+//! frames × the voice's hop); a launch advances each busy slot by at most
+//! the scheduler's `block` samples; audio leaves as 16-bit PCM, each mu-law
+//! code mapped by [`dv_speak::pcm`] as every render maps it.
+//!
 //! # Contract
 //!
 //! * A slot restarts from silence with zero histories for each sentence,
