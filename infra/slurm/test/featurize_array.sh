@@ -9,10 +9,9 @@
 # infra/slurm/featurize.sbatch as `sbatch --array=0-3%2`, compares every file
 # the two wrote (shards, chunk indexes, bad-item tables, shard reports,
 # manifest.json) with cmp, checks that the template refuses an array that does
-# not start at 0, runs infra/slurm/pipeline.sh (the featurize array, then
-# train.sbatch held by afterok, with a dv whose `train` only records its ranks
-# and GPUs: there is no GPU to train on) and checks the order, the ranks and
-# the features again, stops the cluster and fails if any slurm or munge
+# not start at 0, submits infra/slurm/train.sbatch on 2 pretend GPUs with a dv
+# whose `train` only records its ranks and GPUs (there is no GPU to train on)
+# and checks them, stops the cluster and fails if any slurm or munge
 # process of it remains. Needs root and the Debian packages slurm-wlm and munge (infra/run
 # test installs them); fails, never skips, without them.
 #
@@ -80,44 +79,26 @@ fi
 grep -q 'the array must be 0-(N-1)' "$work"/logs/bad-*.out || { echo "featurize_array: no refusal message" >&2; exit 1; }
 [ ! -e "$work/bad" ] || { echo "featurize_array: the refused array wrote $work/bad" >&2; exit 1; }
 
-step "pipeline.sh: featurize (4 tasks, 2 at once) then train (2 tasks, --gpus-per-node=2) after it"
-# A dv that runs the real featurize and, for train, records what each task
-# was given (there is no GPU here to train on).
+step "train.sbatch: 2 tasks with --gpus-per-node=2, each seeing both GPUs"
+# A dv whose train records what each task was given (there is no GPU here to train on).
 cat >"$work/dv-stub" <<STUB
 #!/bin/bash
-if [ "\$1" = train ]; then
-    echo "train \$(date +%s%N) rank=\$SLURM_PROCID world=\$SLURM_NTASKS local=\$SLURM_LOCALID gpus=\$CUDA_VISIBLE_DEVICES args=\$*" >>"$work/calls"
-    exit 0
-fi
-"$DV" "\$@"
-echo "featurize-done \$(date +%s%N)" >>"$work/calls"
+echo "rank=\$SLURM_PROCID world=\$SLURM_NTASKS local=\$SLURM_LOCALID gpus=\$CUDA_VISIBLE_DEVICES args=\$*" >>"$work/calls"
 STUB
 chmod +x "$work/dv-stub"
 touch "$work/run.toml"
-(cd "$work" && DV="$work/dv-stub" FEATURIZE_SBATCH="--cpus-per-task=1 --time=10:00" \
-    TRAIN_SBATCH="--cpus-per-task=1 --overcommit --time=10:00" \
-    "$root/infra/slurm/pipeline.sh" "$work/corpus" "$work/pipe" run.toml 4 2 2) >"$work/pipeline.out"
-train_job=$(sed -n 's/^train //p' "$work/pipeline.out")
-for _ in $(seq 600); do
-    [ -z "$(squeue -h -o %i)" ] && break
-    sleep 0.1
-done
-[ -z "$(squeue -h -o %i)" ] || { squeue >&2; echo "featurize_array: the pipeline's jobs did not finish in 60 s" >&2; exit 1; }
-(cd "$work/pipe" && find . -type f | sort) >"$work/pipe.files"
-diff -u "$work/one.files" "$work/pipe.files" >&2 || { echo "featurize_array: the pipeline wrote other files" >&2; exit 1; }
-while read -r f; do
-    cmp "$work/one/$f" "$work/pipe/$f" || { echo "featurize_array: pipeline $f differs" >&2; exit 1; }
-done <"$work/one.files"
-[ "$(grep -c '^featurize-done ' "$work/calls")" -eq 4 ] || { cat "$work/calls" >&2; echo "featurize_array: not 4 featurize tasks" >&2; exit 1; }
-last_featurize=$(sed -n 's/^featurize-done //p' "$work/calls" | sort -n | tail -1)
-first_train=$(sed -n 's/^train \([0-9]*\) .*/\1/p' "$work/calls" | sort -n | head -1)
-[ -n "$first_train" ] && [ "$first_train" -gt "$last_featurize" ] \
-    || { cat "$work/calls" >&2; echo "featurize_array: train did not start after featurize ended" >&2; exit 1; }
+if ! (cd "$work" && DV="$work/dv-stub" sbatch --wait --quiet --ntasks-per-node=2 --gpus-per-node=2 \
+    --cpus-per-task=1 --overcommit --time=10:00 --output="$work/logs/train-%j.out" \
+    "$root/infra/slurm/train.sbatch" run.toml); then
+    cat "$work"/logs/train-*.out >&2 || true
+    echo "featurize_array: the train.sbatch job failed" >&2
+    exit 1
+fi
 for r in 0 1; do
-    grep -q "^train [0-9]* rank=$r world=2 local=$r gpus=0,1 args=train --config run.toml$" "$work/calls" \
-        || { cat "$work/calls" "$work/dv-train-$train_job.out" >&2; echo "featurize_array: rank $r of train missing or wrong" >&2; exit 1; }
+    grep -qx "rank=$r world=2 local=$r gpus=0,1 args=train --config run.toml" "$work/calls" \
+        || { cat "$work/calls" "$work"/logs/train-*.out >&2; echo "featurize_array: rank $r of train missing or wrong" >&2; exit 1; }
 done
-step "pipeline: same 17 files; train (job $train_job) started after the last featurize task; ranks 0 and 1 of 2, each seeing GPUs 0,1"
+step "train.sbatch: ranks 0 and 1 of 2, each seeing GPUs 0,1"
 
 step "stopping the cluster"
 trap - EXIT
