@@ -67,7 +67,7 @@ pub(crate) fn train_config(recipe: &Path, stage: &str, file: &Path) -> anyhow::R
     let dir = run_dir(&out, model, &key);
     // As the stage reads them: the segmentation model the phones, the others the aligner's.
     let ctx = Ctx { loaded: &loaded, out: out.clone(), lock: &lock, key: &key, gpus: loaded.recipe.gpus };
-    let cfg = loaded.run_config(model.field(), &model.table(&loaded)?, &dir, &ctx.training_data(model))?;
+    let (cfg, _) = super::train::run_config(model, &ctx)?;
     let text = toml::to_string(&cfg).context("writing the run config as TOML")?;
     // What is written must read back as the same config.
     let back = dv_train::RunConfig::from_toml(&file.display().to_string(), &text)?;

@@ -6,6 +6,30 @@ use anyhow::{bail, Context};
 
 use super::stage::{predicts_f0, run_dir, Ctx, Model, Stage, StageLog};
 
+/// The run config a training stage trains with (its run directory named by
+/// the stage's key), as the stage and `dv recipe train-config` (a cluster
+/// job's) both build it: a WaveNet on predicted F0 (`[data] f0_predicted`)
+/// reads the recipe's own duration/F0 model, named here. With a line for
+/// the stage's log when it says more than the config file.
+pub(crate) fn run_config(model: Model, ctx: &Ctx) -> anyhow::Result<(dv_train::RunConfig, Option<String>)> {
+    let table = model.table(ctx.loaded)?;
+    let dir = run_dir(&ctx.out, model, ctx.key);
+    let mut cfg = ctx.loaded.run_config(model.field(), &table, &dir, &ctx.training_data(model))?;
+    let mut note = None;
+    if model == Model::Wavenet && predicts_f0(&table) {
+        if let dv_train::DataConfig::Chunks(c) = &mut cfg.data {
+            let from = ctx.output(Stage::Train(Model::Duration))?;
+            note = Some(format!(
+                "F0 predicted by {} for {:.0} % of the training chunks",
+                ctx.rel(&from),
+                c.f0_predicted * 100.0
+            ));
+            c.f0_predicted_from = Some(from.display().to_string());
+        }
+    }
+    Ok((cfg, note))
+}
+
 /// Trains a stage's model where `dv train` would: a run config with
 /// `device = "cuda"` on one rank per GPU ([`super::config::Gpus::ranks`]: one process each
 /// with NCCL, through `dv train --gpus`'s launcher, when there are several;
@@ -13,20 +37,11 @@ use super::stage::{predicts_f0, run_dir, Ctx, Model, Stage, StageLog};
 /// `cuda:N`, or `cuda` with no GPU visible) the stage's `ranks` as threads
 /// of this process. `[train] batch` is the global batch either way.
 pub(crate) fn train(model: Model, ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
-    let (name, field, t) = (Stage::Train(model), model.field(), model.section(&ctx.loaded.recipe));
-    let table = model.table(ctx.loaded)?;
+    let name = Stage::Train(model);
     let dir = run_dir(&ctx.out, model, ctx.key);
-    let mut cfg = ctx.loaded.run_config(field, &table, &dir, &ctx.training_data(model))?;
-    if model == Model::Wavenet && predicts_f0(&table) {
-        if let dv_train::DataConfig::Chunks(c) = &mut cfg.data {
-            let from = ctx.output(Stage::Train(Model::Duration))?;
-            log.line(&format!(
-                "F0 predicted by {} for {:.0} % of the training chunks",
-                ctx.rel(&from),
-                c.f0_predicted * 100.0
-            ));
-            c.f0_predicted_from = Some(from.display().to_string());
-        }
+    let (cfg, note) = run_config(model, ctx)?;
+    if let Some(note) = note {
+        log.line(&note);
     }
     let ck = dir.join("checkpoints").join(format!("step-{:010}.safetensors", cfg.train.steps));
     let gpus = if cfg.train.device == "cuda" {
@@ -70,7 +85,7 @@ pub(crate) fn train(model: Model, ctx: &Ctx, log: &mut StageLog) -> anyhow::Resu
             ));
         }
     } else {
-        let ranks = if gpus == 1 { 1 } else { t.ranks };
+        let ranks = if gpus == 1 { 1 } else { model.section(&ctx.loaded.recipe).ranks };
         let on = match (gpus, cfg.train.device.as_str()) {
             (1, _) => "1 GPU".to_string(),
             (_, "cpu") => format!("{ranks} CPU rank(s), threads of this process"),

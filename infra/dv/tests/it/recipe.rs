@@ -463,6 +463,11 @@ fn a_wavenet_on_predicted_f0_follows_the_duration_model() {
     );
     let predicted_key = key(&out, "train-wavenet");
     assert_ne!(predicted_key, plain_key);
+    // A cluster job's run config (`dv recipe train-config`) reads the same duration/F0 model.
+    let cfg = d.path().join("wavenet-run.toml");
+    ok(&dv(&["recipe", "train-config", predicted.to_str().unwrap(), "--stage", "train-wavenet", "--out", cfg.to_str().unwrap()]));
+    let cfg = std::fs::read_to_string(&cfg).unwrap();
+    assert!(cfg.contains("f0_predicted_from = ") && cfg.contains("/runs/train-duration/"), "{cfg}");
     let (a, b) = (first_wavenet_loss(&out, &plain_key), first_wavenet_loss(&out, &predicted_key));
     assert!((a - b).abs() > 1e-6, "the same first loss {a} with the recordings' and the predicted F0");
 
