@@ -26,7 +26,7 @@ pub(crate) fn resolve(voice: Option<&str>) -> anyhow::Result<PathBuf> {
 }
 
 /// Whether the voice called `name` is a demonstration: a toy trained in
-/// minutes on the CPU by `infra/run demo` (`demo-tiny`, `demo-text`), not
+/// minutes on the CPU by `infra/run demo` (`demo-tiny-cpu`), not
 /// one to judge the system by. The rule is the name, `demo-` and more; the
 /// server's voice list (`dv_serve::is_demo`) applies the same one.
 pub(crate) fn is_demo(name: &str) -> bool {
