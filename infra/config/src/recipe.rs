@@ -202,9 +202,10 @@ pub struct TrainStage {
     /// Values merged into it, table by table: `set.train.steps = 40`.
     #[serde(default)]
     pub set: toml::Table,
-    /// CPU data-parallel ranks (threads of the recipe's process, joined by
-    /// the in-process collective), when the stage trains on the CPU: its run
-    /// config's `device = "cpu"`, or `"cuda"` on a machine with no GPU. A GPU
+    /// CPU data-parallel ranks, when the stage trains on the CPU: with its
+    /// run config's `device = "cpu"`, one process each (as `dv train --procs`
+    /// starts them, joined over TCP on the loopback); with `"cuda"` on a
+    /// machine with no GPU, threads of the recipe's process. A GPU
     /// stage trains one rank per GPU instead ([`Recipe::gpus`]). Not part of
     /// the stage's key: `[train] batch` is global, split among the ranks.
     #[serde(default = "one")]

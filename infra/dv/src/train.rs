@@ -157,7 +157,7 @@ pub(crate) fn launch(config: &str, steps: Option<u64>, gpus: usize, timeout: Dur
 /// Starts one process per rank (`flag`: `--gpus`, one per GPU, or
 /// `--procs`, CPU ranks) and waits; when a rank fails, the others get the
 /// collective timeout (plus a margin) to fail on their own, then are killed.
-fn launch_ranks(config: &str, steps: Option<u64>, ranks: usize, flag: &str, timeout: Duration) -> anyhow::Result<()> {
+pub(crate) fn launch_ranks(config: &str, steps: Option<u64>, ranks: usize, flag: &str, timeout: Duration) -> anyhow::Result<()> {
     if ranks == 0 {
         bail!("{flag} must be at least 1");
     }

@@ -63,9 +63,9 @@
 //! default: every GPU this process sees, `CUDA_VISIBLE_DEVICES` respected,
 //! or a count), which `--gpus N|all` overrides. One GPU trains in this
 //! process; none (under `"all"`) trains on the CPU. A CPU stage (`device =
-//! "cpu"`, `cuda:N`, or `cuda` with no GPU) trains its `ranks` as threads
-//! of this process, joined by the in-process collective, as `dv train
-//! --ranks N` does.
+//! "cpu"`) trains its `ranks` as processes, joined over TCP on the
+//! loopback, as `dv train --procs N` does; `cuda:N`, or `cuda` with no GPU,
+//! as threads of this process, as `dv train --ranks N` does.
 //!
 //! Batch and learning rate: `[train] batch` is the global batch, split
 //! equally among the ranks, and the learning rate is the run config's

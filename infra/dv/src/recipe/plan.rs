@@ -21,7 +21,7 @@
 //!
 //! The recorded stage then finds the run's last checkpoint at its final
 //! step and trains nothing. A training stage on the CPU trains in the
-//! recording process itself (its `ranks` as threads). The jobs run one
+//! recording job itself (its `ranks` as processes on that job's node). The jobs run one
 //! after another, never two at once: each rewrites `recipe.lock` whole.
 //!
 //! The featurize array's shard count is the recipe's `[featurize] shards`,

@@ -33,9 +33,11 @@ pub(crate) fn run_config(model: Model, ctx: &Ctx) -> anyhow::Result<(dv_train::R
 /// Trains a stage's model where `dv train` would: a run config with
 /// `device = "cuda"` on one rank per GPU ([`super::config::Gpus::ranks`]: one process each
 /// with NCCL, through `dv train --gpus`'s launcher, when there are several;
-/// in this process when there is one), else (the CPU, a GPU named
-/// `cuda:N`, or `cuda` with no GPU visible) the stage's `ranks` as threads
-/// of this process. `[train] batch` is the global batch either way.
+/// in this process when there is one); `device = "cpu"` on the stage's
+/// `ranks`, one process each through `dv train --procs`'s launcher when
+/// there are several; else (a GPU named `cuda:N`, or `cuda` with no GPU
+/// visible) the stage's `ranks` as threads of this process. `[train] batch`
+/// is the global batch either way.
 pub(crate) fn train(model: Model, ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     let name = Stage::Train(model);
     let dir = run_dir(&ctx.out, model, ctx.key);
@@ -51,11 +53,19 @@ pub(crate) fn train(model: Model, ctx: &Ctx, log: &mut StageLog) -> anyhow::Resu
         0
     };
     let (steps, batch) = (cfg.train.steps, cfg.train.batch);
-    if gpus > 1 {
+    // CPU ranks are processes too, as `dv train --procs N` starts them (the in-process
+    // collective's threads serve one rank, and a GPU named `cuda:N` or `cuda` with none visible).
+    let procs = if gpus == 0 && cfg.train.device == "cpu" { model.section(&ctx.loaded.recipe).ranks } else { 0 };
+    if gpus > 1 || procs > 1 {
+        let (n, flag, what, how) = if gpus > 1 {
+            (gpus, "--gpus", "GPU", "one process per GPU, gradients all-reduced with NCCL")
+        } else {
+            (procs, "--procs", "CPU", "one process per rank, gradients all-reduced over TCP on the loopback")
+        };
         log.line(&format!(
-            "run directory  {} ({steps} steps, global batch {batch}: {} on each of {gpus} GPU ranks)",
+            "run directory  {} ({steps} steps, global batch {batch}: {} on each of {n} {what} ranks)",
             dir.display(),
-            batch / gpus
+            batch / n
         ));
         if ck.exists() {
             // Trained already (a cluster job's ranks, or a run killed after its last checkpoint).
@@ -71,16 +81,15 @@ pub(crate) fn train(model: Model, ctx: &Ctx, log: &mut StageLog) -> anyhow::Resu
             std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
             crate::write_atomic(&file, text.as_bytes())?;
             log.line(&format!(
-                "dv train --config {} --gpus {gpus} (one process per GPU, gradients all-reduced with NCCL; \
-                 the ranks print to the terminal, metrics in {})",
+                "dv train --config {} {flag} {n} ({how}; the ranks print to the terminal, metrics in {})",
                 file.display(),
                 ctx.rel(&dir.join("metrics.jsonl"))
             ));
             let started = std::time::Instant::now();
-            crate::train::launch(&file.display().to_string(), None, gpus, cfg.train.collective_timeout())
-                .with_context(|| format!("{name} on {gpus} GPU ranks (a rerun resumes from {})", dir.display()))?;
+            crate::train::launch_ranks(&file.display().to_string(), None, n, flag, cfg.train.collective_timeout())
+                .with_context(|| format!("{name} on {n} {what} ranks (a rerun resumes from {})", dir.display()))?;
             log.line(&format!(
-                "trained to step {steps} on {gpus} GPU ranks in {:.1} s",
+                "trained to step {steps} on {n} {what} ranks in {:.1} s",
                 started.elapsed().as_secs_f64()
             ));
         }
@@ -88,7 +97,7 @@ pub(crate) fn train(model: Model, ctx: &Ctx, log: &mut StageLog) -> anyhow::Resu
         let ranks = if gpus == 1 { 1 } else { model.section(&ctx.loaded.recipe).ranks };
         let on = match (gpus, cfg.train.device.as_str()) {
             (1, _) => "1 GPU".to_string(),
-            (_, "cpu") => format!("{ranks} CPU rank(s), threads of this process"),
+            (_, "cpu") => "1 CPU rank, this process".to_string(),
             (_, "cuda") => format!("the CPU, no GPU visible: {ranks} rank(s), threads of this process"),
             (_, d) => format!("{d}: {ranks} rank(s), threads of this process"),
         };

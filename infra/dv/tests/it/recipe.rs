@@ -360,7 +360,7 @@ fn key(out: &Path, name: &str) -> String {
     lock["stages"][name]["key"].as_str().unwrap_or_else(|| panic!("no {name} in {lock}")).to_string()
 }
 
-/// The WaveNet stage trains on 2 CPU ranks (threads; `[train] batch` is the
+/// The WaveNet stage trains on 2 CPU ranks (processes; `[train] batch` is the
 /// global batch, split among them), and its key is the 1-rank key: the same
 /// recipe with 1 rank, or with `--gpus`, skips it. A `cuda` run config on a
 /// machine that sees no GPU trains on the CPU with the stage's ranks under
@@ -386,7 +386,12 @@ fn training_stage_keys_do_not_depend_on_the_rank_or_gpu_count() {
     let printed = until(&two, &[]);
     assert_eq!(ran(&printed).last().map(String::as_str), Some("train-wavenet"), "{printed}");
     let log = std::fs::read_to_string(out.join("logs/train-wavenet.log")).unwrap();
-    assert!(log.contains("global batch 2, on 2 CPU rank(s)") && log.contains("steps 0 to 2"), "{log}");
+    assert!(
+        log.contains("global batch 2: 1 on each of 2 CPU ranks")
+            && log.contains(" --procs 2 (one process per rank")
+            && log.contains("trained to step 2 on 2 CPU ranks"),
+        "{log}"
+    );
     let two_ranks = key(&out, "train-wavenet");
 
     // One rank, and any --gpus: the same key, so nothing runs.
