@@ -46,6 +46,10 @@ pub struct SynthArgs {
     sampling: Sampling,
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Speaking rate, as OpenAI's `speed` (and `dv-serve`'s): 0.25 to 4, 1 the duration model's
+    /// own; 0.9 speaks 11 % slower (Piper's `length_scale` 1.11).
+    #[arg(long, default_value_t = 1.0)]
+    speed: f32,
     /// Sampler threads (1, or 2 for the main + auxiliary split of §5.1); default: measured
     /// per voice and machine (`dv_speak::calibrate`, cached under $DV_HOME/calibration).
     #[arg(long)]
@@ -229,7 +233,7 @@ pub(crate) fn run(a: SynthArgs) -> anyhow::Result<()> {
             if text.trim().is_empty() {
                 bail!("nothing to say: give text (arguments or stdin), or --features F --utterance ID");
             }
-            speaker.plan(&text, 1.0).map_err(|e| match e {
+            speaker.plan(&text, a.speed).map_err(|e| match e {
                 dv_speak::SpeakError::NoDurationModel => anyhow::Error::new(e).context(
                     "this voice package has no duration/F0 model: export one into it, or give --features F --utterance ID",
                 ),

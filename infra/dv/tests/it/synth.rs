@@ -358,3 +358,29 @@ fn device_and_sampling_values_are_refused_naming_the_flag() {
         assert!(err.contains("/nonexistent"), "{flag} {value}: {err}");
     }
 }
+
+/// `--speed` (OpenAI's `speed`, as `dv-serve` reads it) scales the duration
+/// model's durations: at 0.5 the shipped voice plans about twice the frames
+/// of 1.0 for the same text; outside 0.25..=4 it is refused, naming it.
+#[test]
+fn speed_scales_the_planned_frames_and_bad_values_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let frames = |speed: &str| {
+        let wav = d.path().join(format!("speed-{speed}.wav"));
+        // --max-seconds: the plan is what is compared; sampling stops at once.
+        let o = dv(&[
+            "synth", "--f32", "--threads", "1", "--max-seconds", "0.01", "--speed", speed, "-o",
+            wav.to_str().unwrap(), "Please turn left at the next traffic light.",
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "--speed {speed}: {err}");
+        let n = err.split(" frames (").next().and_then(|h| h.rsplit(' ').next()).and_then(|n| n.parse::<f64>().ok());
+        n.unwrap_or_else(|| panic!("no frame count in {err}"))
+    };
+    let (normal, slow) = (frames("1"), frames("0.5"));
+    let ratio = slow / normal;
+    assert!((1.8..=2.2).contains(&ratio), "{slow} frames at 0.5 against {normal} at 1: {ratio}");
+    let o = dv(&["synth", "--speed", "5", "-o", d.path().join("x.wav").to_str().unwrap(), "Hello."]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("speed") && err.contains("0.25..=4"), "{err}");
+}
