@@ -227,7 +227,10 @@ pub fn sw128_tiled(
     col: impl Fn(usize) -> usize,
 ) -> Stored {
     assert!(
-        cols % 64 == 0 && chunk_rows % 8 == 0 && rows % chunk_rows == 0 && m.len() == mats * rows * cols,
+        cols.is_multiple_of(64)
+            && chunk_rows.is_multiple_of(8)
+            && rows.is_multiple_of(chunk_rows)
+            && m.len() == mats * rows * cols,
         "128-byte swizzle of {mats} x [{rows}, {cols}] in chunks of {chunk_rows} rows"
     );
     let index = |i: usize| {
@@ -266,7 +269,7 @@ fn permute_stored(m: &Stored, index: impl Fn(usize) -> usize) -> Stored {
 /// the inputs within groups of 8). Rows and cols are multiples of 8.
 pub fn core_tiled(m: &Stored, mats: usize, rows: usize, cols: usize, col: impl Fn(usize) -> usize) -> Stored {
     assert!(
-        rows % 8 == 0 && cols % 8 == 0 && m.len() == mats * rows * cols,
+        rows.is_multiple_of(8) && cols.is_multiple_of(8) && m.len() == mats * rows * cols,
         "core tiling of {mats} x [{rows}, {cols}]"
     );
     let index = |i: usize| {
@@ -387,7 +390,7 @@ impl SingleLayout {
     /// Slices `w` over a cluster of `cluster` blocks (which must divide r and A).
     pub fn new(w: &Weights, cluster: usize, bf16: bool) -> Result<Self, GpuError> {
         let Sizes { layers: l, residual: r, skip: s, .. } = w.sizes;
-        if cluster == 0 || r % cluster != 0 || A % cluster != 0 {
+        if cluster == 0 || r % cluster != 0 || !A.is_multiple_of(cluster) {
             return Err(GpuError::Unsupported { what: format!("a cluster of {cluster} blocks for r = {r}") });
         }
         let (u, ac) = (r / cluster, A / cluster);

@@ -69,7 +69,7 @@ impl SinglePlan {
             Err(GpuError::Unsupported { what: format!("the chain-block kernel for {}: {why}", sizes.name()) })
         };
         check_dilations(sizes)?;
-        if helpers == 0 || helpers > 15 || s % helpers != 0 || A % helpers != 0 {
+        if helpers == 0 || helpers > 15 || s % helpers != 0 || !A.is_multiple_of(helpers) {
             return bad(format!("{helpers} helper blocks (1 to 15, dividing s = {s} and {A})"));
         }
         let threads = 8 * r;
@@ -140,10 +140,10 @@ impl SinglePlan {
             return bad(format!("r = {r} (the chain warps' lanes are 32 units: r = 32 or 64)"));
         }
         let uh = r / 32;
-        if chain_warps % uh != 0 || ![1, 2, 4].contains(&(chain_warps / uh)) || r / (chain_warps / uh) > 32 {
+        if !chain_warps.is_multiple_of(uh) || ![1, 2, 4].contains(&(chain_warps / uh)) || r / (chain_warps / uh) > 32 {
             return bad(format!("{chain_warps} chain warps (r / 32 times 1, 2 or 4, at most 32 inputs each)"));
         }
-        if s % 32 != 0 || NT % s != 0 || s > NT - 32 * chain_warps {
+        if s % 32 != 0 || !NT.is_multiple_of(s) || s > NT - 32 * chain_warps {
             return bad(format!("s = {s} (one thread per skip row among the {} others)", NT - 32 * chain_warps));
         }
         if layers_per_block == 0 {
@@ -202,7 +202,7 @@ impl SinglePlan {
     ) -> Result<Self, GpuError> {
         let (l, r, s) = (sizes.layers, sizes.residual, sizes.skip);
         let bad = |why: String| Err(GpuError::Unsupported { what: format!("kernel 1 for {}: {why}", sizes.name()) });
-        if !cluster.is_power_of_two() || cluster > 16 || r % cluster != 0 || A % cluster != 0 {
+        if !cluster.is_power_of_two() || cluster > 16 || r % cluster != 0 || !A.is_multiple_of(cluster) {
             return bad(format!("a cluster of {cluster} (a power of two up to 16 dividing r = {r})"));
         }
         if !r.is_power_of_two() || l < 2 || s % 32 != 0 || s < r || r < 32 {
@@ -222,15 +222,15 @@ impl SinglePlan {
             return bad(format!("{} gate rows per block (one warp takes at most 32)", 2 * u));
         }
         let tpr = 32 / (2 * u);
-        if (r / gate_warps) % (2 * tpr) != 0 {
+        if !(r / gate_warps).is_multiple_of(2 * tpr) {
             return bad(format!("{gate_warps} gate warps of {} inputs with {tpr} threads per row", r / gate_warps));
         }
-        let tpp = (32 / (2 * u).min(32)).max(8).min(32);
+        let tpp = (32 / (2 * u).min(32)).clamp(8, 32);
         let tpz = floor_pow2(threads / ac).min(32);
         if (s + A) / tpz > 128 {
             return bad(format!("{} output-layer weights per thread in registers (at most 128)", (s + A) / tpz));
         }
-        debug_assert!((2 * u * tpp) % 32 == 0 && (ac * tpz) % 32 == 0 && r % (2 * tpr) == 0);
+        debug_assert!((2 * u * tpp).is_multiple_of(32) && (ac * tpz).is_multiple_of(32) && r % (2 * tpr) == 0);
         let wbytes = if bf16 { 2 } else { 4 };
         let weights = wbytes * (2 * l * 2 * u * r + (l - 1) * u * r);
         let buffers = 4
@@ -380,10 +380,10 @@ impl MultiPlan {
         let bad = |why: String| Err(GpuError::Unsupported { what: format!("kernel 2 for {}: {why}", sizes.name()) });
         check_dilations(sizes)?;
         let bs = streams_per_block;
-        if bs == 0 || bs % 16 != 0 {
+        if bs == 0 || !bs.is_multiple_of(16) {
             return bad(format!("{bs} streams per block (a multiple of 16)"));
         }
-        if threads % 32 != 0 || threads == 0 || threads > 1024 || (bs * r) % threads != 0 {
+        if !threads.is_multiple_of(32) || threads == 0 || threads > 1024 || !(bs * r).is_multiple_of(threads) {
             return bad(format!("{threads} threads per block (a multiple of 32 dividing streams × r = {})", bs * r));
         }
         if !r.is_power_of_two() || !s.is_power_of_two() || r < 16 || s < 16 {
@@ -393,7 +393,7 @@ impl MultiPlan {
         let wpad = if bf16 { 8 } else { 4 };
         // The widest panel row (K = 256 at most) must leave room for 8 rows.
         let widest = (2 * r).max(s).max(A);
-        if panel_bytes % 16 != 0 || panel_bytes < 8 * (widest + wpad) * wbytes {
+        if !panel_bytes.is_multiple_of(16) || panel_bytes < 8 * (widest + wpad) * wbytes {
             return bad(format!("{panel_bytes}-byte weight panels (a multiple of 16 holding 8 rows of {widest})"));
         }
         let maxw = (2 * r).max(A).max(s);
@@ -403,7 +403,7 @@ impl MultiPlan {
         }
         // The tensor-core path also holds its input split into two bfloat16 terms.
         let split = if bf16 { 2 * 2 * bs * (maxw + 8) } else { 0 };
-        if bf16 && (threads / 32) % (bs / 16) != 0 {
+        if bf16 && !(threads / 32).is_multiple_of(bs / 16) {
             return bad(format!("{} warps do not divide into {} row tiles", threads / 32, bs / 16));
         }
         let smem_bytes = stages * panel_bytes + 4 * floats + split + 4 * 4 * bs + 8 * bs + 16;
@@ -478,11 +478,11 @@ impl MultiPlan {
             |why: String| Err(GpuError::Unsupported { what: format!("the tile kernel for {}: {why}", sizes.name()) });
         check_dilations(sizes)?;
         let bs = streams_per_block;
-        if bs == 0 || bs % 16 != 0 {
+        if bs == 0 || !bs.is_multiple_of(16) {
             return bad(format!("{bs} streams per block (a multiple of 16)"));
         }
         let wm = bs / 16;
-        if threads == 0 || threads > 1024 || threads % (32 * wm) != 0 {
+        if threads == 0 || threads > 1024 || !threads.is_multiple_of(32 * wm) {
             return bad(format!("{threads} threads (a multiple of 32 × {wm} row tiles, at most 1024)"));
         }
         let wn = threads / (32 * wm);
@@ -522,7 +522,7 @@ impl MultiPlan {
         // The most rows of K inputs a slot holds: a multiple of 16 · WN dividing A.
         let rows = |k: usize| {
             let mut n = A;
-            while n > 16 * wn && (n * row(k) > slot || A % n != 0) {
+            while n > 16 * wn && (n * row(k) > slot || !A.is_multiple_of(n)) {
                 n -= 16 * wn;
             }
             n
@@ -535,7 +535,7 @@ impl MultiPlan {
         let lk = if wgmma { A + 4 } else { A + 8 };
         let reg1 = (terms * bs * row(2 * r)).max(terms * bs * row(s)).max(bs * lk * 4);
         let reg2 = (terms * bs * row(r)).max(terms * bs * row(A));
-        if wg_swizzle && reg1 % 1024 != 0 {
+        if wg_swizzle && !reg1.is_multiple_of(1024) {
             return bad(format!("{reg1} bytes of activations (the swizzled layout keeps 1024-byte alignment)"));
         }
         // The warpgroup kernel keeps the warps' probabilities in reg2 and the
@@ -575,7 +575,7 @@ impl MultiPlan {
     /// (32 per block) elsewhere.
     pub fn fastest(sizes: &Sizes, cc: (i32, i32), smem_limit: usize) -> Result<Self, GpuError> {
         if cc == (9, 0) {
-            if sizes.residual == 64 && sizes.skip % 64 == 0 {
+            if sizes.residual == 64 && sizes.skip.is_multiple_of(64) {
                 if let Ok(p) =
                     Self::cols(sizes, 40, 3, 0, smem_limit).or_else(|_| Self::cols(sizes, 32, 2, 0, smem_limit))
                 {
@@ -606,7 +606,7 @@ impl MultiPlan {
         multiprocessors: usize,
     ) -> Result<Self, GpuError> {
         let per_block = streams.max(1).div_ceil(multiprocessors.max(1)).next_multiple_of(8);
-        if cc == (9, 0) && sizes.residual == 64 && sizes.skip % 64 == 0 && per_block <= 40 {
+        if cc == (9, 0) && sizes.residual == 64 && sizes.skip.is_multiple_of(64) && per_block <= 40 {
             if let Ok(p) = Self::cols(sizes, per_block, 3, 0, smem_limit)
                 .or_else(|_| Self::cols(sizes, per_block, 2, 0, smem_limit))
             {
@@ -637,7 +637,7 @@ impl MultiPlan {
         };
         check_dilations(sizes)?;
         let bs = streams_per_block;
-        if bs == 0 || bs % 8 != 0 || bs > 64 {
+        if bs == 0 || !bs.is_multiple_of(8) || bs > 64 {
             return bad(format!("{bs} streams per block (a multiple of 8, at most 64)"));
         }
         if r != 64 || s % 64 != 0 {
@@ -655,7 +655,7 @@ impl MultiPlan {
         // The most rows of K inputs a slot holds: a multiple of 64 dividing A.
         let rows = |k: usize| {
             let mut n = A;
-            while n > 64 && (n * k * 2 > slot || A % n != 0) {
+            while n > 64 && (n * k * 2 > slot || !A.is_multiple_of(n)) {
                 n -= 64;
             }
             n

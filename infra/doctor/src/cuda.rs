@@ -96,26 +96,34 @@ pub fn driver() -> Result<Driver, String> {
     let get_name: Symbol<GetName> = sym(&lib, "cuDeviceGetName")?;
     let total_mem: Symbol<TotalMem> = sym(&lib, "cuDeviceTotalMem_v2")?;
     let attr: Symbol<Attr> = sym(&lib, "cuDeviceGetAttribute")?;
-    // SAFETY (all calls below): the signatures match the CUDA driver API, and
-    // every out-pointer points to a live local of the right type and size.
+    // The signatures above match the CUDA driver API, and every out-pointer
+    // below points to a live local of the right type and size.
     let mut v: c_int = 0;
+    // SAFETY: cuDriverGetVersion(int*) writes one int to a live local.
     check("cuDriverGetVersion", unsafe { version(&mut v) })?;
+    // SAFETY: cuInit(unsigned) takes no pointer; 0 is its only valid flag.
     check("cuInit", unsafe { init(0) })?;
     let mut n: c_int = 0;
+    // SAFETY: cuDeviceGetCount(int*) writes one int to a live local.
     check("cuDeviceGetCount", unsafe { count(&mut n) })?;
     let mut devices = Vec::new();
     for i in 0..n {
         let mut dev: c_int = 0;
+        // SAFETY: writes one CUdevice (an int) to a live local; 0 <= i < the device count.
         check("cuDeviceGet", unsafe { device_get(&mut dev, i) })?;
         let mut name = [0 as c_char; 256];
+        // SAFETY: writes at most `name.len()` bytes, NUL included, into `name`.
         check("cuDeviceGetName", unsafe { get_name(name.as_mut_ptr(), name.len() as c_int, dev) })?;
         // SAFETY: the driver wrote a NUL-terminated string into `name`.
         let name = unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
         let mut mem: usize = 0;
+        // SAFETY: cuDeviceTotalMem_v2(size_t*, CUdevice) writes one size_t to a live local.
         check("cuDeviceTotalMem", unsafe { total_mem(&mut mem, dev) })?;
         let (mut major, mut minor): (c_int, c_int) = (0, 0);
         // 75 and 76: CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR / _MINOR.
+        // SAFETY: cuDeviceGetAttribute(int*, attribute, CUdevice) writes one int to a live local.
         check("cuDeviceGetAttribute", unsafe { attr(&mut major, 75, dev) })?;
+        // SAFETY: as above.
         check("cuDeviceGetAttribute", unsafe { attr(&mut minor, 76, dev) })?;
         devices.push(Device { index: i, name, memory_bytes: mem as u64, compute_capability: (major, minor) });
     }

@@ -34,6 +34,7 @@ use serde_json::json;
 use crate::device::{self, Gpu};
 
 #[derive(Subcommand, Debug)]
+#[allow(clippy::enum_variant_names)] // the variants are the `dv bench gpu-*` subcommands
 pub enum BenchCommand {
     /// Kernel 1 (one utterance, one launch): parity, then real-time factor.
     GpuSingle(SingleArgs),

@@ -1,6 +1,8 @@
 //! `dv`: the deepvoice-rs command line. Each subcommand is a verb a user
 //! types; see `dv --help`.
 
+#![forbid(unsafe_code)]
+
 mod align;
 mod bench;
 mod corpus;

@@ -82,6 +82,7 @@ struct Comm {
 // every other use happens on the owning rank's thread.
 #[allow(unsafe_code)]
 unsafe impl Send for Comm {}
+// SAFETY: as `Send` above: only ncclCommAbort is called from another thread.
 #[allow(unsafe_code)]
 unsafe impl Sync for Comm {}
 

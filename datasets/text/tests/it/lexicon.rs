@@ -76,7 +76,7 @@ fn the_built_in_cmudict_decodes_and_matches_its_digest() {
     assert!(std::ptr::eq(text, embedded_cmudict().unwrap()), "inflated once, then shared");
     let lex = Lexicon::embedded().unwrap();
     let show = |p: &[StressedPhoneme]| p.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ");
-    let all = |w: &str| lex.get(w).unwrap().iter().map(|p| show(p)).collect::<Vec<_>>();
+    let all = |w: &str| lex.get(w).unwrap().iter().map(&show).collect::<Vec<_>>();
     assert_eq!(all("hello"), ["HH AH0 L OW1", "HH EH0 L OW1"]);
     assert_eq!(all("Read"), ["R EH1 D", "R IY1 D"]);
     assert_eq!(all("speech"), ["S P IY1 CH"]);

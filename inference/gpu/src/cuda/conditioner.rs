@@ -200,6 +200,7 @@ impl GpuConditioner {
         // SAFETY: page-locked host buffers, written by the host before every copy that reads them.
         let stage = unsafe { dev.ctx.alloc_pinned::<f32>(batch_frames * layout.input_dim) }
             .map_err(driver("cuMemHostAlloc(features)"))?;
+        // SAFETY: as `stage`: written by the host before every copy that reads it.
         let seq_host =
             unsafe { dev.ctx.alloc_pinned::<i64>(6 * max_batch) }.map_err(driver("cuMemHostAlloc(sentences)"))?;
         let seq = stream.alloc_zeros::<i64>(6 * max_batch).map_err(driver("cuMemAlloc(sentences)"))?;

@@ -81,6 +81,6 @@ pub(crate) fn worst(result: &Value, metric: &str, kind: &str, baseline: &str, n:
             }),
         ));
     }
-    rows.sort_by(|a, b| b.0.cmp(&a.0));
+    rows.sort_by_key(|r| std::cmp::Reverse(r.0));
     rows.into_iter().filter(|r| r.1["errors"].as_i64() > Some(0)).take(n).map(|r| r.1).collect()
 }

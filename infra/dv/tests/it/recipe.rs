@@ -185,7 +185,7 @@ fn recipe_runs_skips_reruns_and_resumes() {
     let printed = ok(&dv(&["recipe", "run", r3.to_str().unwrap(), "--stop-stage", "train-wavenet"]));
     assert_eq!(ran(&printed), ["train-duration", "train-wavenet"], "{printed}");
     let first_loss = |log: &str| -> f64 {
-        let line = log.lines().filter(|l| l.contains(" step 1/")).last().unwrap_or_else(|| panic!("{log}"));
+        let line = log.lines().rfind(|l| l.contains(" step 1/")).unwrap_or_else(|| panic!("{log}"));
         let mut words = line.split_whitespace().skip_while(|w| *w != "loss");
         words.nth(1).unwrap().parse().unwrap()
     };

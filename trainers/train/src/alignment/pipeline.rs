@@ -17,8 +17,8 @@ use super::decode::{gpu_viterbi, intervals, labels, mfcc_levels_db, phones_of, p
 use super::output::{write_alignments, write_quarantine, write_report, Aligned};
 use super::plot::plot;
 use super::{
-    AlignOptions, AlignReport, AlignmentError, BoundaryError, Decoder, Failure, HeldOutQuarantine, Plot, Pper,
-    QuarantineReport, ViterbiBackend, ViterbiOn,
+    AlignOptions, AlignReport, AlignmentError, Decoder, Failure, HeldOutQuarantine, Plot, Pper, QuarantineReport,
+    ViterbiBackend, ViterbiOn,
 };
 use crate::checkpoint::{load_model_weights, open};
 use crate::{DataConfig, Dataset, Features, FeaturesConfig, RunConfig, Segmentation, FRAME_SECONDS, PAIR_CLASSES};
@@ -215,7 +215,7 @@ pub fn align(o: &AlignOptions, progress: &mut dyn FnMut(&str)) -> Result<AlignRe
                 quarantined: u.ids.len(),
             }),
         },
-        boundary_error: errors.summary().map(BoundaryError::from),
+        boundary_error: errors.summary(),
         without_reference: unscored,
         decoder: o.decoder,
         trim_db: o.trim_db,

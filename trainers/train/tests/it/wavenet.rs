@@ -44,7 +44,7 @@ fn fo_pooling_matches_eq_23_by_hand() {
     let f = [0.25f32, 0.5, 0.9];
     let log_f = Tensor::from_slice(&f.map(|v| v.ln())).view([1, 3, 1]);
     let c0 = 0.75 * 0.5; // 0.375
-    let c1 = 0.5 * c0 + 0.5 * -1.0; // −0.3125
+    let c1 = 0.5 * c0 + -0.5; // −0.3125
     let c2 = 0.9 * c1 + 0.1 * 2.0; // −0.08125
     let got =
         Vec::<f32>::try_from(fo_pool(&log_f.ones_like().f_mul(&cand).unwrap(), &log_f).unwrap().view([-1])).unwrap();
@@ -176,7 +176,7 @@ fn conditioning_reaches_the_output_and_the_shape_contract_holds() {
     let other = x.f_add_scalar(1.0).unwrap();
     assert!(max_abs_diff(&m.logits(&x, &y).unwrap(), &m.logits(&other, &y).unwrap()) > 0.0);
     let short = y.narrow(1, 0, c.hop as i64 * 2 - 1);
-    let err = m.logits(&x, &short).err().expect("N != F·hop must be an error").to_string();
+    let err = m.logits(&x, &short).expect_err("N != F·hop must be an error").to_string();
     assert!(err.contains("wavenet input"), "{err}");
 }
 
