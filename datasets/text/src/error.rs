@@ -22,5 +22,19 @@ pub enum TextError {
     /// The CMUDict built into the binary does not inflate or does not match
     /// its digest: the binary is damaged.
     #[error("the built-in CMUDict is damaged: {reason} (rebuild, or set DV_CMUDICT to a cmudict.dict file)")]
-    CorruptCmudict { reason: String },
+    CorruptCmudict { reason: CmudictDamage },
+}
+
+/// How the built-in CMUDict is damaged ([`TextError::CorruptCmudict`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CmudictDamage {
+    /// The zlib stream does not inflate.
+    #[error("cannot inflate it: {0}")]
+    Inflate(String),
+    /// The inflated text is not the release it should be.
+    #[error("its SHA-256 is {got}, not {want}")]
+    Digest { got: String, want: &'static str },
+    /// The inflated text is not UTF-8.
+    #[error("it is not UTF-8: {0}")]
+    NotUtf8(String),
 }

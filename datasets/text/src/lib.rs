@@ -49,7 +49,7 @@ pub use conditioning::{
     conditioning_features, conditioning_frames, frame_phonemes, ConditioningError, F0Contour, F0Normalization,
     TimedPhoneme, CONDITIONING_DIM, CONDITIONING_RATE, CONTEXT, ROBUST_QUANTILE, SLOT_DIM,
 };
-pub use error::TextError;
+pub use error::{CmudictDamage, TextError};
 pub use lexicon::{G2pFilterStats, Lexicon, Lookup, Pronunciation, Pronunciations};
 pub use normalize::{normalize, Normalized, Pause, Token, MAX_SENTENCE_WORDS};
 pub use number::{cardinal, ordinal, year};
