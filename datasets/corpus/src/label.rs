@@ -7,14 +7,45 @@ use dv_text::Phoneme;
 
 use crate::{F0Track, PhoneSpan};
 
+/// Why a reference label file ([`parse_xwaves_lab`], [`parse_est_f0`]) is
+/// not read. Line numbers count from 1: of the file for xwaves labels, of
+/// the data after the header for EST tracks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LabelError {
+    #[error("no `#` line ends the header")]
+    NoHeaderEnd,
+    #[error("line {line}: {reason}")]
+    Line { line: usize, reason: String },
+    #[error("no segments")]
+    NoSegments,
+    #[error("not an EST track (first line is not `EST_File Track`)")]
+    NotEstTrack,
+    #[error("only `DataType ascii` EST tracks are read")]
+    NotAscii,
+    #[error("data line {line}: {reason}")]
+    DataLine { line: usize, reason: String },
+    #[error("fewer than two frames")]
+    TooFewFrames,
+    #[error("frames are not equally spaced")]
+    Unequal,
+}
+
+fn line(i: usize, reason: impl Into<String>) -> LabelError {
+    LabelError::Line { line: i + 1, reason: reason.into() }
+}
+
+fn data_line(i: usize, reason: impl Into<String>) -> LabelError {
+    LabelError::DataLine { line: i + 1, reason: reason.into() }
+}
+
 /// Parses an xwaves/ESPS label file: header lines up to a line `#`, then
 /// `end_time color label` per line (text after `;` ignored). Each segment
 /// starts where the previous one ended (the first at 0). Phones are mapped to
 /// the Deep Voice inventory (`pau` → `sil`, `ax` → `AH`).
-pub fn parse_xwaves_lab(text: &str) -> Result<Vec<PhoneSpan>, String> {
+pub fn parse_xwaves_lab(text: &str) -> Result<Vec<PhoneSpan>, LabelError> {
     let mut lines = text.lines().enumerate();
     if !text.lines().any(|l| l.trim() == "#") {
-        return Err("no `#` line ends the header".into());
+        return Err(LabelError::NoHeaderEnd);
     }
     for (_, l) in lines.by_ref() {
         if l.trim() == "#" {
@@ -23,25 +54,25 @@ pub fn parse_xwaves_lab(text: &str) -> Result<Vec<PhoneSpan>, String> {
     }
     let mut spans = Vec::new();
     let mut start = 0.0;
-    for (i, line) in lines {
-        let line = line.split(';').next().unwrap_or("").trim();
-        if line.is_empty() {
+    for (i, text) in lines {
+        let text = text.split(';').next().unwrap_or("").trim();
+        if text.is_empty() {
             continue;
         }
-        let f: Vec<&str> = line.split_whitespace().collect();
+        let f: Vec<&str> = text.split_whitespace().collect();
         if f.len() < 3 {
-            return Err(format!("line {}: expected `end color phone`, got {line:?}", i + 1));
+            return Err(line(i, format!("expected `end color phone`, got {text:?}")));
         }
-        let end: f64 = f[0].parse().map_err(|_| format!("line {}: bad time {:?}", i + 1, f[0]))?;
+        let end: f64 = f[0].parse().map_err(|_| line(i, format!("bad time {:?}", f[0])))?;
         if !end.is_finite() || end < start {
-            return Err(format!("line {}: time {end} goes backwards (previous {start})", i + 1));
+            return Err(line(i, format!("time {end} goes backwards (previous {start})")));
         }
-        let phone = Phoneme::from_festival(f[2]).map_err(|e| format!("line {}: {e}", i + 1))?;
+        let phone = Phoneme::from_festival(f[2]).map_err(|e| line(i, e.to_string()))?;
         spans.push(PhoneSpan { phone: phone.phoneme.symbol().to_string(), start, end });
         start = end;
     }
     if spans.is_empty() {
-        return Err("no segments".into());
+        return Err(LabelError::NoSegments);
     }
     Ok(spans)
 }
@@ -59,10 +90,10 @@ pub fn write_xwaves_lab(spans: &[PhoneSpan]) -> String {
 
 /// Parses an EST ascii F0 track (`EST_File Track`, `DataType ascii`, one
 /// channel, equally spaced). Each data line is `time voiced value`.
-pub fn parse_est_f0(text: &str) -> Result<F0Track, String> {
+pub fn parse_est_f0(text: &str) -> Result<F0Track, LabelError> {
     let mut lines = text.lines();
     if lines.next().map(str::trim) != Some("EST_File Track") {
-        return Err("not an EST track (first line is not `EST_File Track`)".into());
+        return Err(LabelError::NotEstTrack);
     }
     let mut ascii = false;
     for l in lines.by_ref() {
@@ -75,7 +106,7 @@ pub fn parse_est_f0(text: &str) -> Result<F0Track, String> {
         }
     }
     if !ascii {
-        return Err("only `DataType ascii` EST tracks are read".into());
+        return Err(LabelError::NotAscii);
     }
     let mut times = Vec::new();
     let mut hz = Vec::new();
@@ -85,24 +116,24 @@ pub fn parse_est_f0(text: &str) -> Result<F0Track, String> {
             continue;
         }
         if f.len() < 3 {
-            return Err(format!("data line {}: expected `time voiced value`", i + 1));
+            return Err(data_line(i, "expected `time voiced value`"));
         }
-        let t: f64 = f[0].parse().map_err(|_| format!("data line {}: bad time", i + 1))?;
-        let v: f32 = f[2].parse().map_err(|_| format!("data line {}: bad value", i + 1))?;
+        let t: f64 = f[0].parse().map_err(|_| data_line(i, "bad time"))?;
+        let v: f32 = f[2].parse().map_err(|_| data_line(i, "bad value"))?;
         let voiced = f[1] != "0";
         if !v.is_finite() || v < 0.0 {
-            return Err(format!("data line {}: F0 {v} is not a frequency", i + 1));
+            return Err(data_line(i, format!("F0 {v} is not a frequency")));
         }
         times.push(t);
         hz.push(if voiced { v } else { 0.0 });
     }
     if times.len() < 2 {
-        return Err("fewer than two frames".into());
+        return Err(LabelError::TooFewFrames);
     }
     let step = times[1] - times[0];
     let uniform = times.windows(2).all(|w| ((w[1] - w[0]) - step).abs() < 1e-6);
     if step <= 0.0 || !uniform {
-        return Err("frames are not equally spaced".into());
+        return Err(LabelError::Unequal);
     }
     Ok(F0Track { start: times[0], step, hz })
 }

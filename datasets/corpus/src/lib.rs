@@ -39,6 +39,6 @@ mod reader;
 mod utterance;
 
 pub use error::CorpusError;
-pub use label::{parse_est_f0, parse_xwaves_lab, write_est_f0, write_xwaves_lab};
+pub use label::{parse_est_f0, parse_xwaves_lab, write_est_f0, write_xwaves_lab, LabelError};
 pub use reader::{detect, read, CorpusKind};
 pub use utterance::{BadItem, BadReason, Corpus, F0Track, PhoneSpan, ReferenceLabels, Utterance};
