@@ -142,7 +142,7 @@ impl Lexicon {
         };
         // In file order: each line's word and the span of its phonemes in `phonemes`.
         // About 27 bytes a line and 6.7 phonemes a word in CMUDict: sized once.
-        let mut lines: Vec<(Cow<str>, Range<u32>)> = Vec::with_capacity(text.len() / 27);
+        let mut lines: Vec<(Cow<'_, str>, Range<u32>)> = Vec::with_capacity(text.len() / 27);
         let mut phonemes: Vec<StressedPhoneme> = Vec::with_capacity(text.len() / 4);
         for (i, line) in text.lines().enumerate() {
             let line = line.split('#').next().unwrap_or("").trim();

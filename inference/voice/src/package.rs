@@ -198,7 +198,7 @@ pub(crate) fn serialize_safetensors<'a>(
 ) -> Result<Vec<u8>, VoiceError> {
     /// A tensor's name, shape and stored bytes.
     type Stored<'a> = (&'a str, Vec<usize>, Dtype, Vec<u8>);
-    let bytes: Vec<Stored> = tensors
+    let bytes: Vec<Stored<'_>> = tensors
         .map(|(name, t)| {
             let (dtype, data) = t.to_le_bytes();
             (name, t.shape().to_vec(), dtype, data)

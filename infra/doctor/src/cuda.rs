@@ -89,13 +89,13 @@ pub fn driver() -> Result<Driver, String> {
     type GetName = unsafe extern "C" fn(*mut c_char, c_int, c_int) -> c_int;
     type TotalMem = unsafe extern "C" fn(*mut usize, c_int) -> c_int;
     type Attr = unsafe extern "C" fn(*mut c_int, c_int, c_int) -> c_int;
-    let init: Symbol<Init> = sym(&lib, "cuInit")?;
-    let version: Symbol<GetInt> = sym(&lib, "cuDriverGetVersion")?;
-    let count: Symbol<GetInt> = sym(&lib, "cuDeviceGetCount")?;
-    let device_get: Symbol<DeviceGet> = sym(&lib, "cuDeviceGet")?;
-    let get_name: Symbol<GetName> = sym(&lib, "cuDeviceGetName")?;
-    let total_mem: Symbol<TotalMem> = sym(&lib, "cuDeviceTotalMem_v2")?;
-    let attr: Symbol<Attr> = sym(&lib, "cuDeviceGetAttribute")?;
+    let init: Symbol<'_, Init> = sym(&lib, "cuInit")?;
+    let version: Symbol<'_, GetInt> = sym(&lib, "cuDriverGetVersion")?;
+    let count: Symbol<'_, GetInt> = sym(&lib, "cuDeviceGetCount")?;
+    let device_get: Symbol<'_, DeviceGet> = sym(&lib, "cuDeviceGet")?;
+    let get_name: Symbol<'_, GetName> = sym(&lib, "cuDeviceGetName")?;
+    let total_mem: Symbol<'_, TotalMem> = sym(&lib, "cuDeviceTotalMem_v2")?;
+    let attr: Symbol<'_, Attr> = sym(&lib, "cuDeviceGetAttribute")?;
     // The signatures above match the CUDA driver API, and every out-pointer
     // below points to a live local of the right type and size.
     let mut v: c_int = 0;
@@ -134,7 +134,7 @@ pub fn driver() -> Result<Driver, String> {
 pub fn nvrtc(extra_dirs: &[PathBuf]) -> Result<Loaded, String> {
     let (lib, path) = open(&["libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"], extra_dirs)?;
     type Version = unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int;
-    let version: Symbol<Version> = sym(&lib, "nvrtcVersion")?;
+    let version: Symbol<'_, Version> = sym(&lib, "nvrtcVersion")?;
     let (mut major, mut minor): (c_int, c_int) = (0, 0);
     // SAFETY: nvrtcVersion(int*, int*) writes two ints to live locals.
     let code = unsafe { version(&mut major, &mut minor) };
@@ -148,7 +148,7 @@ pub fn nvrtc(extra_dirs: &[PathBuf]) -> Result<Loaded, String> {
 pub fn nccl(extra_dirs: &[PathBuf]) -> Result<Loaded, String> {
     let (lib, path) = open(&["libnccl.so.2", "libnccl.so"], extra_dirs)?;
     type Version = unsafe extern "C" fn(*mut c_int) -> c_int;
-    let version: Symbol<Version> = sym(&lib, "ncclGetVersion")?;
+    let version: Symbol<'_, Version> = sym(&lib, "ncclGetVersion")?;
     let mut v: c_int = 0;
     // SAFETY: ncclGetVersion(int*) writes one int to a live local.
     let code = unsafe { version(&mut v) };

@@ -233,7 +233,7 @@ fn duration_golden_is_checked() {
     let path = dir.path().join(GOLDEN_FILE);
     let bytes = fs::read(&path).unwrap();
     let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
-    let kept: Vec<(String, safetensors::tensor::TensorView)> =
+    let kept: Vec<(String, safetensors::tensor::TensorView<'_>)> =
         st.tensors().into_iter().filter(|(n, _)| n != "golden.duration.output").collect();
     let rewritten = safetensors::tensor::serialize(kept, &None).unwrap();
     fs::write(&path, rewritten).unwrap();

@@ -208,7 +208,7 @@ fn g2p_golden_is_checked() {
     let path = dir.path().join(GOLDEN_FILE);
     let bytes = fs::read(&path).unwrap();
     let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
-    let kept: Vec<(String, safetensors::tensor::TensorView)> =
+    let kept: Vec<(String, safetensors::tensor::TensorView<'_>)> =
         st.tensors().into_iter().filter(|(n, _)| n != "golden.g2p.letters").collect();
     fs::write(&path, safetensors::tensor::serialize(kept, &None).unwrap()).unwrap();
     match Voice::read(dir.path()) {

@@ -111,7 +111,7 @@ pub fn write_raw_model(dir: &Path, w: &Weights) {
         .iter()
         .map(|(k, t)| (k.clone(), t.shape().to_vec(), t.data().iter().flat_map(|v| v.to_le_bytes()).collect()))
         .collect();
-    let views: Vec<(String, safetensors::tensor::TensorView)> = bytes
+    let views: Vec<(String, safetensors::tensor::TensorView<'_>)> = bytes
         .iter()
         .map(|(k, s, b)| {
             (k.clone(), safetensors::tensor::TensorView::new(safetensors::Dtype::F32, s.clone(), b).unwrap())

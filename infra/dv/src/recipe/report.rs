@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::config::Labels;
 use super::stage::{Ctx, Model, Stage, StageLog};
 
-pub(crate) fn evaluate(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
+pub(crate) fn evaluate(ctx: &Ctx<'_>, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     let dir = ctx.out.join("evaluate");
     if dir.exists() {
         std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
@@ -91,7 +91,7 @@ pub(crate) fn evaluate(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<Stri
 }
 
 /// Held-out duration/F0 error of the trained duration model, as `dv evaluate` prints it.
-fn duration_error(ctx: &Ctx) -> anyhow::Result<serde_json::Value> {
+fn duration_error(ctx: &Ctx<'_>) -> anyhow::Result<serde_json::Value> {
     let ck = ctx.output(Stage::Train(Model::Duration))?;
     let (field, table) = (Model::Duration.field(), Model::Duration.table(ctx.loaded)?);
     // Against the corpus's labels when the recipe uses them, else against
@@ -112,7 +112,7 @@ fn duration_error(ctx: &Ctx) -> anyhow::Result<serde_json::Value> {
 
 /// Draws a training stage's loss curve to `png`, as `dv plot METRICS --out
 /// PNG --title STAGE` does.
-fn plot_loss(ctx: &Ctx, stage: Stage, png: &Path) -> anyhow::Result<()> {
+fn plot_loss(ctx: &Ctx<'_>, stage: Stage, png: &Path) -> anyhow::Result<()> {
     let e = ctx.lock.stages.get(stage.name()).with_context(|| format!("stage {stage} has not run"))?;
     let metrics = e.outputs.get(1).with_context(|| format!("stage {stage} has no metrics"))?;
     let metrics = ctx.out.join(metrics).display().to_string();
@@ -124,7 +124,7 @@ fn plot_loss(ctx: &Ctx, stage: Stage, png: &Path) -> anyhow::Result<()> {
 /// speaking their transcripts, and the voice speaking the novel sentences,
 /// judged by `metrics` (listen.py): the summary per set and kind, and the
 /// sentences heard worst.
-fn listen(ctx: &Ctx, dir: &Path, metrics: &[String], log: &mut StageLog) -> anyhow::Result<Value> {
+fn listen(ctx: &Ctx<'_>, dir: &Path, metrics: &[String], log: &mut StageLog) -> anyhow::Result<Value> {
     let e = &ctx.loaded.recipe.evaluate;
     let (fraction, seed) = held_out_split(ctx)?;
     let r = &ctx.loaded.recipe;
@@ -173,7 +173,7 @@ fn listen(ctx: &Ctx, dir: &Path, metrics: &[String], log: &mut StageLog) -> anyh
 /// Speaks each `(text, wav)` with the exported voice, loaded once (float32
 /// weights, one sampler thread each), one sentence per core at a time;
 /// whether each was spoken (a failure is logged, not fatal).
-fn speak_all(ctx: &Ctx, jobs: &[(String, std::path::PathBuf)], max_seconds: f64, log: &mut StageLog) -> Vec<bool> {
+fn speak_all(ctx: &Ctx<'_>, jobs: &[(String, std::path::PathBuf)], max_seconds: f64, log: &mut StageLog) -> Vec<bool> {
     let dir = ctx.out.join("voice");
     let options = dv_speak::SpeakerOptions::default();
     let speaker = match dv_speak::Speaker::load(&dir, &options) {
@@ -246,7 +246,7 @@ fn speak_to(speaker: &dv_speak::Speaker, text: &str, wav: &Path, max_seconds: f6
 }
 
 /// The WaveNet run's validation fraction and seed.
-fn held_out_split(ctx: &Ctx) -> anyhow::Result<(f64, u64)> {
+fn held_out_split(ctx: &Ctx<'_>) -> anyhow::Result<(f64, u64)> {
     let table = Model::Wavenet.table(ctx.loaded)?;
     let data = table.get("data").and_then(|d| d.as_table());
     let fraction = data.and_then(|d| d.get("validation_fraction")).and_then(|v| v.as_float()).unwrap_or(0.05);
@@ -274,7 +274,7 @@ fn scalars(v: &Value) -> String {
     s
 }
 
-pub(crate) fn report(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
+pub(crate) fn report(ctx: &Ctx<'_>, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     let out = &ctx.out;
     let mut md = format!("# Recipe report: {}\n\n", ctx.loaded.file.display());
     md.push_str(&format!("Corpus `{}`, written {}.\n\n", ctx.loaded.recipe.corpus, crate::utc_now()));

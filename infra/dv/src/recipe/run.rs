@@ -16,7 +16,7 @@ use super::stage::{Ctx, Model, Stage, StageLog};
 
 impl Stage {
     /// Runs the stage; returns its outputs relative to `out`.
-    pub(crate) fn run(self, ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
+    pub(crate) fn run(self, ctx: &Ctx<'_>, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
         match self {
             Stage::Inspect => inspect(ctx, log),
             Stage::Featurize => featurize(ctx, log),
@@ -41,7 +41,7 @@ fn fresh_dir(p: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(p).with_context(|| format!("creating {}", p.display()))
 }
 
-fn inspect(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
+fn inspect(ctx: &Ctx<'_>, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     let r = &ctx.loaded.recipe;
     let format =
         r.format.as_deref().map(str::parse::<dv_corpus::CorpusKind>).transpose().map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -70,7 +70,7 @@ fn inspect(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     Ok(vec!["manifest.parquet".into(), "manifest.bad.parquet".into(), "bad.tsv".into()])
 }
 
-fn featurize(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
+fn featurize(ctx: &Ctx<'_>, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     let r = &ctx.loaded.recipe;
     let jobs = r.featurize.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
     let job = dv_featurize::Job {
@@ -146,7 +146,7 @@ fn featurize(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     Ok(vec!["features".into(), "featurize.json".into(), "features-text".into()])
 }
 
-fn align(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
+fn align(ctx: &Ctx<'_>, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     let a = &ctx.loaded.recipe.align;
     let ck = ctx.output(Stage::Train(Model::Segmentation))?;
     let dir = ctx.out.join("aligned");
@@ -213,7 +213,7 @@ fn align(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     Ok(vec!["aligned".into(), "features-aligned".into()])
 }
 
-fn g2p(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
+fn g2p(ctx: &Ctx<'_>, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     let dir = ctx.out.join("g2p");
     fresh_dir(&dir)?;
     let Some(from) = ctx.loaded.g2p_model() else {
@@ -225,7 +225,7 @@ fn g2p(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     Ok(vec!["g2p/g2p.safetensors".into()])
 }
 
-fn export(ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
+fn export(ctx: &Ctx<'_>, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     let wavenet = ctx.output(Stage::Train(Model::Wavenet))?;
     let duration = ctx.output(Stage::Train(Model::Duration))?;
     let (only, voice) = (ctx.out.join("voice-wavenet"), ctx.out.join("voice"));

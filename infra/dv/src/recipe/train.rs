@@ -11,7 +11,7 @@ use super::stage::{predicts_f0, run_dir, Ctx, Model, Stage, StageLog};
 /// job's) both build it: a WaveNet on predicted F0 (`[data] f0_predicted`)
 /// reads the recipe's own duration/F0 model, named here. With a line for
 /// the stage's log when it says more than the config file.
-pub(crate) fn run_config(model: Model, ctx: &Ctx) -> anyhow::Result<(dv_train::RunConfig, Option<String>)> {
+pub(crate) fn run_config(model: Model, ctx: &Ctx<'_>) -> anyhow::Result<(dv_train::RunConfig, Option<String>)> {
     let table = model.table(ctx.loaded)?;
     let dir = run_dir(&ctx.out, model, ctx.key);
     let mut cfg = ctx.loaded.run_config(model.field(), &table, &dir, &ctx.training_data(model))?;
@@ -38,7 +38,7 @@ pub(crate) fn run_config(model: Model, ctx: &Ctx) -> anyhow::Result<(dv_train::R
 /// there are several; else (a GPU named `cuda:N`, or `cuda` with no GPU
 /// visible) the stage's `ranks` as threads of this process. `[train] batch`
 /// is the global batch either way.
-pub(crate) fn train(model: Model, ctx: &Ctx, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
+pub(crate) fn train(model: Model, ctx: &Ctx<'_>, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     let name = Stage::Train(model);
     let dir = run_dir(&ctx.out, model, ctx.key);
     let (cfg, note) = run_config(model, ctx)?;

@@ -173,7 +173,7 @@ pub fn decode_with_progress(
     data: &Pronunciations,
     width: usize,
     limit: usize,
-    rescore: Option<Rescore>,
+    rescore: Option<Rescore<'_>>,
     mut progress: impl FnMut(usize, usize),
 ) -> Result<Vec<Vec<Decoded>>, TrainError> {
     let n = data.len().min(limit);

@@ -46,7 +46,7 @@ pub struct QrnnDirection {
 impl QrnnDirection {
     /// Parameters `w_prev`, `w_cur`, `bias` under `p`, uniform in
     /// ±1/√(2D) (the fan-in of the 2×1 convolution), biases zero.
-    pub fn new(p: nn::Path, input: i64, hidden: i64) -> QrnnDirection {
+    pub fn new(p: nn::Path<'_>, input: i64, hidden: i64) -> QrnnDirection {
         let bound = 1.0 / ((2 * input) as f64).sqrt();
         QrnnDirection {
             w_prev: p.var("w_prev", &[3 * hidden, input], nn::Init::Uniform { lo: -bound, up: bound }),
@@ -143,7 +143,7 @@ pub struct BiQrnn {
 }
 
 impl BiQrnn {
-    pub fn new(p: nn::Path, input: i64, hidden: i64) -> BiQrnn {
+    pub fn new(p: nn::Path<'_>, input: i64, hidden: i64) -> BiQrnn {
         BiQrnn {
             fwd: QrnnDirection::new(&p / "fwd", input, hidden),
             bwd: QrnnDirection::new(&p / "bwd", input, hidden),

@@ -48,7 +48,7 @@ impl Segmentation {
         let c = config.clone();
         let vs = nn::VarStore::new(device);
         let root = vs.root();
-        let conv = |p: nn::Path, cin: i64| {
+        let conv = |p: nn::Path<'_>, cin: i64| {
             let cfg = ConvConfigND::<[i64; 2]> {
                 stride: [1, 1],
                 padding: [c.kernel_freq / 2, c.kernel_time / 2],
