@@ -18,6 +18,20 @@ pub struct RecipeError {
     pub reason: String,
 }
 
+/// A `gpus` value that is not a count of GPUs, or one this process cannot
+/// train a stage on ([`Gpus`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GpusError {
+    #[error("gpus must be at least 1, or \"all\"")]
+    Zero,
+    #[error("gpus = {given:?}: expected \"all\" or a count")]
+    NotACount { given: String },
+    #[error("gpus = {gpus}, but this process sees {visible} GPU(s)")]
+    NotVisible { gpus: usize, visible: usize },
+    #[error("gpus = {gpus} does not divide the global [train] batch {batch} equally")]
+    Indivisible { gpus: usize, batch: usize },
+}
+
 /// One recipe file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -98,16 +112,16 @@ pub enum Gpus {
 }
 
 impl std::str::FromStr for Gpus {
-    type Err = String;
+    type Err = GpusError;
 
     /// `all` or a count of at least 1.
-    fn from_str(s: &str) -> Result<Gpus, String> {
+    fn from_str(s: &str) -> Result<Gpus, GpusError> {
         match s.trim() {
             "all" => Ok(Gpus::All),
             n => match n.parse::<usize>() {
-                Ok(0) => Err("gpus must be at least 1, or \"all\"".into()),
+                Ok(0) => Err(GpusError::Zero),
                 Ok(n) => Ok(Gpus::Count(n)),
-                Err(_) => Err(format!("gpus = {s:?}: expected \"all\" or a count")),
+                Err(_) => Err(GpusError::NotACount { given: s.to_string() }),
             },
         }
     }
@@ -152,12 +166,12 @@ impl Gpus {
     /// process sees `visible` GPUs: 0 when it sees none and `self` is
     /// [`Gpus::All`] (the stage then trains on the CPU). `All` takes the
     /// most GPUs that divide `batch`; a count must divide it and be visible.
-    pub fn ranks(self, visible: usize, batch: usize) -> Result<usize, String> {
+    pub fn ranks(self, visible: usize, batch: usize) -> Result<usize, GpusError> {
         match self {
             Gpus::All => Ok((1..=visible).rev().find(|n| batch.is_multiple_of(*n)).unwrap_or(0)),
-            Gpus::Count(n) if n > visible => Err(format!("gpus = {n}, but this process sees {visible} GPU(s)")),
+            Gpus::Count(n) if n > visible => Err(GpusError::NotVisible { gpus: n, visible }),
             Gpus::Count(n) if !batch.is_multiple_of(n) => {
-                Err(format!("gpus = {n} does not divide the global [train] batch {batch} equally"))
+                Err(GpusError::Indivisible { gpus: n, batch })
             }
             Gpus::Count(n) => Ok(n),
         }
@@ -424,8 +438,8 @@ mod tests {
         assert_eq!(Gpus::All.ranks(3, 16), Ok(2));
         assert_eq!(Gpus::All.ranks(0, 16), Ok(0));
         assert_eq!(Gpus::Count(2).ranks(8, 16), Ok(2));
-        assert!(Gpus::Count(3).ranks(8, 16).unwrap_err().contains("does not divide"));
-        assert!(Gpus::Count(2).ranks(1, 16).unwrap_err().contains("sees 1 GPU(s)"));
+        assert!(Gpus::Count(3).ranks(8, 16).unwrap_err().to_string().contains("does not divide"));
+        assert!(Gpus::Count(2).ranks(1, 16).unwrap_err().to_string().contains("sees 1 GPU(s)"));
     }
 
     const MIN: &str = r#"
