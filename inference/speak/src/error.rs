@@ -32,7 +32,7 @@ pub enum SpeakError {
     /// trainer saved (a corrupt package, or one from a different network
     /// definition): the package is refused.
     #[error("{}: the {model} golden outputs do not match ({detail})", dir.display())]
-    GoldenMismatch { dir: PathBuf, model: &'static str, detail: String },
+    GoldenMismatch { dir: PathBuf, model: &'static str, detail: crate::ParityMiss },
     /// A G2P output that is no phoneme of the inventory.
     #[error("G2P output (phoneme {phoneme}, stress {stress}) for {word:?} is not a phoneme")]
     BadPronunciation { word: String, phoneme: usize, stress: usize },

@@ -81,7 +81,7 @@ mod wav;
 
 pub use error::SpeakError;
 pub use options::{sentence_seed, Device, RenderOptions, SpeakerOptions, DEFAULT_BLOCK};
-pub use parity::{G2pParity, Parity, WavenetParity};
+pub use parity::{G2pParity, Parity, ParityMiss, WavenetParity};
 pub use pronunciation::{g2p_word, pronounce, stressed, Pronounced};
 pub use render::{lead_samples, pcm, CancelToken, RenderStats, LEAD_SAMPLED_S, SILENCE};
 pub use sentence::{PhonemeTiming, Sentence, WordTiming, PAUSE};

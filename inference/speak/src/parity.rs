@@ -89,31 +89,46 @@ fn wavenet_parity(voice: &Voice) -> Result<Option<WavenetParity>, SpeakError> {
     }))
 }
 
+/// How a model's outputs miss its golden ones by more than the tolerance
+/// ([`SpeakError::GoldenMismatch`]'s detail).
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum ParityMiss {
+    /// Duration/F0 or conditioning outputs: the largest difference.
+    #[error("off by {0:.3e}")]
+    OffBy(f64),
+    /// WaveNet logits: the largest difference.
+    #[error("logits off by {0:.3e}")]
+    LogitsOffBy(f64),
+    /// G2P: words whose predicted phones differ, of the golden words.
+    #[error("{differ} of {words} words differ")]
+    WordsDiffer { differ: usize, words: usize },
+}
+
 /// The tolerance check of the duration/F0 figure: the refusal's detail.
-fn judge_duration(dd: f32) -> Result<(), String> {
+fn judge_duration(dd: f32) -> Result<(), ParityMiss> {
     if dd.is_nan() || dd >= 1e-3 {
-        return Err(format!("off by {dd:.3e}"));
+        return Err(ParityMiss::OffBy(f64::from(dd)));
     }
     Ok(())
 }
 
 /// The tolerance check of the G2P figure.
-fn judge_g2p(g: G2pParity) -> Result<(), String> {
+fn judge_g2p(g: G2pParity) -> Result<(), ParityMiss> {
     if g.differ > 0 {
-        return Err(format!("{} of {} words differ", g.differ, g.words));
+        return Err(ParityMiss::WordsDiffer { differ: g.differ, words: g.words });
     }
     Ok(())
 }
 
 /// The tolerance checks of the conditioning network's and WaveNet's
 /// figures: the model refused and the detail.
-fn judge_wavenet(w: WavenetParity) -> Result<(), (&'static str, String)> {
+fn judge_wavenet(w: WavenetParity) -> Result<(), (&'static str, ParityMiss)> {
     let (c, l) = (w.conditioning, w.logits);
     if c.is_nan() || c >= 1e-3 {
-        return Err(("conditioning network", format!("off by {c:.3e}")));
+        return Err(("conditioning network", ParityMiss::OffBy(c)));
     }
     if l.is_nan() || l >= 1e-2 {
-        return Err(("WaveNet", format!("logits off by {l:.3e}")));
+        return Err(("WaveNet", ParityMiss::LogitsOffBy(l)));
     }
     Ok(())
 }
@@ -124,7 +139,7 @@ impl Parity {
     /// model) when one is off by more than its tolerance (module docs).
     pub fn check(voice: &Voice, dir: &Path) -> Result<Parity, SpeakError> {
         let mismatch =
-            |model: &'static str, detail: String| SpeakError::GoldenMismatch { dir: dir.to_path_buf(), model, detail };
+            |model: &'static str, detail: ParityMiss| SpeakError::GoldenMismatch { dir: dir.to_path_buf(), model, detail };
         let mut parity = Parity::default();
         if voice.config().duration.is_some() {
             let d = DurationModel::new(voice)?.golden_parity(voice)?;
