@@ -34,7 +34,31 @@ pub struct Driver {
     pub devices: Vec<Device>,
 }
 
-fn open(names: &[&str], extra_dirs: &[PathBuf]) -> Result<(Library, String), String> {
+/// Why a CUDA library, or what it reports, cannot be had.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CudaError {
+    /// None of the library's names is on the loader's path or in the
+    /// folders searched.
+    #[error("not found ({names})")]
+    NotFound { names: String },
+    /// Each candidate that exists failed to load: `path: reason` each.
+    #[error("{}", tried.join("; "))]
+    Load { tried: Vec<String> },
+    /// The library lacks a symbol.
+    #[error("{name}: {reason}")]
+    Symbol { name: String, reason: String },
+    /// A CUDA driver call failed.
+    #[error("{call} returned CUDA error {code}")]
+    Driver { call: &'static str, code: i32 },
+    /// `nvrtcVersion` failed.
+    #[error("nvrtcVersion returned NVRTC error {code}")]
+    Nvrtc { code: i32 },
+    /// `ncclGetVersion` failed.
+    #[error("ncclGetVersion returned NCCL error {code}")]
+    Nccl { code: i32 },
+}
+
+fn open(names: &[&str], extra_dirs: &[PathBuf]) -> Result<(Library, String), CudaError> {
     let mut tried = Vec::new();
     for name in names {
         let mut candidates: Vec<PathBuf> = vec![PathBuf::from(name)];
@@ -52,7 +76,7 @@ fn open(names: &[&str], extra_dirs: &[PathBuf]) -> Result<(Library, String), Str
             }
         }
     }
-    Err(if tried.is_empty() { format!("not found ({})", names.join(", ")) } else { tried.join("; ") })
+    Err(if tried.is_empty() { CudaError::NotFound { names: names.join(", ") } } else { CudaError::Load { tried } })
 }
 
 /// Where the loader found a library loaded by soname: its path in
@@ -66,22 +90,22 @@ fn mapped_path(name: &str) -> Option<String> {
 }
 
 /// Looks up a symbol. `T` must be the symbol's true C signature.
-fn sym<'l, T>(lib: &'l Library, name: &str) -> Result<Symbol<'l, T>, String> {
+fn sym<'l, T>(lib: &'l Library, name: &str) -> Result<Symbol<'l, T>, CudaError> {
     // SAFETY: every caller passes the documented C signature of `name` as `T`.
-    unsafe { lib.get::<T>(name.as_bytes()) }.map_err(|e| format!("{name}: {e}"))
+    unsafe { lib.get::<T>(name.as_bytes()) }.map_err(|e| CudaError::Symbol { name: name.to_string(), reason: e.to_string() })
 }
 
 /// The one checked gate for CUDA driver return codes (0 is `CUDA_SUCCESS`).
-fn check(what: &str, code: c_int) -> Result<(), String> {
+fn check(what: &'static str, code: c_int) -> Result<(), CudaError> {
     if code == 0 {
         Ok(())
     } else {
-        Err(format!("{what} returned CUDA error {code}"))
+        Err(CudaError::Driver { call: what, code })
     }
 }
 
 /// The CUDA driver (`libcuda.so.1`) and its devices.
-pub fn driver() -> Result<Driver, String> {
+pub fn driver() -> Result<Driver, CudaError> {
     let (lib, path) = open(&["libcuda.so.1", "libcuda.so"], &[])?;
     type Init = unsafe extern "C" fn(c_uint) -> c_int;
     type GetInt = unsafe extern "C" fn(*mut c_int) -> c_int;
@@ -131,7 +155,7 @@ pub fn driver() -> Result<Driver, String> {
 }
 
 /// NVRTC, the run-time CUDA compiler the GPU kernels are built with.
-pub fn nvrtc(extra_dirs: &[PathBuf]) -> Result<Loaded, String> {
+pub fn nvrtc(extra_dirs: &[PathBuf]) -> Result<Loaded, CudaError> {
     let (lib, path) = open(&["libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"], extra_dirs)?;
     type Version = unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int;
     let version: Symbol<'_, Version> = sym(&lib, "nvrtcVersion")?;
@@ -139,13 +163,13 @@ pub fn nvrtc(extra_dirs: &[PathBuf]) -> Result<Loaded, String> {
     // SAFETY: nvrtcVersion(int*, int*) writes two ints to live locals.
     let code = unsafe { version(&mut major, &mut minor) };
     if code != 0 {
-        return Err(format!("nvrtcVersion returned NVRTC error {code}"));
+        return Err(CudaError::Nvrtc { code });
     }
     Ok(Loaded { path, version: format!("{major}.{minor}") })
 }
 
 /// NCCL, the collective library of data-parallel training.
-pub fn nccl(extra_dirs: &[PathBuf]) -> Result<Loaded, String> {
+pub fn nccl(extra_dirs: &[PathBuf]) -> Result<Loaded, CudaError> {
     let (lib, path) = open(&["libnccl.so.2", "libnccl.so"], extra_dirs)?;
     type Version = unsafe extern "C" fn(*mut c_int) -> c_int;
     let version: Symbol<'_, Version> = sym(&lib, "ncclGetVersion")?;
@@ -153,7 +177,7 @@ pub fn nccl(extra_dirs: &[PathBuf]) -> Result<Loaded, String> {
     // SAFETY: ncclGetVersion(int*) writes one int to a live local.
     let code = unsafe { version(&mut v) };
     if code != 0 {
-        return Err(format!("ncclGetVersion returned NCCL error {code}"));
+        return Err(CudaError::Nccl { code });
     }
     // NCCL >= 2.9 encodes major*10000 + minor*100 + patch.
     Ok(Loaded { path, version: format!("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100) })
