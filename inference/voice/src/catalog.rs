@@ -21,6 +21,7 @@
 //! ([`valid_name`]; a server checks a request's voice with it).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::config::VoiceConfig;
 use crate::error::VoiceError;
@@ -35,8 +36,9 @@ pub struct VoiceEntry {
     /// The directory name, which `--voice` takes.
     pub name: String,
     pub dir: PathBuf,
-    /// Its config, or why it could not be read.
-    pub config: Result<VoiceConfig, String>,
+    /// Its config, or why it could not be read (shared, so that the entry
+    /// stays `Clone`).
+    pub config: Result<VoiceConfig, Arc<VoiceError>>,
 }
 
 /// Whether `name` is a plain voice name (module docs).
@@ -113,7 +115,7 @@ pub fn list(path: &[PathBuf]) -> Vec<VoiceEntry> {
             if !valid_name(&name) || !dir.join(CONFIG_FILE).is_file() || out.iter().any(|e| e.name == name) {
                 continue;
             }
-            let config = read_config(&dir.join(CONFIG_FILE)).map_err(|e| e.to_string());
+            let config = read_config(&dir.join(CONFIG_FILE)).map_err(Arc::new);
             out.push(VoiceEntry { name, dir, config });
         }
     }

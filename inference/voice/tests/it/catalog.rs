@@ -58,5 +58,5 @@ fn a_broken_package_is_listed_with_its_error() {
     std::fs::write(v.join("config.json"), "{ not json").unwrap();
     let found = list(&[dir.path().to_path_buf()]);
     assert_eq!(found.len(), 1);
-    assert!(found[0].config.as_ref().unwrap_err().contains("config.json"), "{:?}", found[0].config);
+    assert!(found[0].config.as_ref().unwrap_err().to_string().contains("config.json"), "{:?}", found[0].config);
 }
