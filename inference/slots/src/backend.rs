@@ -30,9 +30,21 @@ pub enum SlotError {
     /// The conditioning thread went away before it answered.
     #[error("the conditioning thread stopped")]
     ConditioningStopped,
-    /// The conditioning thread refused or failed a sentence, with its reason.
-    #[error("{reason}")]
-    Conditioning { reason: String },
+    /// The conditioning thread refused or failed a sentence.
+    #[error(transparent)]
+    Conditioning(#[from] CondError),
+}
+
+/// Why the conditioning thread refused or failed a sentence. `Clone`: one
+/// failed batch answers each of its sentences.
+#[derive(Debug, Clone, Error)]
+pub enum CondError {
+    /// A sentence longer than the conditioning arena or batch takes.
+    #[error("a sentence of {frames} frames: the GPU conditioning takes at most {max} at once")]
+    TooLong { frames: usize, max: usize },
+    /// The conditioning network failed the sentence's batch.
+    #[error("the conditioning network: {0}")]
+    Network(Arc<SlotError>),
 }
 
 /// A sentence's conditioning as a slot reads it.
@@ -93,7 +105,7 @@ pub type Prepare = Arc<dyn Fn(Conditioning) -> Result<Conditioning, SlotError> +
 pub type Condition = Arc<dyn Fn(&[f32]) -> Result<Conditioned, SlotError> + Send + Sync>;
 
 /// The answer to a [`Condition`] call.
-pub type Conditioned = tokio::sync::oneshot::Receiver<Result<SlotCond, String>>;
+pub type Conditioned = tokio::sync::oneshot::Receiver<Result<SlotCond, CondError>>;
 
 /// A sampler of `slots()` independent streams advanced together. Owned by
 /// one scheduler thread; nothing here is called from two threads.

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use dv_gpu::{CondPhases, GpuConditioner};
 
 use crate::arena::{FrameArena, FrameSpan};
-use crate::backend::{CondStats, Conditioned, DeviceRows, SlotCond, SlotError};
+use crate::backend::{CondError, CondStats, Conditioned, DeviceRows, SlotCond, SlotError};
 
 /// A conditioning network that runs batches of sentences into an arena of
 /// u rows: [`GpuConditioner`] on the GPU (what `dv-serve` runs); CI drives
@@ -32,7 +32,7 @@ pub trait ConditionBatches: Send + 'static {
     fn arena_frames(&self) -> usize;
     /// Runs `sentences` (`[F_b, input_dim]`), sentence b's rows to arena
     /// frames `at[b] ..`; returns when they are there.
-    fn run(&mut self, sentences: &[&[f32]], at: &[usize]) -> Result<(), String>;
+    fn run(&mut self, sentences: &[&[f32]], at: &[usize]) -> Result<(), SlotError>;
     /// Where its batches spent their time so far (none measured: zeros).
     fn phases(&self) -> CondPhases {
         CondPhases::default()
@@ -56,8 +56,8 @@ impl ConditionBatches for GpuConditioner {
         GpuConditioner::arena_frames(self)
     }
 
-    fn run(&mut self, sentences: &[&[f32]], at: &[usize]) -> Result<(), String> {
-        GpuConditioner::run(self, sentences, at).map_err(|e| e.to_string())
+    fn run(&mut self, sentences: &[&[f32]], at: &[usize]) -> Result<(), SlotError> {
+        Ok(GpuConditioner::run(self, sentences, at)?)
     }
 
     fn phases(&self) -> CondPhases {
@@ -67,7 +67,7 @@ impl ConditionBatches for GpuConditioner {
 
 struct Job {
     features: Vec<f32>,
-    reply: tokio::sync::oneshot::Sender<Result<SlotCond, String>>,
+    reply: tokio::sync::oneshot::Sender<Result<SlotCond, CondError>>,
 }
 
 /// The conditioning thread of one voice; dropping it ends the thread once
@@ -167,10 +167,7 @@ fn run<N: ConditionBatches>(mut net: N, stats: Arc<CondStats>, rx: Receiver<Job>
             if f > arena.frames() || f > net.batch_frames() {
                 let j = pending.pop_front().expect("front exists");
                 stats.pending.fetch_sub(1, Ordering::Relaxed);
-                let _ = j.reply.send(Err(format!(
-                    "a sentence of {f} frames: the GPU conditioning takes at most {} at once",
-                    arena.frames().min(net.batch_frames())
-                )));
+                let _ = j.reply.send(Err(CondError::TooLong { frames: f, max: arena.frames().min(net.batch_frames()) }));
                 continue;
             }
             if batch.len() == net.max_batch() || frames + f > net.batch_frames() {
@@ -202,10 +199,11 @@ fn run<N: ConditionBatches>(mut net: N, stats: Arc<CondStats>, rx: Receiver<Job>
         stats.sentences.fetch_add(batch.len() as u64, r_);
         stats.frames.fetch_add(frames as u64, r_);
         stats.pending.fetch_sub(batch.len(), r_);
+        let r = r.map_err(|e| CondError::Network(Arc::new(e)));
         for (j, span) in batch.into_iter().zip(spans) {
             let answer = match &r {
                 Ok(()) => Ok(SlotCond::Device(Arc::new(DeviceRows { span }))),
-                Err(e) => Err(format!("the conditioning network: {e}")),
+                Err(e) => Err(e.clone()),
             };
             let _ = j.reply.send(answer);
         }

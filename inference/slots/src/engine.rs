@@ -55,7 +55,7 @@ impl SlotEngine {
         let cond = answer
             .await
             .map_err(|_| SlotError::ConditioningStopped)?
-            .map_err(|reason| SlotError::Conditioning { reason })?;
+            .map_err(SlotError::Conditioning)?;
         self.finish(speaker, sentence, seed, cond)
     }
 

@@ -67,7 +67,7 @@ mod scheduler;
 
 pub use arena::{FrameArena, FrameSpan};
 pub use backend::{
-    CondStats, Condition, Conditioned, DeviceRows, LaunchTimes, MultiBackend, Prepare, SlotCond, SlotError,
+    CondError, CondStats, Condition, Conditioned, DeviceRows, LaunchTimes, MultiBackend, Prepare, SlotCond, SlotError,
     SlotSentence,
 };
 pub use condition::{ConditionBatches, GpuConditioning};

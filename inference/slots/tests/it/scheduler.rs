@@ -445,7 +445,7 @@ impl ConditionBatches for CpuBatches {
     fn arena_frames(&self) -> usize {
         self.frames
     }
-    fn run(&mut self, sentences: &[&[f32]], at: &[usize]) -> Result<(), String> {
+    fn run(&mut self, sentences: &[&[f32]], at: &[usize]) -> Result<(), dv_slots::SlotError> {
         let w = self.lay.u_width;
         let mut arena = self.arena.lock().unwrap();
         for (f, &a) in sentences.iter().zip(at) {
@@ -522,7 +522,7 @@ fn the_conditioning_thread_batches_sentences_into_disjoint_spans_and_waits_for_r
     assert_eq!(svc.arena().free_frames(), frames, "every span came back");
     // Refusals: longer than a batch takes, and not whole frames.
     let long = vec![0.5f32; 49 * d];
-    let e = svc.condition(&long).unwrap().blocking_recv().unwrap().unwrap_err();
+    let e = svc.condition(&long).unwrap().blocking_recv().unwrap().unwrap_err().to_string();
     assert!(e.contains("49 frames") && e.contains("at most 48"), "{e}");
     assert_eq!(st.pending.load(r), 0, "a refused sentence is not pending");
     assert!(svc.condition(&[0.5; 3]).is_err());
