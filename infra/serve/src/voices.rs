@@ -42,6 +42,21 @@ struct CacheEntry {
     used: u64,
 }
 
+/// Why a voice did not load.
+#[derive(Debug, thiserror::Error)]
+enum LoadError {
+    #[error(transparent)]
+    Speaker(#[from] dv_speak::SpeakError),
+    #[error("the speaker has no CPU sampler")]
+    NoCpuSampler,
+    #[error(transparent)]
+    Slots(#[from] dv_slots::SlotError),
+    #[error("starting the slot scheduler: {0}")]
+    Scheduler(std::io::Error),
+    #[error(transparent)]
+    Conditioning(#[from] dv_synth::SynthError),
+}
+
 /// The speaker and, with `slots`, its scheduler (on this blocking thread:
 /// the GPU backend compiles its kernel and checks it).
 fn load(
@@ -49,30 +64,30 @@ fn load(
     options: &SpeakerOptions,
     slots: Option<&SlotConfig>,
     metrics: &Metrics,
-) -> Result<Loaded, String> {
+) -> Result<Loaded, LoadError> {
     let Some(sc) = slots else {
-        return Ok(Loaded { speaker: Arc::new(Speaker::load(dir, options).map_err(|e| e.to_string())?), slots: None });
+        return Ok(Loaded { speaker: Arc::new(Speaker::load(dir, options)?), slots: None });
     };
     // Plans, golden checks and conditioning run on the CPU; the backend samples.
     let cpu = SpeakerOptions { device: Device::Cpu, ..options.clone() };
-    let speaker = Speaker::load(dir, &cpu).map_err(|e| e.to_string())?;
+    let speaker = Speaker::load(dir, &cpu)?;
     let voice = speaker.voice();
     let max_samples = (sc.max_sentence_s * speaker.sample_rate() as f64).ceil() as usize;
     let scheduler = match sc.backend {
         SlotBackend::Cpu => {
-            let (kernel, o) = speaker.cpu_sampler().ok_or("the speaker has no CPU sampler")?;
-            let b = CpuSlots::new(voice, kernel, o, sc.slots, max_samples).map_err(|e| e.to_string())?;
+            let (kernel, o) = speaker.cpu_sampler().ok_or(LoadError::NoCpuSampler)?;
+            let b = CpuSlots::new(voice, kernel, o, sc.slots, max_samples)?;
             Scheduler::spawn(b, sc.block)
         }
         SlotBackend::Cuda { device } => {
-            let b = CudaSlots::new(voice, device, sc.slots, sc.block, max_samples).map_err(|e| e.to_string())?;
+            let b = CudaSlots::new(voice, device, sc.slots, sc.block, max_samples)?;
             eprintln!("dv-serve: GPU slots for {}: {}", dir.display(), b.describe());
             Scheduler::spawn(b, sc.block)
         }
     }
-    .map_err(|e| format!("starting the slot scheduler: {e}"))?;
+    .map_err(LoadError::Scheduler)?;
     metrics.add_slots(scheduler.stats().clone());
-    let network = ConditioningNetwork::new(voice).map_err(|e| e.to_string())?;
+    let network = ConditioningNetwork::new(voice)?;
     Ok(Loaded { speaker: Arc::new(speaker), slots: Some(Arc::new(SlotEngine::new(scheduler, network))) })
 }
 
