@@ -360,7 +360,17 @@ impl TcpCollective {
             reason: closed_reason(e),
         };
         if let Err(e) = write_frame(s, &frame) {
-            return Err(self.fail(lost(&e)));
+            // The hub may have told this rank why before it closed (another
+            // rank aborted or stalled): its reason, still in the receive
+            // buffer, says more than the broken pipe.
+            let told = s.set_read_timeout(Some(Duration::from_millis(200))).and_then(|()| read_frame(s));
+            return match told {
+                Ok(answer) if answer.op != OP_RESULT => {
+                    let e = self.answer_error(&answer, what, n);
+                    Err(self.fail(e))
+                }
+                _ => Err(self.fail(lost(&e))),
+            };
         }
         let wait = self.timeout.saturating_add(HUB_MARGIN);
         // A read timeout of more than a day is no timeout (setsockopt takes a timeval).
@@ -382,11 +392,24 @@ impl TcpCollective {
             }
             Err(e) => return Err(self.fail(lost(&e))),
         };
+        if answer.op == OP_RESULT && answer.seq == seq && answer.count as usize == n && answer.payload.len() == 4 * n {
+            return Ok(to_floats(&answer.payload));
+        }
+        let e = self.answer_error(&answer, what, n);
+        Err(self.fail(e))
+    }
+
+    /// What a hub's answer other than the expected result means on this rank.
+    fn answer_error(&self, answer: &Frame, what: &str, n: usize) -> CollectiveError {
+        let (rank, seq) = (self.rank, self.seq);
         let text = || String::from_utf8_lossy(&answer.payload).into_owned();
-        let e = match answer.op {
-            OP_RESULT if answer.seq == seq && answer.count as usize == n && answer.payload.len() == 4 * n => {
-                return Ok(to_floats(&answer.payload))
-            }
+        match answer.op {
+            OP_RESULT if answer.seq == seq && answer.count as usize == n => CollectiveError::Mismatch {
+                rank,
+                seq,
+                what: what.into(),
+                reason: format!("rank 0 answered with {} bytes for {n} elements", answer.payload.len()),
+            },
             OP_RESULT => CollectiveError::Mismatch {
                 rank,
                 seq,
@@ -410,8 +433,7 @@ impl TcpCollective {
                 what: what.into(),
                 reason: format!("rank 0 sent an unknown operation {other}"),
             },
-        };
-        Err(self.fail(e))
+        }
     }
 
     fn exchange(&mut self, t: &mut Tensor, op: u8, root: usize, what: &str) -> Result<(), CollectiveError> {

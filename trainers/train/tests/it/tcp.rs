@@ -151,6 +151,30 @@ fn an_aborting_rank_fails_the_others_with_its_reason() {
 }
 
 #[test]
+fn a_rank_arriving_after_the_hub_closed_still_hears_the_aborting_ranks_reason() {
+    // Rank 2 calls only after rank 1 aborted and the hub failed and closed:
+    // its write meets a closed socket, yet the hub's reason is what it reports.
+    let out = on_tcp_ranks(3, Duration::from_secs(120), |mut c| {
+        match c.rank() {
+            1 => {
+                c.abort("out of memory");
+                None
+            }
+            0 => c.all_reduce_sum(&mut Tensor::from_slice(&[1.0f32]), "grads[0]").err(),
+            _ => {
+                std::thread::sleep(Duration::from_millis(500));
+                c.all_reduce_sum(&mut Tensor::from_slice(&[1.0f32, 2.0, 3.0]), "grads[0]").err()
+            }
+        }
+    });
+    let errs: Vec<CollectiveError> = out.into_iter().flatten().collect();
+    assert_eq!(errs.len(), 2, "{errs:?}");
+    for e in errs {
+        assert!(matches!(&e, CollectiveError::PeerFailed { peer: 1, reason, .. } if reason == "out of memory"), "{e}");
+    }
+}
+
+#[test]
 fn the_watchdog_names_a_rank_that_never_arrives_on_every_rank() {
     let started = Instant::now();
     let out = on_tcp_ranks(3, Duration::from_millis(400), |c| {
