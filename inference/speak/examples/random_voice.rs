@@ -32,6 +32,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         duration_unit_s: 0.01,
         f0_unit_hz: 100.0,
         stress: true,
+        bidirectional: false,
     };
     let g2p = g2p.then(|| G2pConfig::new(8, 16, 1, 40, 5));
     let voice = random_text_voice(wavenet, duration, g2p, seed)?;

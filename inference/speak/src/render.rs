@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use dv_gpu::GpuSampling;
 use dv_synth::Rng;
+use dv_text::CONDITIONING_DIM;
 
 use crate::backend::Backend;
 use crate::error::SpeakError;
@@ -122,6 +123,9 @@ impl Speaker {
         }
         let t = Instant::now();
         let cond = self.network.forward(&sentence.frames)?;
+        // The input frames' voiced flag (offset 0), for voiced-only sampling modes.
+        let voiced = sentence.frames.chunks_exact(CONDITIONING_DIM).map(|f| f[0] > 0.5).collect();
+        let cond = cond.with_voiced(voiced)?;
         stats.conditioning_s = t.elapsed().as_secs_f64();
         let n = (cond.frames() * self.hop()).min(render.max_samples.unwrap_or(usize::MAX));
         if n == 0 {

@@ -11,6 +11,9 @@ pub struct Conditioning {
     frames: usize,
     width: usize,
     data: Vec<f32>,
+    /// Whether each frame is voiced (the input frames' voiced flag), for
+    /// [`crate::Sampling::VoicedTemperature`]; `None`: every frame is.
+    voiced: Option<Vec<bool>>,
 }
 
 impl Conditioning {
@@ -22,7 +25,22 @@ impl Conditioning {
         if let Some(index) = data.iter().position(|v| !v.is_finite()) {
             return Err(SynthError::NonFinite { what: "conditioning", index });
         }
-        Ok(Self { frames, width, data })
+        Ok(Self { frames, width, data, voiced: None })
+    }
+
+    /// The same rows with a voicing flag per frame (`[F]`).
+    pub fn with_voiced(mut self, voiced: Vec<bool>) -> Result<Self, SynthError> {
+        if voiced.len() != self.frames {
+            return Err(SynthError::Shape { what: "voicing mask", expected: self.frames, got: voiced.len() });
+        }
+        self.voiced = Some(voiced);
+        Ok(self)
+    }
+
+    /// Whether frame `f` is voiced (true without a mask).
+    #[inline]
+    pub fn voiced(&self, f: usize) -> bool {
+        self.voiced.as_ref().is_none_or(|v| v.get(f).copied().unwrap_or(true))
     }
 
     pub fn frames(&self) -> usize {

@@ -1,6 +1,7 @@
 //! The duration and F0 model (Deep Voice §3.3, App. B; FORMAT.md, "Duration
-//! and F0 model"): per phoneme, two ReLU layers, unidirectional GRU layers
-//! with PyTorch's gate order and equations, and a linear output
+//! and F0 model"): per phoneme, two ReLU layers, GRU layers (first to last,
+//! and last to first too when `bidirectional`) with PyTorch's gate order
+//! and equations, and a linear output
 //! `[duration; voiced logit; F0 × f0_points]`.
 //!
 //! It runs once per utterance over a few dozen phonemes, so it is written
@@ -40,6 +41,8 @@ pub struct DurationModel {
     fc1: Dense,
     fc2: Dense,
     grus: Vec<Gru>,
+    /// The reverse direction of each layer, when bidirectional.
+    reverse: Vec<Gru>,
     out: Dense,
 }
 
@@ -52,6 +55,10 @@ impl DurationModel {
         let grus = (0..config.gru_layers)
             .map(|k| Gru::load(voice.weights(), &format!("duration.gru.{k}")))
             .collect::<Result<_, _>>()?;
+        let layers = if config.bidirectional { config.gru_layers } else { 0 };
+        let reverse = (0..layers)
+            .map(|k| Gru::load(voice.weights(), &format!("duration.gru_rev.{k}")))
+            .collect::<Result<_, _>>()?;
         Ok(Self {
             config,
             phonemes: c.phonemes.len(),
@@ -59,6 +66,7 @@ impl DurationModel {
             fc1: Dense::load(voice.weights(), "duration.fc1")?,
             fc2: Dense::load(voice.weights(), "duration.fc2")?,
             grus,
+            reverse,
             out: Dense::load(voice.weights(), "duration.out")?,
         })
     }
@@ -102,25 +110,40 @@ impl DurationModel {
         let (fc, h, od) = (self.config.fc, self.config.gru, self.output_dim());
         let mut x = vec![0.0f64; self.config.input_dim]; // [45] one-hot
         let mut a1 = vec![0.0f64; fc];
-        let mut a2 = vec![0.0f64; fc];
-        let mut hs = vec![vec![0.0f64; h]; self.grus.len()]; // [layers][H], h(−1) = 0
-        let (mut gi, mut gh) = (vec![0.0f64; 3 * h], vec![0.0f64; 3 * h]);
-        let mut o = vec![0.0f64; od];
-        let mut out = Vec::with_capacity(inputs.len() * od); // [P, 2 + f0_points]
+        // The layers' input, phoneme by phoneme: [P][FC], then [P][W].
+        let mut seq: Vec<Vec<f64>> = Vec::with_capacity(inputs.len());
         for &(p, s) in inputs {
             x.fill(0.0);
             x[p] = 1.0;
             x[self.phonemes + s] = 1.0;
             self.fc1.apply(&x, &mut a1);
             a1.iter_mut().for_each(|v| *v = v.max(0.0));
+            let mut a2 = vec![0.0f64; fc];
             self.fc2.apply(&a1, &mut a2);
             a2.iter_mut().for_each(|v| *v = v.max(0.0));
-            for k in 0..self.grus.len() {
-                let (below, rest) = hs.split_at_mut(k);
-                let input: &[f64] = if k == 0 { &a2 } else { &below[k - 1] };
-                self.grus[k].step(input, &mut rest[0], &mut gi, &mut gh);
+            seq.push(a2);
+        }
+        let (mut gi, mut gh) = (vec![0.0f64; 3 * h], vec![0.0f64; 3 * h]);
+        for k in 0..self.grus.len() {
+            let mut next = vec![Vec::with_capacity(self.config.gru_output()); seq.len()];
+            let mut state = vec![0.0f64; h]; // h_k(−1) = 0
+            for (n, u) in seq.iter().enumerate() {
+                self.grus[k].step(u, &mut state, &mut gi, &mut gh);
+                next[n].extend_from_slice(&state);
             }
-            self.out.apply(hs.last().map(Vec::as_slice).unwrap_or(&[]), &mut o);
+            if let Some(rev) = self.reverse.get(k) {
+                let mut state = vec![0.0f64; h]; // g_k(P) = 0
+                for (n, u) in seq.iter().enumerate().rev() {
+                    rev.step(u, &mut state, &mut gi, &mut gh);
+                    next[n].extend_from_slice(&state);
+                }
+            }
+            seq = next;
+        }
+        let mut o = vec![0.0f64; od];
+        let mut out = Vec::with_capacity(inputs.len() * od); // [P, 2 + f0_points]
+        for top in &seq {
+            self.out.apply(top, &mut o);
             out.extend(o.iter().map(|&v| v as f32));
         }
         Ok(out)

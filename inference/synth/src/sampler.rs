@@ -235,20 +235,22 @@ impl Sampler {
         match (&self.imp, state) {
             (Imp::Scalar(r), State::Scalar(st)) => {
                 for o in out.iter_mut() {
-                    r.step(st, *y1, *y2, cond.frame(*t / self.hop), logits);
+                    let frame = *t / self.hop;
+                    r.step(st, *y1, *y2, cond.frame(frame), logits);
                     r.nl.softmax(logits, &mut p[..]);
                     inspect(*t, logits, p);
-                    *o = sampling.sample(p, rng, work);
+                    *o = sampling.for_frame(cond.voiced(frame)).sample(p, rng, work);
                     (*y2, *y1) = (*y1, *o);
                     *t += 1;
                 }
             }
             (Imp::Avx2(e), State::Avx2(st)) if self.options.threads == 2 => {
-                let mut pipe = Pipeline { engine: e, state: st, hop: self.hop };
+                let hop = self.hop;
+                let mut pipe = Pipeline { engine: e, state: st, hop };
                 pipe.run(cond, t, y1, y2, out, &mut |tt, logits: &[f32], out_sample: &mut u8| {
                     e.avx.softmax(logits, &mut p[..], e.nl);
                     inspect(tt, logits, p);
-                    *out_sample = sampling.sample(p, rng, work);
+                    *out_sample = sampling.for_frame(cond.voiced(tt / hop)).sample(p, rng, work);
                 });
             }
             (Imp::Avx2(e), State::Avx2(st)) => {
@@ -261,7 +263,7 @@ impl Sampler {
                     e.step(st, *y1, *y2, logits);
                     e.avx.softmax(logits, &mut p[..], e.nl);
                     inspect(*t, logits, p);
-                    *o = sampling.sample(p, rng, work);
+                    *o = sampling.for_frame(cond.voiced(frame)).sample(p, rng, work);
                     (*y2, *y1) = (*y1, *o);
                     *t += 1;
                 }

@@ -137,7 +137,7 @@ impl ConditioningConfig {
 }
 
 /// The duration and F0 model (Deep Voice §3.3, App. B): per phoneme, two
-/// fully connected ReLU layers, unidirectional GRU layers and a linear
+/// fully connected ReLU layers, GRU layers (unidirectional, or both ways) and a linear
 /// output `[duration; voiced logit; F0 at f0_points points]` (FORMAT.md,
 /// "Duration and F0 model").
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -150,7 +150,7 @@ pub struct DurationConfig {
     pub fc: usize,
     /// H, the width of each GRU layer: 128 (App. B).
     pub gru: usize,
-    /// Number of unidirectional GRU layers: 2 (App. B).
+    /// Number of GRU layers: 2 (App. B).
     pub gru_layers: usize,
     /// F0 values per phoneme, at `(j + 0.5) / f0_points` of its duration.
     pub f0_points: usize,
@@ -161,6 +161,13 @@ pub struct DurationConfig {
     /// Whether the inputs carry stress; `false` means the model was trained
     /// with every stress "none", so a front end must feed `Stress::None`.
     pub stress: bool,
+    /// Whether every GRU layer also reads the phonemes last to first
+    /// (`duration.gru_rev.{k}`), so that a phoneme's duration and F0 see
+    /// what follows it; the layer's output is both directions' states side
+    /// by side (`2H`). Absent, false, in packages before it: the paper's
+    /// unidirectional layers.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub bidirectional: bool,
 }
 
 impl DurationConfig {
@@ -178,12 +185,22 @@ impl DurationConfig {
             duration_unit_s: 0.01,
             f0_unit_hz: 100.0,
             stress,
+            bidirectional: false,
         }
     }
 
     /// Width of one phoneme's output: `2 + f0_points`.
     pub fn output_dim(&self) -> usize {
         2 + self.f0_points
+    }
+
+    /// Width of a GRU layer's output: `gru`, twice that when bidirectional.
+    pub fn gru_output(&self) -> usize {
+        if self.bidirectional {
+            2 * self.gru
+        } else {
+            self.gru
+        }
     }
 }
 
@@ -487,7 +504,10 @@ pub(crate) const KNOWN_KEYS: &[(&str, &[&str])] = &[
     ("wavenet", &["layers", "residual_channels", "skip_channels", "dilation_cycle"]),
     ("conditioning", &["input_dim", "qrnn_layers", "hidden", "stress"]),
     ("f0", &["min_hz", "max_hz"]),
-    ("duration", &["input_dim", "fc", "gru", "gru_layers", "f0_points", "duration_unit_s", "f0_unit_hz", "stress"]),
+    (
+        "duration",
+        &["input_dim", "fc", "gru", "gru_layers", "f0_points", "duration_unit_s", "f0_unit_hz", "stress", "bidirectional"],
+    ),
     ("g2p", &["embed", "hidden", "layers", "graphemes", "outputs", "beam", "attention"]),
     ("lineage", &["corpus_manifest_sha256", "featurizer", "checkpoint", "step", "code_version", "created"]),
 ];

@@ -86,24 +86,28 @@ pub fn g2p_tensors(g: &G2pConfig) -> Vec<(String, Vec<usize>)> {
 }
 
 /// The `duration.*` tensors of a duration model (FORMAT.md, "Duration and
-/// F0 model"), in order: fc1, fc2, each GRU layer, out. Every GRU layer
-/// carries the `_l0` suffix of a one-layer `torch.nn.GRU`.
+/// F0 model"), in order: fc1, fc2, each GRU layer (then its reverse
+/// direction, `gru_rev`, when bidirectional), out. Every GRU layer carries
+/// the `_l0` suffix of a one-layer `torch.nn.GRU`.
 fn duration_tensors(d: &DurationConfig) -> Vec<(String, Vec<usize>)> {
-    let (fc, h) = (d.fc, d.gru);
+    let (fc, h, width) = (d.fc, d.gru, d.gru_output());
     let mut t: Vec<(String, Vec<usize>)> = vec![
         ("duration.fc1.weight".into(), vec![fc, d.input_dim]),
         ("duration.fc1.bias".into(), vec![fc]),
         ("duration.fc2.weight".into(), vec![fc, fc]),
         ("duration.fc2.bias".into(), vec![fc]),
     ];
+    let directions: &[&str] = if d.bidirectional { &["gru", "gru_rev"] } else { &["gru"] };
     for k in 0..d.gru_layers {
-        let input = if k == 0 { fc } else { h };
-        t.push((format!("duration.gru.{k}.weight_ih_l0"), vec![3 * h, input]));
-        t.push((format!("duration.gru.{k}.weight_hh_l0"), vec![3 * h, h]));
-        t.push((format!("duration.gru.{k}.bias_ih_l0"), vec![3 * h]));
-        t.push((format!("duration.gru.{k}.bias_hh_l0"), vec![3 * h]));
+        let input = if k == 0 { fc } else { width };
+        for dir in directions {
+            t.push((format!("duration.{dir}.{k}.weight_ih_l0"), vec![3 * h, input]));
+            t.push((format!("duration.{dir}.{k}.weight_hh_l0"), vec![3 * h, h]));
+            t.push((format!("duration.{dir}.{k}.bias_ih_l0"), vec![3 * h]));
+            t.push((format!("duration.{dir}.{k}.bias_hh_l0"), vec![3 * h]));
+        }
     }
-    t.push(("duration.out.weight".into(), vec![d.output_dim(), h]));
+    t.push(("duration.out.weight".into(), vec![d.output_dim(), width]));
     t.push(("duration.out.bias".into(), vec![d.output_dim()]));
     t
 }

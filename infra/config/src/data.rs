@@ -77,6 +77,14 @@ fn default_validation_fraction() -> f64 {
     0.05
 }
 
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
 /// `[data] kind = "chunks"`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -117,6 +125,12 @@ pub struct ChunksConfig {
     /// `f0_predicted` > 0; a recipe fills in its own train-duration output).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub f0_predicted_from: Option<String>,
+    /// Whether phones carry the stress their names give (`AH1`, as the
+    /// recipe writes CMUDict's; true, the default). False feeds every phone
+    /// as unstressed, as before phones carried stress: for a WaveNet
+    /// fine-tuned from a voice whose conditioning never saw stress.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub stress: bool,
 }
 
 /// `[data] kind = "prosody"`.
@@ -133,6 +147,11 @@ pub struct ProsodyConfig {
     pub validation_fraction: f64,
     #[serde(default)]
     pub seed: u64,
+    /// Whether phones carry the stress their names give (`AH1`, as the
+    /// recipe writes CMUDict's; true, the default). False feeds every phone
+    /// as unstressed, as before phones carried stress: to measure what stress gives.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub stress: bool,
 }
 
 /// `[data] kind = "lexicon"`.

@@ -9,8 +9,8 @@ use crate::ConfigError;
 
 /// The duration/F0 model as a run trains it. A run config's
 /// `[model.sizes]` writes it as one flat table, every key with a default:
-/// `fc` (256), `gru` (128), `gru_layers` (2), `f0_points` (20), `dropout`
-/// (0.2) and `lambdas`.
+/// `fc` (256), `gru` (128), `gru_layers` (2), `f0_points` (20),
+/// `bidirectional` (false), `dropout` (0.2) and `lambdas`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(from = "DurationToml", into = "DurationToml")]
 pub struct DurationConfig {
@@ -43,6 +43,12 @@ struct DurationToml {
     gru_layers: Option<usize>,
     #[serde(default)]
     f0_points: Option<usize>,
+    /// Whether each GRU layer also reads the phonemes last to first, so that
+    /// a phoneme's duration and F0 see what follows it (false: the paper's
+    /// unidirectional layers). Written into a run's config only when true,
+    /// so that the keys of runs from before it stay as they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    bidirectional: Option<bool>,
     #[serde(default)]
     dropout: Option<f64>,
     #[serde(default)]
@@ -59,6 +65,7 @@ impl From<DurationToml> for DurationConfig {
                 gru: t.gru.unwrap_or(d.gru),
                 gru_layers: t.gru_layers.unwrap_or(d.gru_layers),
                 f0_points: t.f0_points.unwrap_or(d.f0_points),
+                bidirectional: t.bidirectional.unwrap_or(d.bidirectional),
                 ..d
             },
             dropout: t.dropout.unwrap_or(paper.dropout),
@@ -75,6 +82,7 @@ impl From<DurationConfig> for DurationToml {
             gru: Some(d.gru),
             gru_layers: Some(d.gru_layers),
             f0_points: Some(d.f0_points),
+            bidirectional: d.bidirectional.then_some(true),
             dropout: Some(c.dropout),
             lambdas: Some(c.lambdas),
         }

@@ -41,7 +41,8 @@ pub struct SynthArgs {
     /// The WAV file to write.
     #[arg(short, long)]
     out: PathBuf,
-    /// direct (the paper's choice), temperature:T, mean, mode or top-k:K (App. A.4).
+    /// direct (the paper's choice), temperature:T, voiced-temperature:T (temperature on voiced
+    /// frames only, direct elsewhere), mean, mode or top-k:K (App. A.4).
     #[arg(long, default_value_t = Sampling::Direct, value_parser = Sampling::from_str)]
     sampling: Sampling,
     #[arg(long, default_value_t = 0)]
@@ -163,6 +164,7 @@ fn utterance(speaker: &Speaker, features: &str, id: &str) -> anyhow::Result<dv_s
             f0_jitter: 0.0,
             f0_predicted: 0.0,
             f0_predicted_from: None,
+            stress: cfg.conditioning.stress,
         },
         cfg.hop(),
     )?;

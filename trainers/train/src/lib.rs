@@ -105,7 +105,8 @@ mod models;
 mod run;
 
 pub use data::{
-    ctc_min_frames, is_validation, jitter_f0, pair_labels, pronunciation, prosody, reference_boundaries, splitmix64,
+    ctc_min_frames, is_validation, jitter_f0, merged_phones, pair_labels, pronunciation, prosody, reference_boundaries,
+    restressed, splitmix64,
     stressed_phone, Buckets, ChunkSplit, ChunkUtterance, Chunks, ChunksConfig, Dataset, FeatureSplit, Features,
     FeaturesConfig, G2pMetrics, LexiconConfig, Pronunciations, Prosody, ProsodyConfig, ProsodyExample, ProsodyMetrics,
     Sampler, Skipped, Synthetic, SyntheticConfig, FEATURE_MFCC, FRAME_SECONDS, PAIR_CLASSES,

@@ -18,6 +18,7 @@ fn small() -> DurationConfig {
         duration_unit_s: 0.0125,
         f0_unit_hz: 80.0,
         stress: true,
+        bidirectional: false,
     }
 }
 
@@ -37,8 +38,8 @@ fn sig(x: f32) -> f32 {
 /// `torch.nn.GRU` (one layer), as its documentation states it:
 /// r = σ(W_ir x + b_ir + W_hr h + b_hr), z = σ(W_iz x + b_iz + W_hz h + b_hz),
 /// n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)), h' = (1 − z) ⊙ n + z ⊙ h.
-fn gru_layer(v: &Voice, k: usize, xs: &[Vec<f32>], h: usize) -> Vec<Vec<f32>> {
-    let t = |n: &str| get(v, &format!("duration.gru.{k}.{n}_l0"));
+fn gru_layer(v: &Voice, dir: &str, k: usize, xs: &[Vec<f32>], h: usize) -> Vec<Vec<f32>> {
+    let t = |n: &str| get(v, &format!("duration.{dir}.{k}.{n}_l0"));
     let (w_ih, w_hh, b_ih, b_hh) = (t("weight_ih"), t("weight_hh"), t("bias_ih"), t("bias_hh"));
     let d = xs.first().map_or(0, Vec::len);
     let gate = |g: usize, x: &[f32], hv: &[f32]| -> (Vec<f32>, Vec<f32>) {
@@ -75,7 +76,16 @@ fn naive(v: &Voice, inputs: &[(usize, usize)]) -> Vec<Vec<f32>> {
         })
         .collect();
     for k in 0..d.gru_layers {
-        xs = gru_layer(v, k, &xs, d.gru);
+        let forward = gru_layer(v, "gru", k, &xs, d.gru);
+        xs = if d.bidirectional {
+            // The reverse direction: the sequence last to first, its states put back in order.
+            let reversed: Vec<Vec<f32>> = xs.iter().rev().cloned().collect();
+            let mut back = gru_layer(v, "gru_rev", k, &reversed, d.gru);
+            back.reverse();
+            forward.into_iter().zip(back).map(|(f, b)| [f, b].concat()).collect()
+        } else {
+            forward
+        };
     }
     xs.iter().map(|h| linear(get(v, "duration.out.weight"), get(v, "duration.out.bias"), h)).collect()
 }
@@ -87,8 +97,16 @@ fn random_inputs(n: usize, seed: u64) -> Vec<(usize, usize)> {
 
 #[test]
 fn forward_matches_naive_pytorch_gru() {
-    for (d, seed) in [(small(), 1), (DurationConfig { gru_layers: 3, ..small() }, 2), (DurationConfig::paper(true), 3)]
-    {
+    let both = DurationConfig { bidirectional: true, ..small() };
+    let paper_both = DurationConfig { bidirectional: true, ..DurationConfig::paper(true) };
+    for (d, seed) in [
+        (small(), 1),
+        (DurationConfig { gru_layers: 3, ..small() }, 2),
+        (DurationConfig::paper(true), 3),
+        (both, 4),
+        (DurationConfig { gru_layers: 1, ..both }, 5),
+        (paper_both, 6),
+    ] {
         let voice = random_voice_with_duration(WAVENET, d, seed).unwrap();
         let model = DurationModel::new(&voice).unwrap();
         let inputs = random_inputs(17, seed + 10);
@@ -130,6 +148,22 @@ fn forward_is_recurrent_and_causal() {
     // A prefix's outputs are the outputs' prefix.
     assert_eq!(model.forward(&inputs[..5]).unwrap(), base[..5 * od]);
     assert!(model.forward(&[]).unwrap().is_empty());
+}
+
+#[test]
+fn a_bidirectional_model_sees_the_phonemes_after_each_one() {
+    let voice = random_voice_with_duration(WAVENET, DurationConfig { bidirectional: true, ..small() }, 7).unwrap();
+    let model = DurationModel::new(&voice).unwrap();
+    let od = model.output_dim();
+    let inputs = random_inputs(8, 8);
+    let base = model.forward(&inputs).unwrap();
+    let mut changed = inputs.clone();
+    changed[5] = ((changed[5].0 + 7) % 40, (changed[5].1 + 1) % 5);
+    let other = model.forward(&changed).unwrap();
+    // Every row sees the change, those before it too.
+    for t in 0..8 {
+        assert_ne!(base[t * od..(t + 1) * od], other[t * od..(t + 1) * od], "row {t}");
+    }
 }
 
 /// A voice whose duration outputs are exactly `bias` for every phoneme.

@@ -2,7 +2,7 @@
 //! field, streaming, seeds, and input checks.
 
 use dv_synth::random::{random_conditioning, random_voice};
-use dv_synth::{Kernel, Nonlinearity, Precision, Rng, Sampler, Sampling, SynthError};
+use dv_synth::{Conditioning, Kernel, Nonlinearity, Precision, Rng, Sampler, Sampling, SynthError};
 use dv_voice::WavenetConfig;
 
 use crate::{avx2_or_note, opts};
@@ -143,6 +143,42 @@ fn forced_samples_condition_the_rest_as_teacher_forcing() {
         other.next_block(&mut got2).unwrap();
         assert_ne!(got2, want);
     }
+}
+
+#[test]
+fn voiced_temperature_sharpens_voiced_frames_only() {
+    let cfg = WavenetConfig { layers: 2, residual_channels: 8, skip_channels: 8, dilation_cycle: 2 };
+    let voice = random_voice(cfg, 3).unwrap();
+    let frames = 6;
+    let cond = random_conditioning(voice.config(), frames, 4);
+    let hop = 64;
+    let exact = |threads| opts(Precision::F32, Nonlinearity::Exact, threads);
+    for (kernel, options) in [(Kernel::Scalar, exact(1)), (Kernel::Avx2Fma, exact(1)), (Kernel::Avx2Fma, exact(2))] {
+        // Without AVX2 and FMA the fast kernel is refused: the scalar one is the test.
+        let Ok(s) = Sampler::new(&voice, kernel, options) else { continue };
+        let run = |cond: &Conditioning, sampling: Sampling| {
+            let mut out = vec![0u8; frames * hop];
+            s.generate(&mut s.make_scratch(), cond, sampling, &mut Rng::new(9), &mut out).unwrap();
+            out
+        };
+        let (direct, sharp) = (run(&cond, Sampling::Direct), run(&cond, Sampling::Temperature(0.5)));
+        assert_ne!(direct, sharp);
+        // No mask: every frame is voiced. All unvoiced: direct. All voiced: temperature.
+        assert_eq!(run(&cond, Sampling::VoicedTemperature(0.5)), sharp);
+        let mask = |v: bool| cond.clone().with_voiced(vec![v; frames]).unwrap();
+        assert_eq!(run(&mask(false), Sampling::VoicedTemperature(0.5)), direct);
+        assert_eq!(run(&mask(true), Sampling::VoicedTemperature(0.5)), sharp);
+        // Unvoiced first frames sample as direct sampling does, draw for draw, until the
+        // first voiced frame.
+        let half = cond.clone().with_voiced((0..frames).map(|f| f >= 3).collect()).unwrap();
+        let mixed = run(&half, Sampling::VoicedTemperature(0.5));
+        assert_eq!(mixed[..3 * hop], direct[..3 * hop]);
+        assert_ne!(mixed[3 * hop..], direct[3 * hop..]);
+    }
+    assert!(matches!(
+        random_conditioning(voice.config(), frames, 4).with_voiced(vec![true; 5]),
+        Err(SynthError::Shape { what: "voicing mask", expected: 6, got: 5 })
+    ));
 }
 
 #[test]

@@ -97,6 +97,7 @@ fn every_spelling_parses_and_round_trips() {
         ("temperature:0.5", Sampling::Temperature(0.5)),
         ("temperature:1", Sampling::Temperature(1.0)),
         ("temperature:0.9", Sampling::Temperature(0.9)),
+        ("voiced-temperature:0.7", Sampling::VoicedTemperature(0.7)),
         ("top-k:1", Sampling::TopK(1)),
         ("top-k:3", Sampling::TopK(3)),
         ("top-k:256", Sampling::TopK(256)),
@@ -119,9 +120,9 @@ fn every_spelling_parses_and_round_trips() {
 #[test]
 fn bad_spellings_say_what_is_wrong() {
     let cases = [
-        ("", "invalid sampling: : one of direct, temperature:T, mean, mode, top-k:K"),
-        ("bogus", "invalid sampling: bogus: one of direct, temperature:T, mean, mode, top-k:K"),
-        ("Direct", "invalid sampling: Direct: one of direct, temperature:T, mean, mode, top-k:K"),
+        ("", "invalid sampling: : one of direct, temperature:T, voiced-temperature:T, mean, mode, top-k:K"),
+        ("bogus", "invalid sampling: bogus: one of direct, temperature:T, voiced-temperature:T, mean, mode, top-k:K"),
+        ("Direct", "invalid sampling: Direct: one of direct, temperature:T, voiced-temperature:T, mean, mode, top-k:K"),
         ("temperature", "invalid sampling: temperature needs a value: temperature:T"),
         ("top-k", "invalid sampling: top-k needs a value: top-k:K"),
         ("temperature:x", "invalid sampling: temperature:x: not a number"),
@@ -130,6 +131,7 @@ fn bad_spellings_say_what_is_wrong() {
         ("top-k:-1", "invalid sampling: top-k:-1: k must be a whole number"),
         ("temperature:0", "invalid temperature: 0 is not a positive number"),
         ("temperature:-1", "invalid temperature: -1 is not a positive number"),
+        ("voiced-temperature:0", "invalid temperature: 0 is not a positive number"),
         ("temperature:inf", "invalid temperature: inf is not a positive number"),
         ("top-k:0", "invalid top-k: k = 0 is outside 1..=256"),
         ("top-k:257", "invalid top-k: k = 257 is outside 1..=256"),

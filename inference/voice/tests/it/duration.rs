@@ -22,6 +22,7 @@ fn duration_config() -> VoiceConfig {
         duration_unit_s: 0.01,
         f0_unit_hz: 100.0,
         stress: false,
+        bidirectional: false,
     });
     c
 }

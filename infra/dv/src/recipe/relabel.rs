@@ -79,7 +79,8 @@ pub(crate) fn phones_of_texts(
     Ok(out)
 }
 
-/// The phone names of pronounced sentences, consecutive silences merged;
+/// The phone names of pronounced sentences with their stress (`AH1`),
+/// consecutive silences merged;
 /// `None` when there is no phone besides the framing silences.
 fn phones_of(sentences: Vec<dv_speak::Pronounced>) -> Option<Vec<String>> {
     let mut out: Vec<StressedPhoneme> = Vec::new();
@@ -90,7 +91,9 @@ fn phones_of(sentences: Vec<dv_speak::Pronounced>) -> Option<Vec<String>> {
             }
         }
     }
-    (out.len() > 2).then(|| out.iter().map(|p| p.phoneme.to_string()).collect())
+    // With CMUDict's stress (`AH1`): the aligner carries it to the
+    // duration/F0 model and the conditioning; pair labels ignore it.
+    (out.len() > 2).then(|| out.iter().map(|p| p.to_string()).collect())
 }
 
 /// The aligner's phones and times by id from `alignments.parquet`, without
@@ -111,6 +114,13 @@ pub(crate) struct LabelScore {
     pub without_labels: usize,
 }
 
+/// Whether two phone sequences name the same phonemes, stress ignored
+/// (`AH1` is `AH`; a corpus's labels rarely carry it).
+fn same_phones(a: &[String], b: &[String]) -> bool {
+    let bare = |p: &String| p.trim_end_matches(|c: char| c.is_ascii_digit()).to_ascii_uppercase();
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| bare(x) == bare(y))
+}
+
 /// Scores each aligned utterance against its labels when both name the
 /// same phones (the transcripts' pronunciations and the labeller's can
 /// differ: those are counted, not scored).
@@ -129,7 +139,7 @@ pub(crate) fn score_against_labels(
         let (p, s, e) = &aligned[id];
         match labels.get(id) {
             None => without_labels += 1,
-            Some((lp, ls, le)) if lp == p => errors
+            Some((lp, ls, le)) if same_phones(lp, p) => errors
                 .add(&intervals(s, e), &intervals(ls, le))
                 .with_context(|| format!("{id}: scoring against the corpus's labels"))?,
             Some(_) => phones_differ += 1,

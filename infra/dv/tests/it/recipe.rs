@@ -127,6 +127,11 @@ fn recipe_runs_skips_reruns_and_resumes() {
     assert!(log.contains("the corpus's labels ignored): 10 utterances, 0 left out"), "{log}");
     let log = std::fs::read_to_string(out.join("logs/align.log")).unwrap();
     assert!(log.contains("features-aligned: ") && log.contains("with the aligner's phones and times"), "{log}");
+    // CMUDict's stress rides from the transcripts through the aligner to both models.
+    let voice: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("voice/config.json")).unwrap()).unwrap();
+    assert_eq!(voice["duration"]["stress"], true, "{voice}");
+    assert_eq!(voice["conditioning"]["stress"], true, "{voice}");
     let wav = std::fs::read(out.join("evaluate/samples/sample-00.wav")).unwrap();
     assert_eq!(&wav[..4], b"RIFF");
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
@@ -281,16 +286,12 @@ fn recipe_pronounces_words_missing_from_cmudict_with_the_g2p_model() {
     assert!(log.contains("then the G2P model") && log.contains("): 10 utterances, 0 left out"), "{log}");
     assert!(log.contains("G2P: 1 distinct words missing from CMUDict") && log.contains("zorblax (1)"), "{log}");
     // The utterance's phones end with the model's pronunciation of the word,
-    // as `dv g2p` gives it (the shipped voice carries the same model), before
-    // the closing silence.
+    // stress included, as `dv g2p` gives it (the shipped voice carries the
+    // same model), before the closing silence.
     let g2p = ok(&dv(&["g2p", "zorblax"]));
-    let said: Vec<String> = g2p
-        .split('\t')
-        .nth(2)
-        .unwrap_or_else(|| panic!("{g2p}"))
-        .split_whitespace()
-        .map(|p| p.trim_end_matches(|c: char| c.is_ascii_digit()).to_string())
-        .collect();
+    let said: Vec<String> =
+        g2p.split('\t').nth(2).unwrap_or_else(|| panic!("{g2p}")).split_whitespace().map(String::from).collect();
+    assert!(said.iter().any(|p| p.ends_with('1')), "a primary stress in {said:?}");
     let shard = std::fs::read_dir(out.join("features-text/shards")).unwrap().next().unwrap().unwrap().path();
     use polars::prelude::SerReader;
     let df = polars::prelude::ParquetReader::new(std::fs::File::open(&shard).unwrap()).finish().unwrap();

@@ -337,7 +337,7 @@ fn device_and_sampling_values_are_refused_naming_the_flag() {
     refused(&with(&["--device", "gpu"]), &["'gpu'", "--device", "not cpu, cuda or cuda:N"]);
     refused(
         &with(&["--sampling", "bogus"]),
-        &["'bogus'", "--sampling", "one of direct, temperature:T, mean, mode, top-k:K"],
+        &["'bogus'", "--sampling", "one of direct, temperature:T, voiced-temperature:T, mean, mode, top-k:K"],
     );
     refused(
         &with(&["--sampling", "temperature:0"]),

@@ -155,7 +155,12 @@ pub fn align(o: &AlignOptions, progress: &mut dyn FnMut(&str)) -> Result<AlignRe
                         clamp_edge_pauses(&mut timing.phones, pause(phonemes.first()), pause(phonemes.last()), extent);
                 }
             }
-            let phones: Vec<String> = phonemes.iter().map(|p| p.to_string()).collect();
+            // The reference's stress (CMUDict's, for phones from transcripts)
+            // rides along, for the duration/F0 model and the conditioning.
+            let phones: Vec<String> = match data.reference_stressed(i) {
+                Some(reference) => crate::data::restressed(&phonemes, reference),
+                None => phonemes.iter().map(|p| p.to_string()).collect(),
+            };
             match data.reference_boundaries(i) {
                 Some(bounds) if labels == reference_labels => {
                     errors.add(&timing.phones, &intervals(bounds, duration))?

@@ -266,6 +266,11 @@ impl Chunks {
         for s in &shards {
             utterances.extend(read_utterances(s, rate, &mut skipped)?);
         }
+        if !config.stress {
+            for p in utterances.iter_mut().flat_map(|u| u.phones.iter_mut()) {
+                p.phoneme.stress = Stress::None;
+            }
+        }
         utterances.sort_by(|a, b| a.id.cmp(&b.id));
         let index: HashMap<String, usize> = utterances.iter().enumerate().map(|(i, u)| (u.id.clone(), i)).collect();
         let norm = match (config.f0_min_hz, config.f0_max_hz) {
@@ -476,7 +481,7 @@ pub fn predicted_f0(utterances: &[ChunkUtterance], from: &Path) -> Result<Vec<Ve
                 f0_points: points,
             };
             let b = data.batch(&[0], Device::Cpu)?;
-            let out = dv_torch::tch::no_grad(|| model.forward(&b.inputs, false, 0, &[0]))?;
+            let out = dv_torch::tch::no_grad(|| model.forward(&b.inputs, &b.input_lengths, false, 0, &[0]))?;
             let rows = Vec::<f32>::try_from(out.f_reshape([-1])?)?;
             if rows.len() != u.phones.len() * width {
                 return Err(TrainError::Features {

@@ -39,10 +39,11 @@
 
 use std::path::{Path, PathBuf};
 
-use dv_text::{phoneme_pairs, Phoneme};
+use dv_text::{phoneme_pairs, Phoneme, Stress, StressedPhoneme};
 use dv_torch::tch::{Device, Tensor};
 use polars::prelude::*;
 
+use super::chunks::stressed_phone;
 use super::dataset::Dataset;
 use super::sampler::splitmix64;
 use super::skipped::{Reason, Skipped};
@@ -62,6 +63,9 @@ struct Utterance {
     /// Internal boundaries of the reference phones, seconds (see
     /// [`reference_boundaries`]), when the shard has usable times.
     boundaries: Option<Vec<f64>>,
+    /// The reference phones as [`merged_phones`] gives them, when their
+    /// names carry stress (a digit on some vowel, as CMUDict writes them).
+    stressed: Option<Vec<StressedPhoneme>>,
 }
 
 /// Featurized utterances with their pair labels, addressed by index in id
@@ -84,23 +88,52 @@ pub struct FeatureSplit {
     pub complete: bool,
 }
 
-/// The §3.2 label sequence of reference phones: pair index + 1 per
-/// neighbouring pair, after mapping silences and merging their runs (module
-/// docs). An unknown phone name is an error.
-pub fn pair_labels<S: AsRef<str>>(phones: &[S]) -> Result<Vec<i64>, dv_text::TextError> {
-    let mut seq: Vec<Phoneme> = vec![Phoneme::Sil];
+/// The reference phones merged as the §3.2 labels need them: silences
+/// mapped and runs of them merged into one, a silence added at either end
+/// when the phones lack one, each phone with the stress its name carries
+/// (`ER1`; none without a digit). An unknown phone name is an error.
+pub fn merged_phones<S: AsRef<str>>(phones: &[S]) -> Result<Vec<StressedPhoneme>, dv_text::TextError> {
+    let sil = StressedPhoneme::new(Phoneme::Sil, Stress::None);
+    let mut seq = vec![sil];
     for p in phones {
-        // Stress is not part of a pair label: `ER1` is `ER`.
-        let name = p.as_ref().trim_end_matches(|c: char| c.is_ascii_digit());
-        let ph = Phoneme::from_festival(if name.is_empty() { p.as_ref() } else { name })?.phoneme;
-        if !(ph == Phoneme::Sil && seq.last() == Some(&Phoneme::Sil)) {
-            seq.push(ph);
+        let sp = stressed_phone(p.as_ref())
+            .ok_or_else(|| dv_text::TextError::UnknownPhoneme { symbol: p.as_ref().to_string() })?;
+        if !(sp.phoneme == Phoneme::Sil && seq.last().map(|l| l.phoneme) == Some(Phoneme::Sil)) {
+            seq.push(sp);
         }
     }
-    if seq.last() != Some(&Phoneme::Sil) {
-        seq.push(Phoneme::Sil);
+    if seq.last().map(|l| l.phoneme) != Some(Phoneme::Sil) {
+        seq.push(sil);
     }
+    Ok(seq)
+}
+
+/// The §3.2 label sequence of reference phones: pair index + 1 per
+/// neighbouring pair of [`merged_phones`] (module docs). Stress is not part
+/// of a pair label: `ER1` is `ER`. An unknown phone name is an error.
+pub fn pair_labels<S: AsRef<str>>(phones: &[S]) -> Result<Vec<i64>, dv_text::TextError> {
+    let seq: Vec<Phoneme> = merged_phones(phones)?.into_iter().map(|p| p.phoneme).collect();
     Ok(phoneme_pairs(&seq).into_iter().map(|p| p.index() as i64 + 1).collect())
+}
+
+/// Names for decoded phonemes that carry the stress of the reference's
+/// ([`merged_phones`]): each decoded phoneme takes the stress of the next
+/// reference phone of the same phoneme (the decoder may add or drop a
+/// silence), and is written as [`StressedPhoneme`] writes it (`AH1`,
+/// `HH`). A phoneme with no match keeps its bare name.
+pub fn restressed(decoded: &[Phoneme], reference: &[StressedPhoneme]) -> Vec<String> {
+    let mut next = 0;
+    decoded
+        .iter()
+        .map(|&p| match reference[next.min(reference.len())..].iter().position(|r| r.phoneme == p) {
+            Some(k) => {
+                let r = reference[next + k];
+                next += k + 1;
+                r.to_string()
+            }
+            None => p.to_string(),
+        })
+        .collect()
 }
 
 /// The internal boundaries (seconds) of reference phones merged the way
@@ -116,7 +149,7 @@ pub fn reference_boundaries<S: AsRef<str>>(phones: &[S], starts: &[f64], ends: &
     }
     let mut merged: Vec<(Phoneme, f64, f64)> = Vec::with_capacity(phones.len());
     for ((p, &start), &end) in phones.iter().zip(starts).zip(ends) {
-        let ph = Phoneme::from_festival(p.as_ref()).ok()?.phoneme;
+        let ph = stressed_phone(p.as_ref())?.phoneme;
         if !start.is_finite() || !end.is_finite() || end < start {
             return None;
         }
@@ -248,6 +281,12 @@ impl Features {
         self.utterances.get(index).and_then(|u| u.boundaries.as_deref())
     }
 
+    /// The reference phones of utterance `index` with their stress
+    /// ([`merged_phones`]), when its phone names carry stress.
+    pub fn reference_stressed(&self, index: usize) -> Option<&[StressedPhoneme]> {
+        self.utterances.get(index).and_then(|u| u.stressed.as_deref())
+    }
+
     /// Total frames.
     pub fn frames(&self) -> usize {
         self.utterances.iter().map(|u| u.frames).sum()
@@ -314,9 +353,13 @@ fn row(id: &str, mfcc: Option<Series>, frames: Option<u64>, phones: Option<Serie
         Some(Err(_)) => return Row::Skip(Reason::Malformed),
         None => return Row::Skip(Reason::NoReference),
     };
-    let Ok(labels) = pair_labels(&names) else {
+    let Ok(merged) = merged_phones(&names) else {
         return Row::Skip(Reason::UnknownPhone);
     };
+    let seq: Vec<Phoneme> = merged.iter().map(|p| p.phoneme).collect();
+    let labels: Vec<i64> = phoneme_pairs(&seq).into_iter().map(|p| p.index() as i64 + 1).collect();
+    let has_stress = names.iter().any(|n| n.ends_with(|c: char| c.is_ascii_digit()));
+    let stressed = has_stress.then_some(merged);
     let (Some(mfcc), Some(frames)) = (mfcc, frames.map(|f| f as usize)) else {
         return Row::Skip(Reason::Malformed);
     };
@@ -333,7 +376,7 @@ fn row(id: &str, mfcc: Option<Series>, frames: Option<u64>, phones: Option<Serie
     if frames < ctc_min_frames(&labels) {
         return Row::Skip(Reason::TooShortForCtc);
     }
-    Row::Keep(id.to_string(), Utterance { mfcc: values, frames, labels, boundaries: None })
+    Row::Keep(id.to_string(), Utterance { mfcc: values, frames, labels, boundaries: None, stressed })
 }
 
 impl Dataset for Features {

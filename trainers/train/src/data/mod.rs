@@ -25,7 +25,7 @@ pub(crate) mod skipped;
 pub use chunks::{jitter_f0, stressed_phone, ChunkSplit, ChunkUtterance, Chunks, ChunksConfig};
 pub use dataset::{Dataset, Synthetic, SyntheticConfig};
 pub use features::{
-    ctc_min_frames, is_validation, pair_labels, reference_boundaries, FeatureSplit, Features, FeaturesConfig,
+    ctc_min_frames, is_validation, merged_phones, pair_labels, reference_boundaries, restressed, FeatureSplit, Features, FeaturesConfig,
     FEATURE_MFCC, FRAME_SECONDS, PAIR_CLASSES,
 };
 pub use pronunciation::{G2pMetrics, LexiconConfig, Pronunciations};

@@ -121,6 +121,7 @@ impl Prosody {
                 f0_jitter: 0.0,
                 f0_predicted: 0.0,
                 f0_predicted_from: None,
+                stress: config.stress,
             },
             64,
         )?;
@@ -179,7 +180,7 @@ pub fn read_alignments(path: &str) -> Result<HashMap<String, Vec<AlignedPhone>>,
                 .str()
                 .ok()?
                 .iter()
-                .map(|p| p.and_then(|p| Phoneme::from_festival(p).ok()).map(|p| p.phoneme))
+                .map(|p| p.and_then(super::chunks::stressed_phone).map(|p| p.phoneme))
                 .collect::<Option<_>>()?;
             let (st, en) = (floats(&starts, i)?, floats(&ends, i)?);
             (names.len() == st.len() && st.len() == en.len())
@@ -321,7 +322,7 @@ pub fn evaluate(model: &crate::DurationModel, data: &Prosody) -> Result<ProsodyM
     let mut acc = (0.0, 0.0, 0usize, 0usize, 0usize);
     for (i, e) in data.examples.iter().enumerate() {
         let b = data.batch(&[i], device)?;
-        let out = tch::no_grad(|| model.forward(&b.inputs, false, 0, &b.example_ids))?;
+        let out = tch::no_grad(|| model.forward(&b.inputs, &b.input_lengths, false, 0, &b.example_ids))?;
         let out = Vec::<f32>::try_from(out.f_to_device(Device::Cpu)?.f_reshape([-1])?)?;
         accumulate(&out, e, k, &mut acc);
     }

@@ -43,7 +43,7 @@ pub(super) fn duration_golden(
 ) -> Result<DurationGolden, TrainError> {
     let data = Prosody { examples: vec![example.clone()], f0_points: d.config.duration.f0_points };
     let b = data.batch(&[0], tch::Device::Cpu)?;
-    let out = tch::no_grad(|| d.forward(&b.inputs, false, 0, &[0]))?.f_squeeze_dim(0)?;
+    let out = tch::no_grad(|| d.forward(&b.inputs, &b.input_lengths, false, 0, &[0]))?.f_squeeze_dim(0)?;
     Ok(DurationGolden::new(config, &example.phonemes, to_voice_tensor("golden.duration.output", &out)?)?)
 }
 
@@ -121,8 +121,10 @@ pub fn add_duration(
     let same_manifest = manifest.is_ok_and(|m| {
         !config.lineage.corpus_manifest_sha256.is_empty() && sha256_hex(&m) == config.lineage.corpus_manifest_sha256
     });
+    // Only ever towards false: a WaveNet trained on stressed phones with
+    // `[data] stress = false` says so itself.
     if same_manifest || same(wavenet_features, &data.url) {
-        config.conditioning.stress = stress;
+        config.conditioning.stress &= stress;
     }
     let section = duration_section(&d, stress);
     config.duration = Some(section);

@@ -2,8 +2,10 @@
 //! loss of App. B (eq. 27).
 //!
 //! Input: one-hot phoneme (40) and stress (5) per phoneme. Two fully
-//! connected layers of 256 (relu), two unidirectional GRU layers of 128, a
-//! fully connected output of `2 + f0_points` per phoneme: the duration (in
+//! connected layers of 256 (relu), two unidirectional GRU layers of 128
+//! (with `bidirectional`, each layer also runs a second GRU, `gru_rev`,
+//! over each utterance's phonemes last to first, and passes both states
+//! on), a fully connected output of `2 + f0_points` per phoneme: the duration (in
 //! units of [`DURATION_UNIT_S`]), the logit of being voiced, and
 //! `f0_points` F0 values (in units of [`F0_UNIT_HZ`]) at the points
 //! `(j + 0.5) / f0_points` of the phoneme. Parameter names and shapes are the
@@ -49,6 +51,8 @@ pub struct DurationModel {
     fc1: nn::Linear,
     fc2: nn::Linear,
     gru: Vec<nn::GRU>,
+    /// The reverse direction of each GRU layer, when bidirectional.
+    gru_rev: Vec<nn::GRU>,
     out: nn::Linear,
 }
 
@@ -62,26 +66,47 @@ impl DurationModel {
         let fc1 = nn::linear(&p / "fc1", DURATION_INPUT, fc, Default::default());
         let fc2 = nn::linear(&p / "fc2", fc, fc, Default::default());
         let rnn = nn::RNNConfig { num_layers: 1, batch_first: true, ..Default::default() };
-        let gru = (0..d.gru_layers).map(|k| nn::gru(&p / "gru" / k, if k == 0 { fc } else { h }, h, rnn)).collect();
-        let out = nn::linear(&p / "out", h, d.output_dim() as i64, Default::default());
-        Ok(DurationModel { config: config.clone(), vs, fc1, fc2, gru, out })
+        let width = d.gru_output() as i64;
+        let input = |k: usize| if k == 0 { fc } else { width };
+        let gru = (0..d.gru_layers).map(|k| nn::gru(&p / "gru" / k, input(k), h, rnn)).collect();
+        let layers = if d.bidirectional { d.gru_layers } else { 0 };
+        let gru_rev = (0..layers).map(|k| nn::gru(&p / "gru_rev" / k, input(k), h, rnn)).collect();
+        let out = nn::linear(&p / "out", width, d.output_dim() as i64, Default::default());
+        Ok(DurationModel { config: config.clone(), vs, fc1, fc2, gru, gru_rev, out })
     }
 
     pub fn var_store(&self) -> &nn::VarStore {
         &self.vs
     }
 
-    /// Raw outputs per phoneme (module docs).
+    /// Raw outputs per phoneme (module docs). `lengths` are the examples'
+    /// phoneme counts: the reverse direction starts at each one's last
+    /// phoneme, not at the batch's padding.
     ///
     /// # Shapes
     /// `inputs` `[b, P, 45]` → `[b, P, 2 + f0_points]`.
-    pub fn forward(&self, inputs: &Tensor, train: bool, seed: u64, ids: &[usize]) -> Result<Tensor, TrainError> {
+    pub fn forward(
+        &self,
+        inputs: &Tensor,
+        lengths: &[i64],
+        train: bool,
+        seed: u64,
+        ids: &[usize],
+    ) -> Result<Tensor, TrainError> {
         let p = self.config.dropout;
         let x = self.fc1.forward(inputs).f_relu()?;
         let x = self.fc2.forward(&x).f_relu()?;
         let mut x = dropout(&x, p, train, seed, 1, ids)?; // [b, P, fc]
-        for g in &self.gru {
-            x = g.seq(&x).0; // [b, P, gru]
+        let flip = if self.gru_rev.is_empty() { None } else { Some(reversal(lengths, x.size()[1], x.device())?) };
+        for (k, g) in self.gru.iter().enumerate() {
+            let forward = g.seq(&x).0; // [b, P, gru]
+            x = match (&self.gru_rev.get(k), &flip) {
+                (Some(r), Some(flip)) => {
+                    let back = reverse_within(&r.seq(&reverse_within(&x, flip)?).0, flip)?;
+                    Tensor::f_cat(&[forward, back], 2)? // [b, P, 2 gru]
+                }
+                _ => forward,
+            };
         }
         let x = dropout(&x, p, train, seed, 2, ids)?;
         Ok(self.out.forward(&x))
@@ -133,7 +158,25 @@ impl Model for DurationModel {
     /// `[b, P, 2 + 2k]` float (duration units, voiced share, F0 units,
     /// F0 mask), `input_lengths` the phoneme counts.
     fn loss_sum(&self, batch: &Batch, train: bool, seed: u64) -> Result<Tensor, TrainError> {
-        let out = self.forward(&batch.inputs, train, seed, &batch.example_ids)?;
+        let out = self.forward(&batch.inputs, &batch.input_lengths, train, seed, &batch.example_ids)?;
         Ok(self.losses(&out, &batch.targets, &batch.input_lengths)?.f_sum(Kind::Float)?)
     }
+}
+
+/// For each example of `lengths`, the positions `0..pmax` that read its
+/// first `len` steps last to first and leave its padding in place: `[b, P]`.
+fn reversal(lengths: &[i64], pmax: i64, device: tch::Device) -> Result<Tensor, TrainError> {
+    let mut idx = Vec::with_capacity(lengths.len() * pmax as usize);
+    for &len in lengths {
+        let len = len.clamp(0, pmax);
+        idx.extend((0..pmax).map(|t| if t < len { len - 1 - t } else { t }));
+    }
+    Ok(Tensor::from_slice(&idx).f_view([lengths.len() as i64, pmax])?.f_to_device(device)?)
+}
+
+/// `x` `[b, P, D]` with each example's steps reordered by `flip` `[b, P]`
+/// ([`reversal`]; applying it twice restores the order).
+fn reverse_within(x: &Tensor, flip: &Tensor) -> Result<Tensor, TrainError> {
+    let index = flip.f_unsqueeze(-1)?.f_expand(x.size(), false)?;
+    Ok(x.f_gather(1, &index, false)?)
 }

@@ -24,7 +24,7 @@ fn batch(inputs: Tensor, targets: Tensor, lengths: Vec<i64>) -> Batch {
 fn outputs_have_the_paper_shape() {
     let m = DurationModel::new(&DurationConfig::paper(), Device::Cpu).unwrap();
     let x = Tensor::zeros([3, 7, 45], (Kind::Float, Device::Cpu));
-    assert_eq!(m.forward(&x, false, 0, &[0, 1, 2]).unwrap().size(), vec![3, 7, 22]);
+    assert_eq!(m.forward(&x, &[7, 7, 7], false, 0, &[0, 1, 2]).unwrap().size(), vec![3, 7, 22]);
     let names: Vec<String> = m.named_parameters().into_iter().map(|(n, _)| n).collect();
     for want in [
         "duration.fc1.weight",
@@ -34,6 +34,41 @@ fn outputs_have_the_paper_shape() {
         "duration.out.weight",
     ] {
         assert!(names.iter().any(|n| n == want), "{want} missing from {names:?}");
+    }
+}
+
+/// `n` phonemes' one-hot inputs `[1, n, 45]` from `(phoneme, stress)`.
+fn one_hots(seq: &[(usize, usize)], pad_to: usize) -> Vec<f32> {
+    let mut x = vec![0.0f32; pad_to * 45];
+    for (n, &(p, s)) in seq.iter().enumerate() {
+        x[n * 45 + p] = 1.0;
+        x[n * 45 + 40 + s] = 1.0;
+    }
+    x
+}
+
+#[test]
+fn a_bidirectional_model_reads_each_utterance_both_ways_whatever_its_padding() {
+    let c = DurationConfig { dropout: 0.0, ..DurationConfig::tiny() };
+    let both = DurationConfig { duration: dv_voice::DurationConfig { bidirectional: true, ..c.duration }, ..c.clone() };
+    for (config, sees_ahead) in [(c, false), (both, true)] {
+        let m = dv_train::with_rng(3, || DurationModel::new(&config, Device::Cpu)).unwrap();
+        let names: Vec<String> = m.named_parameters().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names.iter().any(|n| n == "duration.gru_rev.1.weight_ih_l0"), sees_ahead, "{names:?}");
+        let short = [(3, 1), (17, 0), (8, 2), (39, 0)];
+        let long = [(5, 0), (6, 1), (7, 0), (9, 0), (11, 2), (39, 0)];
+        let alone = m.forward(&Tensor::from_slice(&one_hots(&short, 4)).view([1, 4, 45]), &[4], false, 0, &[0]).unwrap();
+        // The short utterance padded to 6 in a batch with a longer one: its rows are the same.
+        let mut x = one_hots(&short, 6);
+        x.extend(one_hots(&long, 6));
+        let batch = m.forward(&Tensor::from_slice(&x).view([2, 6, 45]), &[4, 6], false, 0, &[0, 1]).unwrap();
+        let diff = (batch.narrow(0, 0, 1).narrow(1, 0, 4) - &alone).abs().max().double_value(&[]);
+        assert!(diff < 1e-6, "padding changed the outputs by {diff}");
+        // Its first row sees a change to its last phoneme only when bidirectional.
+        let changed = [(3, 1), (17, 0), (8, 2), (20, 1)];
+        let other = m.forward(&Tensor::from_slice(&one_hots(&changed, 4)).view([1, 4, 45]), &[4], false, 0, &[0]).unwrap();
+        let first = (other.narrow(1, 0, 1) - alone.narrow(1, 0, 1)).abs().max().double_value(&[]);
+        assert_eq!(first > 1e-6, sees_ahead, "first row moved by {first}");
     }
 }
 

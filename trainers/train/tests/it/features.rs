@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
-use dv_text::{Phoneme, PhonemePair};
+use dv_text::{Phoneme, PhonemePair, Stress};
 use dv_torch::tch::Device;
 use dv_train::{
-    ctc_min_frames, is_validation, pair_labels, train_threads, Dataset, Features, FeaturesConfig, RunConfig, Skipped,
+    ctc_min_frames, is_validation, merged_phones, pair_labels, restressed, train_threads, Dataset, Features, FeaturesConfig, RunConfig, Skipped,
 };
 use polars::prelude::*;
 
@@ -134,6 +134,23 @@ fn labels_add_end_silences_merge_runs_and_reject_unknown_phones() {
     // Equal neighbours need a blank between them.
     assert_eq!(ctc_min_frames(&[3, 3, 4, 3]), 5);
     assert_eq!(ctc_min_frames(&[]), 0);
+}
+
+#[test]
+fn stress_rides_through_merging_and_onto_the_decoded_phones() {
+    use Phoneme::*;
+    // CMUDict's digits are stress, not part of a pair label.
+    assert_eq!(pair_labels(&["HH", "AH0", "L", "OW1"]).unwrap(), pair_labels(&["hh", "ah", "l", "ow"]).unwrap());
+    let merged = merged_phones(&["sil", "HH", "AH0", "L", "OW1", "sil", "sil", "W", "ER1", "L", "D"]).unwrap();
+    let names: Vec<String> = merged.iter().map(|p| p.to_string()).collect();
+    assert_eq!(names, ["sil", "HH", "AH0", "L", "OW1", "sil", "W", "ER1", "L", "D", "sil"]);
+    assert_eq!(merged[4].stress, Stress::Primary);
+    // The decoder's phonemes take the reference's stress in order; one it added keeps its bare name.
+    let decoded = [Sil, Hh, Ah, L, Ow, Sil, W, Er, L, D, Sil];
+    assert_eq!(restressed(&decoded, &merged), names);
+    let fewer = [Sil, Hh, Ah, L, Ow, W, Er, Ah, L, D, Sil];
+    let got = restressed(&fewer, &merged);
+    assert_eq!(got, ["sil", "HH", "AH0", "L", "OW1", "W", "ER1", "AH", "L", "D", "sil"]);
 }
 
 #[test]
