@@ -15,7 +15,9 @@
 //! * [`Suite::run`] runs every case on every backend. A case's check returns
 //!   [`Measure`]s (each a measured value and the limit it must not exceed)
 //!   or an [`Outcome::NotApplicable`] reason (a size a kernel does not take,
-//!   by its own typed refusal); an `Err` is a failure.
+//!   by its own typed refusal); an `Err` is a failure. The error is the
+//!   family's own type ([`Checked`]`<E>`, any `E: Display`, e.g. the
+//!   backend crate's error enum): the harness only reports its message.
 //! * [`Report::assert_passed`] panics naming every failed measure, and also
 //!   when no case was checked at all (a suite that checks nothing cannot
 //!   fail, so it fails).
@@ -158,13 +160,21 @@ impl Outcome {
     }
 }
 
-/// What a case's check returns: measures, a refusal by design, or an error.
-pub type Checked = Result<Outcome, String>;
+/// What a case's check returns: measures, a refusal by design, or the
+/// error `E` (the family's own error type) that stopped it: a failure,
+/// reported as [`Outcome::Error`] with `E`'s message.
+pub type Checked<E> = Result<Outcome, E>;
+
+/// A backend of a [`Suite`]: one that runs here, or why it cannot.
+enum Availability<B> {
+    Ready(B),
+    Skipped { reason: String },
+}
 
 /// A family's backends, each ready or skipped with a reason.
 pub struct Suite<B> {
     family: String,
-    backends: Vec<(String, Result<B, String>)>,
+    backends: Vec<(String, Availability<B>)>,
 }
 
 impl<B> Suite<B> {
@@ -174,35 +184,43 @@ impl<B> Suite<B> {
 
     /// A backend that runs here.
     pub fn backend(mut self, name: impl Into<String>, b: B) -> Self {
-        self.backends.push((name.into(), Ok(b)));
+        self.backends.push((name.into(), Availability::Ready(b)));
         self
     }
 
     /// A backend that cannot run here, and why (printed).
     pub fn skip(mut self, name: impl Into<String>, reason: impl Into<String>) -> Self {
-        self.backends.push((name.into(), Err(reason.into())));
+        self.backends.push((name.into(), Availability::Skipped { reason: reason.into() }));
         self
     }
 
-    /// [`Suite::backend`] or [`Suite::skip`] as `b` says.
-    pub fn backend_or_skip(mut self, name: impl Into<String>, b: Result<B, String>) -> Self {
-        self.backends.push((name.into(), b));
-        self
+    /// [`Suite::backend`] or [`Suite::skip`] as `b` says: `Err`'s message
+    /// is the reason.
+    pub fn backend_or_skip<E: fmt::Display>(self, name: impl Into<String>, b: Result<B, E>) -> Self {
+        match b {
+            Ok(b) => self.backend(name, b),
+            Err(reason) => self.skip(name, reason.to_string()),
+        }
     }
 
     /// The names of the backends that run here.
     pub fn ready(&self) -> Vec<&str> {
-        self.backends.iter().filter(|(_, b)| b.is_ok()).map(|(n, _)| n.as_str()).collect()
+        self.backends.iter().filter(|(_, b)| matches!(b, Availability::Ready(_))).map(|(n, _)| n.as_str()).collect()
     }
 
     /// Runs every case on every ready backend, printing each line; a
     /// skipped backend gets one line and one [`Outcome::Skipped`] entry.
-    pub fn run<C>(&self, cases: &[C], name: impl Fn(&C) -> String, check: impl Fn(&B, &C) -> Checked) -> Report {
+    pub fn run<C, E: fmt::Display>(
+        &self,
+        cases: &[C],
+        name: impl Fn(&C) -> String,
+        check: impl Fn(&B, &C) -> Checked<E>,
+    ) -> Report {
         let mut lines = Vec::new();
         for (backend, b) in &self.backends {
             let b = match b {
-                Ok(b) => b,
-                Err(reason) => {
+                Availability::Ready(b) => b,
+                Availability::Skipped { reason } => {
                     println!("conformance {} {backend}: skipped: {reason}", self.family);
                     lines.push(Line {
                         backend: backend.clone(),
@@ -214,7 +232,7 @@ impl<B> Suite<B> {
             };
             for c in cases {
                 let case = name(c);
-                let outcome = check(b, c).unwrap_or_else(Outcome::Error);
+                let outcome = check(b, c).unwrap_or_else(|e| Outcome::Error(e.to_string()));
                 let line = Line { backend: backend.clone(), case, outcome };
                 println!("conformance {} {line}", self.family);
                 lines.push(line);
@@ -284,19 +302,20 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::convert::Infallible;
 
     /// A toy family: a sum, the reference in f64, one exact backend and one
     /// perturbed by a relative 1e-3 in one element.
     fn sums(perturb: bool) -> Report {
         let suite = Suite::new("toy")
             .backend("exact", false)
-            .backend_or_skip("perturbed", if perturb { Ok(true) } else { Err("not asked for".into()) })
+            .backend_or_skip("perturbed", if perturb { Ok(true) } else { Err("not asked for") })
             .skip("cuda", "no CUDA device");
         let cases = [3usize, 1, 8];
         suite.run(
             &cases,
             |n| format!("n={n}"),
-            |&bad, &n| {
+            |&bad, &n| -> Checked<Infallible> {
                 let want: Vec<f64> = (0..n).map(|i| (i as f64).sqrt()).collect();
                 let mut got: Vec<f32> = want.iter().map(|&v| v as f32).collect();
                 if bad {
@@ -346,12 +365,15 @@ mod tests {
     #[test]
     fn a_suite_that_measures_nothing_fails() {
         let suite: Suite<()> = Suite::new("empty").skip("cuda", "no CUDA device");
-        let r = suite.run(&[1], |_| "c".into(), |_, _| Ok(Outcome::Measured(vec![])));
+        let r = suite.run(&[1], |_| "c".into(), |_, _| Checked::<Infallible>::Ok(Outcome::Measured(vec![])));
         assert!(std::panic::catch_unwind(|| r.assert_passed()).is_err());
-        let r =
-            Suite::new("nothing").backend("cpu", ()).run(&[1], |_| "c".into(), |_, _| Ok(Outcome::Measured(vec![])));
+        let r = Suite::new("nothing").backend("cpu", ()).run(
+            &[1],
+            |_| "c".into(),
+            |_, _| Checked::<Infallible>::Ok(Outcome::Measured(vec![])),
+        );
         assert_eq!(r.failures().len(), 1, "a case with no measure is a failure");
-        let r = Suite::new("errors").backend("cpu", ()).run(&[1], |_| "c".into(), |_, _| Err("boom".into()));
+        let r = Suite::new("errors").backend("cpu", ()).run(&[1], |_| "c".into(), |_, _| Err("boom"));
         assert_eq!(r.failures()[0].to_string(), "cpu c: FAIL (error: boom)");
     }
 }

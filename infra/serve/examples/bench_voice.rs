@@ -22,16 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ok_or_else(|| format!("{size}: one of {:?}", PRESETS.map(|(n, _)| n)))?;
     // The sizes of the paper's duration/F0 model are immaterial here: it
     // runs once per sentence, the WaveNet once per sample.
-    let duration = DurationConfig {
-        input_dim: 45,
-        fc: 64,
-        gru: 32,
-        gru_layers: 1,
-        f0_points: 4,
-        duration_unit_s: 0.01,
-        f0_unit_hz: 100.0,
-        stress: true,
-    };
+    let duration = DurationConfig { fc: 64, gru: 32, gru_layers: 1, f0_points: 4, ..DurationConfig::paper(true) };
     let voice = random_text_voice(wavenet, duration, None, 1)?;
     let golden = random_golden(&voice, 4, 2)?;
     voice.with_golden(golden)?.save(&out)?;

@@ -28,7 +28,9 @@ pub struct ServeConfig {
     pub default_voice: String,
     /// Voices kept loaded at once.
     pub max_voices: usize,
-    /// How voices are loaded (device, CPU kernel, precision).
+    /// How voices are loaded (device, CPU kernel, precision) and where
+    /// their golden-parity verdicts are cached (`parity_cache`; the binary:
+    /// `$DV_HOME/parity`, [`dv_speak::Parity::cache_dir`], as `dv synth`).
     pub speaker: SpeakerOptions,
     /// Load the default voice at start (so `/readyz` means it).
     pub preload: bool,

@@ -161,6 +161,8 @@ fn main() -> anyhow::Result<()> {
         precision: if a.int16 { Precision::Int16 } else { Precision::F32 },
         nonlinearity: if a.approx { Nonlinearity::Approximate } else { Nonlinearity::Exact },
         bf16: a.bf16,
+        // A voice checked before by this build loads without its golden checks, as in `dv synth`.
+        parity_cache: dv_speak::Parity::cache_dir(),
         ..SpeakerOptions::default()
     };
     config.header_timeout = seconds("header-timeout", a.header_timeout)?;

@@ -1,11 +1,14 @@
 //! Voices by name: found on the search path ([`dv_voice::catalog`]), loaded
-//! on first use (golden checks included) and kept, the least recently used
-//! dropped past a capacity. With slots ([`SlotConfig`]) each loaded voice
+//! on first use (golden checks included, or their passing verdict taken from
+//! [`dv_speak::SpeakerOptions::parity_cache`] when this build checked the
+//! same package before) and kept, the least recently used dropped past a
+//! capacity. Each load prints a line naming the voice and whether its
+//! golden checks ran. With slots ([`SlotConfig`]) each loaded voice
 //! also gets its slot scheduler (on the GPU: kernel 2 compiled for the
 //! voice and checked against the CPU reference first).
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
@@ -57,10 +60,21 @@ enum LoadError {
     Conditioning(#[from] dv_synth::SynthError),
 }
 
+/// The line a load prints: the voice, its folder, and whether its golden
+/// checks ran or their verdict came from the cache.
+fn loaded_line(name: &str, dir: &Path, speaker: &Speaker) -> String {
+    let parity = if speaker.parity_cached() {
+        "golden parity as cached for this package and build"
+    } else {
+        "golden parity checked"
+    };
+    format!("dv-serve: voice {name:?} loaded from {}: {parity}", dir.display())
+}
+
 /// The speaker and, with `slots`, its scheduler (on this blocking thread:
 /// the GPU backend compiles its kernel and checks it).
 fn load(
-    dir: &std::path::Path,
+    dir: &Path,
     options: &SpeakerOptions,
     slots: Option<&SlotConfig>,
     metrics: &Metrics,
@@ -198,9 +212,16 @@ impl VoiceCache {
         let speaker = cell
             .get_or_try_init(|| async {
                 let (options, engine, metrics) = (self.options.clone(), self.engine.clone(), self.metrics.clone());
-                let loaded = tokio::task::spawn_blocking(move || load(&dir, &options, engine.as_ref(), &metrics))
-                    .await
-                    .map_err(|e| ApiError::internal(format!("loading voice {name:?}: {e}")))?;
+                let owned = name.to_string();
+                let loaded = tokio::task::spawn_blocking(move || {
+                    let loaded = load(&dir, &options, engine.as_ref(), &metrics);
+                    if let Ok(l) = &loaded {
+                        eprintln!("{}", loaded_line(&owned, &dir, &l.speaker));
+                    }
+                    loaded
+                })
+                .await
+                .map_err(|e| ApiError::internal(format!("loading voice {name:?}: {e}")))?;
                 loaded.map(Arc::new).map_err(|e| ApiError::internal(format!("voice {name:?} did not load: {e}")))
             })
             .await?

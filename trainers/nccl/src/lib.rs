@@ -40,12 +40,28 @@ fn setup(reason: String) -> CollectiveError {
     CollectiveError::Setup(reason)
 }
 
+/// An NCCL call that returned an error: the call and NCCL's code. Private:
+/// each caller maps it once into the public [`CollectiveError`] (a stall
+/// when the watchdog aborted the call, else a setup error naming the rank).
+#[derive(Debug, thiserror::Error)]
+#[error("{call}: {code:?}")]
+struct NcclCallError {
+    /// The NCCL function (`ncclAllReduce`, …).
+    call: &'static str,
+    code: nc::ncclResult_t,
+}
+
+/// The error of the NCCL function `call` from cudarc's.
+fn nccl(call: &'static str) -> impl Fn(cudarc::nccl::result::NcclError) -> NcclCallError {
+    move |e| NcclCallError { call, code: e.0 }
+}
+
 /// A fresh NCCL unique id (rank 0 makes it and shares it).
 pub fn unique_id() -> Result<Vec<u8>, CollectiveError> {
     if !available() {
         return Err(setup("NCCL or the CUDA driver cannot be loaded (is libnccl.so on LD_LIBRARY_PATH?)".into()));
     }
-    let id = cudarc::nccl::result::get_uniqueid().map_err(|e| setup(format!("ncclGetUniqueId: {e:?}")))?;
+    let id = cudarc::nccl::result::get_uniqueid().map_err(nccl("ncclGetUniqueId")).map_err(|e| setup(e.to_string()))?;
     Ok(id.internal.iter().map(|&c| c as u8).collect())
 }
 
@@ -141,7 +157,8 @@ impl NcclCollective {
         let mut comm: nc::ncclComm_t = std::ptr::null_mut();
         // SAFETY: `comm` is a valid out-pointer; the id came from ncclGetUniqueId on rank 0.
         unsafe { cudarc::nccl::result::comm_init_rank(&mut comm, world as i32, raw, rank as i32) }
-            .map_err(|e| setup(format!("rank {rank}: ncclCommInitRank: {e:?}")))?;
+            .map_err(nccl("ncclCommInitRank"))
+            .map_err(|e| setup(format!("rank {rank}: {e}")))?;
         let comm = Arc::new(Comm { raw: comm, aborted: AtomicBool::new(false) });
         let watch = Arc::new(Watch::default());
         // The watchdog: a collective in flight longer than the timeout gets the
@@ -191,7 +208,7 @@ impl NcclCollective {
         &mut self,
         t: &mut Tensor,
         what: &str,
-        call: impl Fn(*mut std::ffi::c_void, usize, nc::ncclComm_t) -> Result<(), String>,
+        call: impl Fn(*mut std::ffi::c_void, usize, nc::ncclComm_t) -> Result<(), NcclCallError>,
     ) -> Result<(), CollectiveError> {
         if self.comm.aborted.load(Ordering::SeqCst) {
             return Err(setup(format!("rank {}: {what}: communicator aborted", self.rank)));
@@ -290,7 +307,7 @@ impl Collective for NcclCollective {
                 )
             }
             .map(|_| ())
-            .map_err(|e| format!("ncclAllReduce: {e:?}"))
+            .map_err(nccl("ncclAllReduce"))
         })
     }
 
@@ -313,7 +330,7 @@ impl Collective for NcclCollective {
                 )
             }
             .map(|_| ())
-            .map_err(|e| format!("ncclBroadcast: {e:?}"))
+            .map_err(nccl("ncclBroadcast"))
         })
     }
 
@@ -334,5 +351,17 @@ impl Drop for NcclCollective {
             // (the watchdog has stopped).
             let _ = unsafe { cudarc::nccl::result::comm_destroy(self.comm.raw) };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_nccl_call_names_the_call_and_the_code() {
+        let e = nccl("ncclAllReduce")(cudarc::nccl::result::NcclError(nc::ncclResult_t::ncclUnhandledCudaError));
+        // cudarc's own Debug says only "NcclError": the code is ours to name.
+        assert_eq!(e.to_string(), "ncclAllReduce: ncclUnhandledCudaError");
     }
 }

@@ -83,7 +83,7 @@ fn err(e: impl std::fmt::Display) -> String {
 }
 
 /// `Unsupported` (a size or plan the kernel does not take) is not applicable; the rest fail.
-fn refused(e: GpuError) -> Checked {
+fn refused(e: GpuError) -> Checked<String> {
     match e {
         GpuError::Unsupported { what } => Ok(Outcome::NotApplicable(what)),
         e => Err(e.to_string()),
@@ -109,7 +109,7 @@ fn cpu_run(voice: &Voice, kernel: Kernel, threads: usize, c: &Case) -> Result<(V
     Ok((out, probs))
 }
 
-fn check(b: &Backend, c: &Case) -> Checked {
+fn check(b: &Backend, c: &Case) -> Checked<String> {
     let voice = voice(c);
     let hop = voice.config().hop();
     let cond = random_conditioning(voice.config(), c.steps.div_ceil(hop), 12);

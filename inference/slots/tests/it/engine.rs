@@ -7,44 +7,18 @@ use std::ops::ControlFlow;
 
 use dv_slots::{CpuSlots, Scheduler, SlotEngine, SlotError, SlotEvent};
 use dv_speak::{lead_samples, CancelToken, RenderOptions, Speaker, SpeakerOptions};
-use dv_synth::random::{random_golden, random_text_voice};
+use dv_synth::random::random_text_voice;
 use dv_synth::ConditioningNetwork;
-use dv_voice::DurationConfig;
 
-use crate::FAST;
-
-/// Every word [`TEXT`] speaks.
-const LEXICON: &str = "\
-hello HH AH0 L OW1
-world W ER1 L D
-good G UH1 D
-speech S P IY1 CH
-bye B AY1
-now N AW1
-";
-
-/// Two sentences, a short pause in the first.
-const TEXT: &str = "Hello world, good speech. Bye now!";
+use crate::{duration_config, save_package, FAST, TEXT};
 
 /// A random voice that can speak [`TEXT`], saved with golden outputs and
 /// its lexicon, and loaded on the CPU.
 fn speaker() -> (tempfile::TempDir, Speaker) {
-    let duration = DurationConfig {
-        input_dim: 45,
-        fc: 16,
-        gru: 8,
-        gru_layers: 1,
-        f0_points: 4,
-        duration_unit_s: 0.01,
-        f0_unit_hz: 100.0,
-        stress: true,
-    };
-    let voice = random_text_voice(FAST, duration, None, 5).unwrap();
-    let golden = random_golden(&voice, 4, 99).unwrap();
+    let voice = random_text_voice(FAST, duration_config(), None, 5).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("test");
-    voice.with_golden(golden).unwrap().save(&out).unwrap();
-    std::fs::write(out.join(dv_speak::LEXICON_FILE), LEXICON).unwrap();
+    save_package(&voice, &out, true);
     let speaker = Speaker::load(&out, &SpeakerOptions::default()).unwrap();
     (dir, speaker)
 }

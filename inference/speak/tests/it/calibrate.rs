@@ -7,7 +7,7 @@ use dv_synth::Precision;
 
 use dv_synth::random::random_text_voice;
 
-use crate::{duration_config, text_voice, WAVENET};
+use crate::{duration_config, text_voice, FAST};
 
 fn cal(trials: &[(bool, usize, f64)]) -> Calibration {
     Calibration {
@@ -58,7 +58,7 @@ fn a_measurement_is_cached_per_voice_and_refreshed_on_request() {
     // one file per WaveNet size and machine: a voice of the same size shares it
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     assert!(calibrate(&other, &options, Some(dir.path()), false).unwrap().1);
-    let mut bigger = WAVENET;
+    let mut bigger = FAST;
     bigger.layers += 2;
     let big = random_text_voice(bigger, duration_config(), None, 5).unwrap();
     let (b, cached) = calibrate(&big, &options, Some(dir.path()), false).unwrap();

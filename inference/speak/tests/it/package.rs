@@ -9,7 +9,7 @@ use dv_synth::random::{random_golden, random_voice};
 use dv_text::CONDITIONING_DIM;
 use dv_voice::{Golden, Voice};
 
-use crate::{save_package, text_voice, WAVENET};
+use crate::{save_package, text_voice, FAST};
 
 /// A golden output, the model its check names, and how to tamper with it.
 type Tampering = (&'static str, &'static str, Box<dyn FnOnce(&mut Golden)>);
@@ -75,7 +75,7 @@ fn a_package_with_tampered_golden_outputs_is_refused() {
 #[test]
 fn a_wavenet_only_package_renders_frames_but_cannot_plan_text() {
     let d = tempfile::tempdir().unwrap();
-    let voice = random_voice(WAVENET, 8).unwrap();
+    let voice = random_voice(FAST, 8).unwrap();
     let golden = random_golden(&voice, 3, 1).unwrap();
     voice.with_golden(golden).unwrap().save(d.path()).unwrap();
     // No lexicon is needed (none is given, and none is looked for).

@@ -185,14 +185,14 @@ fn speak_all(ctx: &Ctx<'_>, jobs: &[(String, std::path::PathBuf)], max_seconds: 
     };
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, jobs.len().max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<std::sync::Mutex<Option<Result<(), String>>>> =
+    let results: Vec<std::sync::Mutex<Option<anyhow::Result<()>>>> =
         jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some((text, wav)) = jobs.get(i) else { break };
-                let r = speak_to(&speaker, text, wav, max_seconds).map_err(|e| format!("{e:#}"));
+                let r = speak_to(&speaker, text, wav, max_seconds);
                 *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
             });
         }
@@ -202,7 +202,7 @@ fn speak_all(ctx: &Ctx<'_>, jobs: &[(String, std::path::PathBuf)], max_seconds: 
         match r.into_inner().unwrap_or_else(|p| p.into_inner()) {
             Some(Ok(())) => spoken.push(true),
             Some(Err(e)) => {
-                log.line(&format!("not spoken: {text:?}: {e}"));
+                log.line(&format!("not spoken: {text:?}: {e:#}"));
                 spoken.push(false);
             }
             None => spoken.push(false),

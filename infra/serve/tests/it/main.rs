@@ -2,67 +2,44 @@
 //! ephemeral loopback port (the binary as a child for signals), voices made
 //! here from random weights (`dv_synth::random`) in a temporary folder passed
 //! as the search path (the shipped voice for OpenAI's client, `openai.rs`).
+//! The test voice (`fixture.rs`) and `eventually` (`wait.rs`) are dv-speak's
+//! and dv-slots' test files, included by path.
 
 mod abuse;
 mod browser;
 mod encoded;
 mod errors;
+#[path = "../../../../inference/speak/tests/it/fixture.rs"]
+mod fixture;
 mod lexicon;
 mod openai;
 mod openapi;
 mod ops;
 mod slots;
 mod speech;
+#[path = "../../../../inference/slots/tests/it/wait.rs"]
+mod wait;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use dv_serve::{serve, ServeConfig};
-use dv_synth::random::{random_golden, random_text_voice};
-use dv_voice::{DurationConfig, Voice, WavenetConfig};
+use dv_synth::random::random_text_voice;
+use dv_voice::WavenetConfig;
 use tokio::sync::oneshot;
 
-/// A WaveNet small enough to sample seconds of audio in a blink.
-pub const FAST: WavenetConfig = WavenetConfig { layers: 2, residual_channels: 8, skip_channels: 8, dilation_cycle: 2 };
+pub use fixture::{duration_config, save_package, FAST, TEXT};
+pub use wait::eventually;
 
 /// The shipped voice's size (Table 2's 20x64x128): about real time on one
 /// core of the dev VM, slow enough to watch a render in progress.
 pub const SLOW: WavenetConfig =
     WavenetConfig { layers: 20, residual_channels: 64, skip_channels: 128, dilation_cycle: 10 };
 
-/// Every word the tests speak.
-pub const LEXICON: &str = "\
-hello HH AH0 L OW1
-world W ER1 L D
-good G UH1 D
-speech S P IY1 CH
-bye B AY1
-now N AW1
-";
-
-/// Two sentences, a short pause in the first.
-pub const TEXT: &str = "Hello world, good speech. Bye now!";
-
-fn duration_config() -> DurationConfig {
-    DurationConfig {
-        input_dim: 45,
-        fc: 16,
-        gru: 8,
-        gru_layers: 1,
-        f0_points: 4,
-        duration_unit_s: 0.01,
-        f0_unit_hz: 100.0,
-        stress: true,
-    }
-}
-
-/// Saves a random voice with golden outputs and [`LEXICON`] as `dir/name`.
+/// Saves a random voice with golden outputs and the fixture's lexicon as `dir/name`.
 pub fn save_voice(dir: &Path, name: &str, wavenet: WavenetConfig, seed: u64) {
-    let voice: Voice = random_text_voice(wavenet, duration_config(), None, seed).unwrap();
-    let golden = random_golden(&voice, 4, 99).unwrap();
-    let out = dir.join(name);
-    voice.with_golden(golden).unwrap().save(&out).unwrap();
-    std::fs::write(out.join(dv_speak::LEXICON_FILE), LEXICON).unwrap();
+    let voice = random_text_voice(wavenet, duration_config(), None, seed).unwrap();
+    save_package(&voice, &dir.join(name), true);
 }
 
 /// A folder of voices: `test` ([`FAST`]) and, when asked, `slow` ([`SLOW`]).
@@ -156,22 +133,6 @@ pub fn metric_in(text: &str, name: &str) -> Option<f64> {
         let (series, value) = l.rsplit_once(' ')?;
         (series == name).then(|| value.parse().ok()).flatten()
     })
-}
-
-/// Waits until `f` holds, for at most `limit`.
-pub async fn eventually<F, Fut>(limit: Duration, mut f: F) -> bool
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let t = Instant::now();
-    while t.elapsed() < limit {
-        if f().await {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    false
 }
 
 /// A speech request body with the test text and a seed.

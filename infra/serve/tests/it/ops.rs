@@ -1,9 +1,14 @@
 //! Running it: the queue and 429, a client that leaves, metrics, health,
-//! slow clients, graceful shutdown, and the binary under SIGTERM.
+//! slow clients, graceful shutdown, the binary under SIGTERM, and its
+//! golden-parity verdicts cached across restarts.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+
+use dv_process_group::ProcessGroup;
 
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -255,50 +260,103 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-#[test]
-fn the_binary_stops_on_sigterm_and_binds_loopback_only() {
-    let dir = voices(false);
-    let exe = env!("CARGO_BIN_EXE_dv-serve");
-    let port = free_port();
-    let mut child = dv_process_group::ProcessGroup::spawn(
-        std::process::Command::new(exe)
-            .args(["--port", &port.to_string(), "--voice", "test", "--voices"])
-            .arg(dir.path())
-            .env_remove("DV_API_KEY")
-            .stdout(std::process::Stdio::null()),
-    )
-    .unwrap();
+/// The binary on `port` serving the voices in `voices` (default voice
+/// `test`), with `$DV_HOME` at `home` and what `tune` adds; stdout dropped.
+fn spawn_binary(
+    port: u16,
+    voices: &Path,
+    home: &Path,
+    tune: impl FnOnce(&mut Command) -> &mut Command,
+) -> ProcessGroup {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dv-serve"));
+    cmd.args(["--port", &port.to_string(), "--voice", "test", "--voices"])
+        .arg(voices)
+        .env("DV_HOME", home)
+        .env_remove("DV_API_KEY")
+        .stdout(Stdio::null());
+    ProcessGroup::spawn(tune(&mut cmd)).unwrap()
+}
+
+/// Waits until the binary on `port` answers `/readyz` with 200 (at most
+/// 20 s, failing if it exits); how long that took.
+fn ready_within(child: &mut ProcessGroup, port: u16) -> Duration {
     let t = Instant::now();
-    let ready = loop {
+    loop {
         if let Ok(mut tcp) = TcpStream::connect(("127.0.0.1", port)) {
             tcp.write_all(b"GET /readyz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").unwrap();
             let mut s = String::new();
             let _ = tcp.read_to_string(&mut s);
             if s.starts_with("HTTP/1.1 200") {
-                break t.elapsed();
+                return t.elapsed();
             }
         }
         assert!(t.elapsed() < Duration::from_secs(20), "dv-serve did not get ready");
         assert!(child.try_wait().unwrap().is_none(), "dv-serve exited");
         std::thread::sleep(Duration::from_millis(20));
-    };
-    eprintln!("dv-serve ready after {ready:?}");
-    let kill = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    }
+}
+
+/// Sends SIGTERM and waits (at most 10 s) for the binary to stop.
+fn terminate(child: &mut ProcessGroup) -> ExitStatus {
+    let kill = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(kill.success());
     let t = Instant::now();
-    let status = loop {
+    loop {
         if let Some(s) = child.try_wait().unwrap() {
-            break s;
+            return s;
         }
         assert!(t.elapsed() < Duration::from_secs(10), "dv-serve ignored SIGTERM");
         std::thread::sleep(Duration::from_millis(20));
-    };
+    }
+}
+
+#[test]
+fn the_binary_stops_on_sigterm_and_binds_loopback_only() {
+    let (dir, home) = (voices(false), tempfile::tempdir().unwrap());
+    let port = free_port();
+    let mut child = spawn_binary(port, dir.path(), home.path(), |c| c);
+    let ready = ready_within(&mut child, port);
+    eprintln!("dv-serve ready after {ready:?}");
+    let status = terminate(&mut child);
     assert!(status.success(), "{status:?}");
     assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
     // Beyond loopback only when told.
-    let out = std::process::Command::new(exe).args(["--host", "0.0.0.0", "--port", "0"]).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_dv-serve")).args(["--host", "0.0.0.0", "--port", "0"]).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--public"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The binary keeps voices' golden-parity verdicts where `dv synth` does
+/// (`$DV_HOME/parity`, through `dv_speak::Parity::check_cached`): a
+/// restarted server loads a voice it checked before without the checks, and
+/// checks a changed package again.
+#[test]
+fn a_restarted_binary_takes_a_checked_voice_s_verdict_from_the_cache_until_the_package_changes() {
+    let (dir, home) = (voices(false), tempfile::tempdir().unwrap());
+    // What one start prints about loading the default voice.
+    let start = |run: &str| -> String {
+        let port = free_port();
+        let log = home.path().join(format!("stderr-{run}"));
+        let file = std::fs::File::create(&log).unwrap();
+        let mut child = spawn_binary(port, dir.path(), home.path(), |c| c.stderr(file));
+        ready_within(&mut child, port);
+        assert!(terminate(&mut child).success());
+        let text = std::fs::read_to_string(&log).unwrap();
+        let line = text.lines().find(|l| l.starts_with("dv-serve: voice \"test\" loaded from "));
+        line.unwrap_or_else(|| panic!("{run}: no load line in\n{text}")).to_string()
+    };
+    let cache = home.path().join("parity");
+    let entries = || std::fs::read_dir(&cache).map_or(0, |d| d.count());
+
+    assert!(start("first").ends_with(": golden parity checked"));
+    assert_eq!(entries(), 1, "the verdict is cached in $DV_HOME/parity");
+    assert!(start("second").ends_with(": golden parity as cached for this package and build"));
+
+    // Another package under the same name: another digest, checked again.
+    crate::save_voice(dir.path(), "test", crate::FAST, 6);
+    assert!(start("changed").ends_with(": golden parity checked"));
+    assert_eq!(entries(), 2);
+    assert!(start("changed again").ends_with(": golden parity as cached for this package and build"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -110,10 +110,10 @@ fn values(rng: &mut SplitMix64, n: usize, integers: bool) -> Vec<f32> {
     (0..n).map(|_| if integers { rng.int(2) } else { rng.log_like() }).collect()
 }
 
-fn refused(e: AlignError) -> Checked {
+fn refused(e: AlignError) -> Checked<AlignError> {
     match e {
         AlignError::Unsupported { .. } => Ok(Outcome::NotApplicable(e.to_string())),
-        e => Err(e.to_string()),
+        e => Err(e),
     }
 }
 
@@ -178,7 +178,7 @@ fn ctc_path(lp: &[f32], frames: usize, classes: usize, labels: &[u32], states: &
     (illegal, score)
 }
 
-fn check(b: &Backend, c: &Case) -> Checked {
+fn check(b: &Backend, c: &Case) -> Checked<AlignError> {
     let mut rng = SplitMix64::new(c.seed);
     let tol = Tolerance { abs: 1e-4, rel: 1e-6 };
     match &c.task {
@@ -189,7 +189,7 @@ fn check(b: &Backend, c: &Case) -> Checked {
                 speech: lens.iter().map(|l| l.speech).max().unwrap(),
             };
             let value = values(&mut rng, shape.numel().unwrap(), c.integers);
-            let cpu = maximum_path_batch(&mut value.clone(), shape, lens).map_err(|e| e.to_string())?;
+            let cpu = maximum_path_batch(&mut value.clone(), shape, lens)?;
             let paths = match b {
                 Backend::Cpu => cpu.clone(),
                 Backend::Perturbed => {
@@ -217,7 +217,7 @@ fn check(b: &Backend, c: &Case) -> Checked {
                 let dense: Vec<f64> = (0..len.text)
                     .flat_map(|x| v[x * shape.speech..x * shape.speech + len.speech].iter().map(|&s| s as f64))
                     .collect();
-                best.push(maximum_path(&dense, len.text, len.speech).map_err(|e| e.to_string())?.score);
+                best.push(maximum_path(&dense, len.text, len.speech)?.score);
             }
             let frames = lens.iter().map(|l| l.speech).sum();
             let mut m =
@@ -240,7 +240,7 @@ fn check(b: &Backend, c: &Case) -> Checked {
             for (i, l) in labels.iter().enumerate() {
                 flat[i * shape.labels..i * shape.labels + l.len()].copy_from_slice(l);
             }
-            let cpu = ctc_viterbi_batch(&lp, shape, &flat, lens, 0).map_err(|e| e.to_string())?;
+            let cpu = ctc_viterbi_batch(&lp, shape, &flat, lens, 0)?;
             let states: Vec<Vec<i32>> = match b {
                 Backend::Cpu => cpu.iter().map(|a| a.states.clone()).collect(),
                 Backend::Perturbed => {

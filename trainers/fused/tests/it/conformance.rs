@@ -143,7 +143,7 @@ fn libtorch_gate(
     Ok([z, gp, gl])
 }
 
-fn check(b: &Backend, c: &Case) -> Checked {
+fn check(b: &Backend, c: &Case) -> Checked<String> {
     let (s, kind) = (c.shape, c.kind);
     let x = inputs(s, kind)?;
     let (rows, fb, r) = (s.rows(), s.frames * s.batch, s.r);
