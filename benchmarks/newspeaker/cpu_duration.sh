@@ -10,7 +10,8 @@
 #   benchmarks/newspeaker/cpu_duration.sh RECIPE VOICE OUTDIR [VARIANT...]
 # RECIPE: that recipe file; VOICE: a voice package whose WaveNet the variants share (its own
 # duration/F0 model is replaced); VARIANT: name=key=value,key=value over the duration run config,
-# e.g. "b-stress=data.stress=true" "c-bidir=data.stress=true,model.sizes.bidirectional=true".
+# e.g. "b-stress=data.stress=true" "c-bidir=data.stress=true,model.sizes.bidirectional=true,init=none"
+# (a value of none deletes the key: a bidirectional model cannot start from a unidirectional one).
 # Writes OUTDIR/NAME/{run.toml,train.log} and OUTDIR/voices/NAME/ (the voice package, with the
 # repository's G2P model).
 set -euo pipefail
@@ -37,6 +38,9 @@ for kv in filter(None, sets.split(",")):
     *path, last = key.split(".")
     for p in path:
         node = node.setdefault(p, {})
+    if value == "none":
+        node.pop(last, None)
+        continue
     node[last] = {"true": True, "false": False}.get(value, value)
     for conv in (int, float):
         try:

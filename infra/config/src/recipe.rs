@@ -224,10 +224,24 @@ pub struct TrainStage {
     /// the stage's key: `[train] batch` is global, split among the ranks.
     #[serde(default = "one")]
     pub ranks: usize,
+    /// Whether the stage starts from the recipe's `init` (the duration/F0
+    /// model and the WaveNet; default true). False trains it from scratch,
+    /// as for a model of other sizes than the package's (a bidirectional
+    /// duration/F0 model from a voice with a unidirectional one).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub init: bool,
 }
 
 fn one() -> usize {
     1
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// `[align]`: as `dv align`.
@@ -365,9 +379,10 @@ impl Recipe {
 
 /// A training stage's run config as a TOML table: `base` (its `config`
 /// file, parsed), `[init] from` = `init` (the recipe's `init`, resolved) for
-/// the duration/F0 model and the WaveNet, then the stage's `set` merged in.
+/// the duration/F0 model and the WaveNet unless the stage says `init =
+/// false`, then the stage's `set` merged in.
 pub fn stage_table(mut base: toml::Table, field: &str, init: Option<String>, t: &TrainStage) -> toml::Table {
-    if let (Some(init), "train_duration" | "train_wavenet") = (init, field) {
+    if let (Some(init), "train_duration" | "train_wavenet", true) = (init, field, t.init) {
         let mut from = toml::Table::new();
         from.insert("from".into(), toml::Value::String(init));
         base.insert("init".into(), toml::Value::Table(from));

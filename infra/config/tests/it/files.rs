@@ -56,3 +56,14 @@ fn a_bad_format_or_key_names_the_recipe_and_the_field() {
     let e = Recipe::from_toml("r.toml", &format!("colour = 1\n{text}")).unwrap_err().to_string();
     assert!(e.starts_with("recipe r.toml: ") && e.contains("colour"), "{e}");
 }
+
+#[test]
+fn a_stage_with_init_false_trains_from_scratch_and_the_others_keep_init() {
+    let text = std::fs::read_to_string(repo("infra/recipes/finetune.toml")).unwrap();
+    let text = text.replace("[train_duration]\n", "[train_duration]\ninit = false\n");
+    let recipe = Recipe::from_toml("finetune.toml", &text).unwrap();
+    for (field, stage) in recipe.train_stages() {
+        let table = stage_table(toml::Table::new(), field, recipe.init.clone(), stage);
+        assert_eq!(table.contains_key("init"), field == "train_wavenet", "{field}: {table:?}");
+    }
+}
