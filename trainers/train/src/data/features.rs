@@ -112,8 +112,13 @@ pub fn merged_phones<S: AsRef<str>>(phones: &[S]) -> Result<Vec<StressedPhoneme>
 /// neighbouring pair of [`merged_phones`] (module docs). Stress is not part
 /// of a pair label: `ER1` is `ER`. An unknown phone name is an error.
 pub fn pair_labels<S: AsRef<str>>(phones: &[S]) -> Result<Vec<i64>, dv_text::TextError> {
-    let seq: Vec<Phoneme> = merged_phones(phones)?.into_iter().map(|p| p.phoneme).collect();
-    Ok(phoneme_pairs(&seq).into_iter().map(|p| p.index() as i64 + 1).collect())
+    Ok(labels_of(&merged_phones(phones)?))
+}
+
+/// Pair index + 1 per neighbouring pair of merged phones.
+fn labels_of(merged: &[StressedPhoneme]) -> Vec<i64> {
+    let seq: Vec<Phoneme> = merged.iter().map(|p| p.phoneme).collect();
+    phoneme_pairs(&seq).into_iter().map(|p| p.index() as i64 + 1).collect()
 }
 
 /// Names for decoded phonemes that carry the stress of the reference's
@@ -356,8 +361,7 @@ fn row(id: &str, mfcc: Option<Series>, frames: Option<u64>, phones: Option<Serie
     let Ok(merged) = merged_phones(&names) else {
         return Row::Skip(Reason::UnknownPhone);
     };
-    let seq: Vec<Phoneme> = merged.iter().map(|p| p.phoneme).collect();
-    let labels: Vec<i64> = phoneme_pairs(&seq).into_iter().map(|p| p.index() as i64 + 1).collect();
+    let labels = labels_of(&merged);
     let has_stress = names.iter().any(|n| n.ends_with(|c: char| c.is_ascii_digit()));
     let stressed = has_stress.then_some(merged);
     let (Some(mfcc), Some(frames)) = (mfcc, frames.map(|f| f as usize)) else {
