@@ -1,17 +1,23 @@
 /// Errors that stop a featurization job (a bad utterance never does: it is
-/// reported in the shard's bad-item table).
+/// reported in the shard's bad-item table), or a reading of its output.
+/// Without the `job` feature only the variants that need no dependency exist.
 #[derive(Debug, thiserror::Error)]
 pub enum FeaturizeError {
     #[error("{url}: {reason}")]
     Url { url: String, reason: String },
+    #[cfg(feature = "job")]
     #[error(transparent)]
     Store(#[from] dv_store::StoreError),
+    #[cfg(feature = "job")]
     #[error("corpus: {0}")]
     Corpus(#[from] dv_corpus::CorpusError),
+    #[cfg(feature = "job")]
     #[error("manifest: {0}")]
     Manifest(#[from] dv_manifest::ManifestError),
+    #[cfg(feature = "job")]
     #[error("polars: {0}")]
     Polars(#[from] polars::prelude::PolarsError),
+    #[cfg(feature = "job")]
     #[error("audio DSP: {0}")]
     Audio(#[from] dv_audio::AudioError),
     /// An utterance longer than [`crate::MAX_UTTERANCE_SECONDS`] (a bad item).
@@ -33,6 +39,7 @@ pub enum FeaturizeError {
         source: std::io::Error,
     },
     /// A Parquet file that could not be read.
+    #[cfg(feature = "job")]
     #[error("{what} {}", path.display())]
     Parquet {
         what: &'static str,
@@ -41,6 +48,7 @@ pub enum FeaturizeError {
         source: polars::prelude::PolarsError,
     },
     /// A shard that could not be written.
+    #[cfg(feature = "job")]
     #[error("writing {}", path.display())]
     Write {
         path: std::path::PathBuf,

@@ -11,9 +11,16 @@
 //! | `reports/shard-IIIII-of-NNNNN.json` | the shard's counts: utterances, skipped, audio seconds, chunks |
 //! | `manifest.json` | written once every shard exists: the shard list and the totals |
 //!
-//! [`format`] owns this layout and the schema below: the names, the
+//! [`format`] owns this layout and the schemas below: the names, the
 //! listing and reading of a local output's shards, and the rewrite of
 //! their reference phones.
+//!
+//! # Features
+//!
+//! `job` (default): the featurization job and the Parquet readers of
+//! [`format`], with polars, the object stores and tokio. Without it the
+//! crate is the layout alone (names, columns, listing), for a crate that
+//! reads the shards itself and must not inherit the job's dependencies.
 //!
 //! Every object is written with one `put` (a single request on object
 //! stores; a temporary file and a rename on local disks), so a job killed at
@@ -49,15 +56,21 @@
 #![forbid(unsafe_code)]
 
 mod error;
+#[cfg(feature = "job")]
 mod features;
 pub mod format;
+#[cfg(feature = "job")]
 mod job;
+#[cfg(feature = "job")]
 mod shard;
+#[cfg(feature = "job")]
 mod stage;
 
-pub use dv_store::ObjectInfo;
-pub use dv_store::{Store, StoreError};
 pub use error::FeaturizeError;
-pub use features::{featurize_utterance, UtteranceFeatures, MAX_UTTERANCE_SECONDS};
-pub use job::{run, Job, Report, ShardSpec};
-pub use stage::{corpus_listing, is_remote, runtime, stage_corpus, Staged};
+#[cfg(feature = "job")]
+pub use {
+    dv_store::{ObjectInfo, Store, StoreError},
+    features::{featurize_utterance, UtteranceFeatures, MAX_UTTERANCE_SECONDS},
+    job::{run, Job, Report, ShardSpec},
+    stage::{corpus_listing, is_remote, runtime, stage_corpus, Staged},
+};

@@ -3,7 +3,7 @@
 use dv_corpus::BadItem;
 use polars::prelude::*;
 
-use crate::format::column;
+use crate::format::{chunk_column, column};
 use crate::{FeaturizeError, UtteranceFeatures};
 
 fn list_f32(name: &str, rows: impl Iterator<Item = Option<Vec<f32>>>) -> Result<Column, FeaturizeError> {
@@ -62,12 +62,21 @@ pub(crate) fn chunks_frame(rows: &[UtteranceFeatures]) -> Result<DataFrame, Feat
     let all: Vec<(&str, &dv_audio::Chunk)> =
         rows.iter().flat_map(|r| r.chunks.iter().map(move |c| (r.id.as_str(), c))).collect();
     let columns = vec![
-        Column::new("id".into(), all.iter().map(|(id, _)| *id).collect::<Vec<_>>()),
-        Column::new("chunk".into(), all.iter().map(|(_, c)| c.index as u32).collect::<Vec<u32>>()),
-        Column::new("window_start".into(), all.iter().map(|(_, c)| c.window_start).collect::<Vec<i64>>()),
-        Column::new("window_samples".into(), all.iter().map(|(_, c)| c.window_samples as u32).collect::<Vec<u32>>()),
-        Column::new("context_samples".into(), all.iter().map(|(_, c)| c.context_samples as u32).collect::<Vec<u32>>()),
-        Column::new("target_samples".into(), all.iter().map(|(_, c)| c.target_samples as u32).collect::<Vec<u32>>()),
+        Column::new(chunk_column::ID.into(), all.iter().map(|(id, _)| *id).collect::<Vec<_>>()),
+        Column::new(chunk_column::CHUNK.into(), all.iter().map(|(_, c)| c.index as u32).collect::<Vec<u32>>()),
+        Column::new(chunk_column::WINDOW_START.into(), all.iter().map(|(_, c)| c.window_start).collect::<Vec<i64>>()),
+        Column::new(
+            chunk_column::WINDOW_SAMPLES.into(),
+            all.iter().map(|(_, c)| c.window_samples as u32).collect::<Vec<u32>>(),
+        ),
+        Column::new(
+            chunk_column::CONTEXT_SAMPLES.into(),
+            all.iter().map(|(_, c)| c.context_samples as u32).collect::<Vec<u32>>(),
+        ),
+        Column::new(
+            chunk_column::TARGET_SAMPLES.into(),
+            all.iter().map(|(_, c)| c.target_samples as u32).collect::<Vec<u32>>(),
+        ),
     ];
     Ok(DataFrame::new(all.len(), columns)?)
 }

@@ -48,6 +48,9 @@ pub enum AlignmentError {
         #[source]
         source: std::io::Error,
     },
+    /// The featurize output's shards could not be listed.
+    #[error(transparent)]
+    Features(#[from] dv_featurize::FeaturizeError),
     /// A decoding thread panicked (`what`).
     #[error("{what} panicked")]
     Panicked { what: &'static str },

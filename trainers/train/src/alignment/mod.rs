@@ -47,4 +47,4 @@ pub use error::AlignmentError;
 pub use options::{AlignOptions, Decoder, ViterbiOn};
 pub use output::{AlignReport, BoundaryError, Failure, HeldOutQuarantine, Pper, QuarantineReport, ViterbiBackend};
 pub use pipeline::align;
-pub use plot::{shard_files, Plot};
+pub use plot::Plot;

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use dv_featurize::format::{self, column};
 use dv_plot::{Heatmap, Marker, Rgb};
 use polars::prelude::*;
 
@@ -23,28 +24,16 @@ pub enum Plot {
     },
 }
 
-/// The Parquet shards of a featurize output (a directory or `file://` URL), in name order.
-pub fn shard_files(features: &str) -> Result<Vec<PathBuf>, AlignmentError> {
-    let dir = Path::new(features.strip_prefix("file://").unwrap_or(features)).join("shards");
-    let mut shards: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map_err(AlignmentError::io("reading", &dir))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
-        .collect();
-    shards.sort();
-    Ok(shards)
-}
-
 /// The mu-law audio and its rate of utterance `id` in a featurize output.
 fn read_audio(features: &str, id: &str) -> Result<(Vec<f32>, u32), AlignmentError> {
-    for shard in shard_files(features)? {
+    for shard in format::shard_files(Path::new(features))? {
         let file = std::fs::File::open(&shard).map_err(AlignmentError::io("opening", &shard))?;
-        let cols = ["id", "mulaw", "sample_rate"].map(String::from).to_vec();
+        let cols = [column::ID, column::MULAW, column::SAMPLE_RATE].map(String::from).to_vec();
         let df = ParquetReader::new(file).with_columns(Some(cols)).finish()?;
-        let ids = df.column("id")?.str()?.clone();
+        let ids = df.column(column::ID)?.str()?.clone();
         let Some(row) = ids.iter().position(|x| x == Some(id)) else { continue };
-        let rate = df.column("sample_rate")?.cast(&DataType::UInt32)?.u32()?.get(row);
-        let bytes = df.column("mulaw")?.binary()?.get(row).map(<[u8]>::to_vec);
+        let rate = df.column(column::SAMPLE_RATE)?.cast(&DataType::UInt32)?.u32()?.get(row);
+        let bytes = df.column(column::MULAW)?.binary()?.get(row).map(<[u8]>::to_vec);
         let (Some(rate), Some(bytes)) = (rate, bytes) else {
             return Err(AlignmentError::NoAudio { shard, id: id.to_string() });
         };

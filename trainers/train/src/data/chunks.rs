@@ -43,6 +43,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use dv_featurize::format::{self, chunk_column, column};
 use dv_text::{
     conditioning_features, conditioning_frames, F0Contour, F0Normalization, Phoneme, Stress, StressedPhoneme,
     TimedPhoneme, CONDITIONING_DIM, CONDITIONING_RATE,
@@ -143,22 +144,31 @@ pub fn stressed_phone(name: &str) -> Option<StressedPhoneme> {
 }
 
 fn read_utterances(path: &Path, rate: u32, skips: &mut Skipped) -> Result<Vec<ChunkUtterance>, TrainError> {
-    let cols = ["id", "sample_rate", "mulaw", "f0_hz", "f0_start", "ref_phones", "ref_phone_starts", "ref_phone_ends"];
+    let cols = [
+        column::ID,
+        column::SAMPLE_RATE,
+        column::MULAW,
+        column::F0_HZ,
+        column::F0_START,
+        column::REF_PHONES,
+        column::REF_PHONE_STARTS,
+        column::REF_PHONE_ENDS,
+    ];
     let file = std::fs::File::open(path).map_err(|e| data_err(path, e))?;
     let df = ParquetReader::new(file)
         .with_columns(Some(cols.map(String::from).to_vec()))
         .finish()
         .map_err(|e| data_err(path, e))?;
     let col = |name: &str| df.column(name).map_err(|e| data_err(path, format!("column {name}: {e}")));
-    let ids = col("id")?.str().map_err(|e| data_err(path, e))?.clone();
-    let rates = col("sample_rate")?.cast(&DataType::UInt32).map_err(|e| data_err(path, e))?;
+    let ids = col(column::ID)?.str().map_err(|e| data_err(path, e))?.clone();
+    let rates = col(column::SAMPLE_RATE)?.cast(&DataType::UInt32).map_err(|e| data_err(path, e))?;
     let rates = rates.u32().map_err(|e| data_err(path, e))?.clone();
-    let mulaw = col("mulaw")?.binary().map_err(|e| data_err(path, e))?.clone();
-    let f0 = col("f0_hz")?.list().map_err(|e| data_err(path, e))?.clone();
-    let f0_start = col("f0_start")?.f64().map_err(|e| data_err(path, e))?.clone();
-    let names = col("ref_phones")?.list().map_err(|e| data_err(path, e))?.clone();
-    let starts = col("ref_phone_starts")?.list().map_err(|e| data_err(path, e))?.clone();
-    let ends = col("ref_phone_ends")?.list().map_err(|e| data_err(path, e))?.clone();
+    let mulaw = col(column::MULAW)?.binary().map_err(|e| data_err(path, e))?.clone();
+    let f0 = col(column::F0_HZ)?.list().map_err(|e| data_err(path, e))?.clone();
+    let f0_start = col(column::F0_START)?.f64().map_err(|e| data_err(path, e))?.clone();
+    let names = col(column::REF_PHONES)?.list().map_err(|e| data_err(path, e))?.clone();
+    let starts = col(column::REF_PHONE_STARTS)?.list().map_err(|e| data_err(path, e))?.clone();
+    let ends = col(column::REF_PHONE_ENDS)?.list().map_err(|e| data_err(path, e))?.clone();
     let floats = |l: &ListChunked, i: usize| -> Option<Vec<f64>> {
         let s = l.get_as_series(i)?.cast(&DataType::Float64).ok()?;
         s.f64().ok()?.iter().collect()
@@ -227,14 +237,18 @@ fn read_chunks(path: &Path) -> Result<Vec<(String, ChunkRef)>, TrainError> {
         let c = c.i64().map_err(|e| data_err(path, e))?.clone();
         Ok(c.iter().map(|v| v.map(|x| x as u64)).collect())
     };
-    let ids = df.column("id").map_err(|e| data_err(path, e))?.str().map_err(|e| data_err(path, e))?.clone();
+    let ids = df.column(chunk_column::ID).map_err(|e| data_err(path, e))?.str().map_err(|e| data_err(path, e))?.clone();
     let ws = df
-        .column("window_start")
+        .column(chunk_column::WINDOW_START)
         .map_err(|e| data_err(path, e))?
         .cast(&DataType::Int64)
         .map_err(|e| data_err(path, e))?;
     let ws = ws.i64().map_err(|e| data_err(path, e))?.clone();
-    let (wn, cx, tg) = (u64col("window_samples")?, u64col("context_samples")?, u64col("target_samples")?);
+    let (wn, cx, tg) = (
+        u64col(chunk_column::WINDOW_SAMPLES)?,
+        u64col(chunk_column::CONTEXT_SAMPLES)?,
+        u64col(chunk_column::TARGET_SAMPLES)?,
+    );
     let mut out = Vec::new();
     for i in 0..df.height() {
         if let (Some(id), Some(s), Some(n), Some(c), Some(t)) = (ids.get(i), ws.get(i), wn.get(i), cx.get(i), tg.get(i))
@@ -261,7 +275,7 @@ impl Chunks {
         let dir = local_dir(&config.url)?;
         let rate = (hop * CONDITIONING_RATE as usize) as u32;
         let mut skipped = Skipped::default();
-        let shards = parquet_files(&dir.join("shards"))?;
+        let shards = parquet_files(&dir, format::SHARDS)?;
         let mut utterances = Vec::new();
         for s in &shards {
             utterances.extend(read_utterances(s, rate, &mut skipped)?);
@@ -285,7 +299,7 @@ impl Chunks {
             }
         };
         let mut all = Vec::new();
-        for c in parquet_files(&dir.join("chunks"))? {
+        for c in parquet_files(&dir, format::CHUNKS)? {
             all.extend(read_chunks(&c)?);
         }
         all.sort_by(|a, b| (a.0.as_str(), a.1.window_start).cmp(&(b.0.as_str(), b.1.window_start)));

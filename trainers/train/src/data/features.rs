@@ -39,6 +39,8 @@
 
 use std::path::{Path, PathBuf};
 
+use dv_featurize::format::{self, column};
+use dv_featurize::FeaturizeError;
 use dv_text::{phoneme_pairs, Phoneme, Stress, StressedPhoneme};
 use dv_torch::tch::{Device, Tensor};
 use polars::prelude::*;
@@ -199,20 +201,16 @@ pub(crate) fn local_dir(url: &str) -> Result<PathBuf, TrainError> {
     Ok(PathBuf::from(url))
 }
 
-/// The `*.parquet` files of a featurize output's `dir` (`shards/` or
-/// `chunks/`), sorted; none is an error.
-pub(crate) fn parquet_files(dir: &Path) -> Result<Vec<PathBuf>, TrainError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| data_err(dir, e))?;
-    let mut v = Vec::new();
-    for e in entries {
-        let p = e.map_err(|e| data_err(dir, e))?.path();
-        if p.extension().is_some_and(|x| x == "parquet") {
-            v.push(p);
-        }
-    }
-    v.sort();
+/// The `*.parquet` files in `dir` ([`format::SHARDS`] or
+/// [`format::CHUNKS`]) of the featurize output at `root`, sorted
+/// ([`format::parquet_files`]); none is an error.
+pub(crate) fn parquet_files(root: &Path, dir: &str) -> Result<Vec<PathBuf>, TrainError> {
+    let v = format::parquet_files(root, dir).map_err(|e| match e {
+        FeaturizeError::Io { path, source, .. } => data_err(&path, source),
+        e => data_err(&root.join(dir), e),
+    })?;
     if v.is_empty() {
-        return Err(data_err(dir, "no *.parquet shards (run `dv featurize` first)"));
+        return Err(data_err(&root.join(dir), "no *.parquet shards (run `dv featurize` first)"));
     }
     Ok(v)
 }
@@ -232,7 +230,7 @@ impl Features {
     /// it (module docs).
     pub fn load(config: &FeaturesConfig) -> Result<FeatureSplit, TrainError> {
         let dir = local_dir(&config.url)?;
-        let shards = parquet_files(&dir.join("shards"))?;
+        let shards = parquet_files(&dir, format::SHARDS)?;
         let mut skipped = Skipped::default();
         let mut rows: Vec<(String, Utterance)> = Vec::new();
         for shard in &shards {
@@ -256,7 +254,7 @@ impl Features {
             validation,
             skipped,
             shards: shards.len(),
-            complete: dir.join("manifest.json").exists(),
+            complete: dir.join(format::MANIFEST).exists(),
         })
     }
 
@@ -300,31 +298,35 @@ impl Features {
 
 fn read_shard(path: &Path, max_frames: Option<usize>) -> Result<Vec<Row>, TrainError> {
     let file = std::fs::File::open(path).map_err(|e| data_err(path, e))?;
-    let mut columns = ["id", "mfcc", "mfcc_frames", "ref_phones"].map(String::from).to_vec();
+    let mut columns = [column::ID, column::MFCC, column::MFCC_FRAMES, column::REF_PHONES].map(String::from).to_vec();
     let schema = ParquetReader::new(std::fs::File::open(path).map_err(|e| data_err(path, e))?)
         .schema()
         .map_err(|e| data_err(path, e))?;
     // Reference times are optional: older or hand-made shards may lack them.
-    let timed = ["ref_phone_starts", "ref_phone_ends"].iter().all(|c| schema.get(c).is_some());
+    let time_columns = [column::REF_PHONE_STARTS, column::REF_PHONE_ENDS];
+    let timed = time_columns.iter().all(|c| schema.get(c).is_some());
     if timed {
-        columns.extend(["ref_phone_starts", "ref_phone_ends"].map(String::from));
+        columns.extend(time_columns.map(String::from));
     }
     let df = ParquetReader::new(file).with_columns(Some(columns)).finish().map_err(|e| data_err(path, e))?;
     let col = |name: &str| df.column(name).map_err(|e| data_err(path, format!("column {name}: {e}")));
-    let ids = col("id")?.str().map_err(|e| data_err(path, format!("column id: {e}")))?.clone();
-    let mfcc = col("mfcc")?.list().map_err(|e| data_err(path, format!("column mfcc: {e}")))?.clone();
-    let frames = col("mfcc_frames")?
+    let ids = col(column::ID)?.str().map_err(|e| data_err(path, format!("column {}: {e}", column::ID)))?.clone();
+    let mfcc = col(column::MFCC)?.list().map_err(|e| data_err(path, format!("column {}: {e}", column::MFCC)))?.clone();
+    let frames = col(column::MFCC_FRAMES)?
         .cast(&DataType::UInt64)
         .and_then(|c| c.u64().cloned())
-        .map_err(|e| data_err(path, format!("column mfcc_frames: {e}")))?;
-    let phones = col("ref_phones")?.list().map_err(|e| data_err(path, format!("column ref_phones: {e}")))?.clone();
+        .map_err(|e| data_err(path, format!("column {}: {e}", column::MFCC_FRAMES)))?;
+    let phones = col(column::REF_PHONES)?
+        .list()
+        .map_err(|e| data_err(path, format!("column {}: {e}", column::REF_PHONES)))?
+        .clone();
     let times = |name: &str| -> Result<Option<ListChunked>, TrainError> {
         if !timed {
             return Ok(None);
         }
         Ok(Some(col(name)?.list().map_err(|e| data_err(path, format!("column {name}: {e}")))?.clone()))
     };
-    let (starts, ends) = (times("ref_phone_starts")?, times("ref_phone_ends")?);
+    let (starts, ends) = (times(column::REF_PHONE_STARTS)?, times(column::REF_PHONE_ENDS)?);
     let floats = |l: &Option<ListChunked>, i: usize| -> Option<Vec<f64>> {
         let s = l.as_ref()?.get_as_series(i)?.cast(&DataType::Float64).ok()?;
         s.f64().ok()?.iter().collect()

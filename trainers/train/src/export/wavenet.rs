@@ -107,7 +107,7 @@ pub fn export_wavenet(e: &WavenetExport) -> Result<WavenetExported, TrainError> 
         return Err(TrainError::Export { name: data.url.clone(), reason });
     }
     let dir = data.url.strip_prefix("file://").unwrap_or(&data.url).to_string();
-    let manifest = std::fs::read(Path::new(&dir).join("manifest.json")).unwrap_or_default();
+    let manifest = std::fs::read(Path::new(&dir).join(dv_featurize::format::MANIFEST)).unwrap_or_default();
     let featurizer = serde_json::json!({
         "features": dir,
         "manifest": serde_json::from_slice::<serde_json::Value>(&manifest).unwrap_or(serde_json::Value::Null),
