@@ -2,12 +2,13 @@
 //! library's docs for the endpoints; `dv-serve --help` for the options.
 #![forbid(unsafe_code)]
 
+use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use dv_serve::{serve, ServeConfig, SlotBackend, SlotConfig};
 use dv_speak::{Device, SpeakerOptions};
 use dv_synth::{Nonlinearity, Precision};
@@ -53,8 +54,8 @@ struct Args {
     /// multi-stream kernel on GPU 0, its slots shared by concurrent
     /// requests), or cpu-slots (the same slot scheduler on one CPU thread,
     /// for trying the GPU path without a GPU).
-    #[arg(long, default_value = "cpu")]
-    device: String,
+    #[arg(long, value_enum, default_value_t = DeviceArg::Cpu)]
+    device: DeviceArg,
     /// (cuda, cpu-slots) Slots per voice: requests rendering at once (default
     /// 2048 on cuda, the cores on cpu-slots). --workers is ignored. On cuda
     /// (Hopper, r = 64) they are spread over every multiprocessor: fewer per
@@ -88,6 +89,27 @@ struct Args {
     /// Seconds in-flight requests get to finish after SIGTERM or SIGINT.
     #[arg(long, default_value_t = 10.0)]
     shutdown_grace: f64,
+}
+
+/// `--device`: where requests are rendered (the flag's help says how).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum DeviceArg {
+    // A worker pool on the CPU, a request a thread.
+    Cpu,
+    // The slot scheduler on GPU 0's multi-stream kernel.
+    Cuda,
+    // The slot scheduler on one CPU thread.
+    CpuSlots,
+}
+
+impl fmt::Display for DeviceArg {
+    /// The spelling clap reads (`cpu`, `cuda`, `cpu-slots`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.to_possible_value() {
+            Some(v) => f.write_str(v.get_name()),
+            None => Ok(()),
+        }
+    }
 }
 
 /// The shipped voices of the source tree this binary was built from.
@@ -139,11 +161,14 @@ fn main() -> anyhow::Result<()> {
     config.api_key = a.api_key.filter(|k| !k.is_empty());
     config.preload = !a.no_preload;
     config.max_voices = a.max_voices;
-    let (device, slots) = match a.device.as_str() {
-        "cpu" => (Device::Cpu, None),
-        "cuda" => (Device::Cpu, Some(SlotConfig::new(SlotBackend::Cuda { device: 0 }, a.slots.unwrap_or(2048)))),
-        "cpu-slots" => (Device::Cpu, Some(SlotConfig::new(SlotBackend::Cpu, a.slots.unwrap_or(config.workers)))),
-        other => bail!("--device {other:?}: cpu, cuda or cpu-slots"),
+    let (device, slots) = match a.device {
+        DeviceArg::Cpu => (Device::Cpu, None),
+        DeviceArg::Cuda => {
+            (Device::Cpu, Some(SlotConfig::new(SlotBackend::Cuda { device: 0 }, a.slots.unwrap_or(2048))))
+        }
+        DeviceArg::CpuSlots => {
+            (Device::Cpu, Some(SlotConfig::new(SlotBackend::Cpu, a.slots.unwrap_or(config.workers))))
+        }
     };
     if let Some(mut sc) = slots {
         if a.slot_block == 0 || a.max_sentence_s.is_nan() || a.max_sentence_s <= 0.0 {

@@ -326,6 +326,22 @@ fn the_binary_stops_on_sigterm_and_binds_loopback_only() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--public"), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
+#[test]
+fn the_binary_takes_three_devices_and_refuses_others_naming_them() {
+    let stderr = |device: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_dv-serve")).args(["--device", device, "--help"]).output().unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    for good in ["cpu", "cuda", "cpu-slots"] {
+        assert_eq!(stderr(good), (true, String::new()), "{good}");
+    }
+    for bad in ["gpu", "CPU", "cpu_slots", ""] {
+        let (ok, e) = stderr(bad);
+        assert!(!ok, "{bad:?}");
+        assert!(e.contains("--device") && e.contains("[possible values: cpu, cuda, cpu-slots]"), "{bad:?}: {e}");
+    }
+}
+
 /// The binary keeps voices' golden-parity verdicts where `dv synth` does
 /// (`$DV_HOME/parity`, through `dv_speak::Parity::check_cached`): a
 /// restarted server loads a voice it checked before without the checks, and
