@@ -24,6 +24,10 @@ pub enum CorpusError {
     /// An external tool of the recipe failed.
     #[error("`{command}` failed: {reason}")]
     ToolFailed { command: String, reason: String },
+    /// A line of `hts_engine`'s phone durations (`-od`) that does not parse
+    /// (`line` counts from 1).
+    #[error("{}: line {line}: {reason}", path.display())]
+    Durations { path: PathBuf, line: usize, reason: String },
     #[error("{0}")]
     Recipe(String),
 }

@@ -101,21 +101,23 @@ fn voice_frame(voice: &Path) -> Result<(u32, u32), CorpusError> {
     }
 }
 
-/// Phone segments from `hts_engine -od`: `start end full-context-label` per
-/// line, times in 100 ns units, the phone between the first `-` and `+`.
-/// A malformed line is an error naming its number and text.
-pub fn parse_durations(text: &str) -> Result<Vec<PhoneSpan>, String> {
+/// Phone segments from `hts_engine -od` (the file `path`, named in errors):
+/// `start end full-context-label` per line, times in 100 ns units, the
+/// phone between the first `-` and `+`. A malformed line is a
+/// [`CorpusError::Durations`] naming its number and text.
+pub fn parse_durations(path: &Path, text: &str) -> Result<Vec<PhoneSpan>, CorpusError> {
     let mut spans = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let error = |reason: String| CorpusError::Durations { path: path.to_path_buf(), line: i + 1, reason };
+        let bad = || error(format!("not `start end label`: {line:?}"));
         let f: Vec<&str> = line.split_whitespace().collect();
-        let bad = || format!("line {}: {line:?}", i + 1);
         if f.len() < 3 {
             return Err(bad());
         }
         let start: f64 = f[0].parse().map_err(|_| bad())?;
         let end: f64 = f[1].parse().map_err(|_| bad())?;
         let phone = f[2].split_once('-').and_then(|(_, r)| r.split_once('+')).map(|(p, _)| p).ok_or_else(bad)?;
-        let phone = Phoneme::from_festival(phone).map_err(|e| format!("line {}: {e}", i + 1))?;
+        let phone = Phoneme::from_festival(phone).map_err(|e| error(e.to_string()))?;
         spans.push(PhoneSpan { phone: phone.phoneme.symbol().to_string(), start: start * 1e-7, end: end * 1e-7 });
     }
     Ok(spans)
@@ -209,7 +211,7 @@ fn render_one(tools: &Tools, dir: &Path, scratch: &Path, id: &str, step: f64) ->
         &SAMPLE_RATE.to_string(),
     ]))?;
     let dur_text = std::fs::read_to_string(&dur).map_err(CorpusError::io(&dur))?;
-    let spans = parse_durations(&dur_text).map_err(|e| CorpusError::Recipe(format!("{}: {e}", dur.display())))?;
+    let spans = parse_durations(&dur, &dur_text)?;
     let lf0_bytes = std::fs::read(&lf0).map_err(CorpusError::io(&lf0))?;
     let track = parse_lf0(&lf0_bytes, step);
     write_atomic(&dir.join("lab").join(format!("{id}.lab")), write_xwaves_lab(&spans).as_bytes())?;

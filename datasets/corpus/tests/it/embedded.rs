@@ -2,8 +2,8 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use dv_corpus::embedded::sentences::{is_plain, shuffle};
-use dv_corpus::embedded::{make, Request, Tools};
-use dv_corpus::{read, CorpusKind};
+use dv_corpus::embedded::{make, parse_hts_durations, Request, Tools};
+use dv_corpus::{read, CorpusError, CorpusKind};
 
 fn lexicon(words: &str) -> HashSet<String> {
     words.split_whitespace().map(str::to_string).collect()
@@ -25,6 +25,34 @@ fn sentence_filter_keeps_plain_english_only() {
     assert!(!is_plain("The cat sat. On the mat and a dog.", &lex), "two sentences");
     let long = format!("The {}cat.", "cat ".repeat(19));
     assert!(!is_plain(&long, &lex), "more than twenty words");
+}
+
+#[test]
+fn hts_durations_parse_to_phones_and_a_bad_line_is_named_by_file_and_number() {
+    let path = Path::new("out/dur/a0001.dur");
+    let spans = parse_hts_durations(path, "0 1000000 x^x-pau+hh=ax\n\n1000000 2500000 x^pau-hh+ax=l\n").unwrap();
+    let phones: Vec<&str> = spans.iter().map(|s| s.phone.as_str()).collect();
+    assert_eq!(phones, ["sil", "HH"]);
+    let times: Vec<f64> = spans.iter().flat_map(|s| [s.start, s.end]).collect();
+    for (got, want) in times.iter().zip([0.0, 0.1, 0.1, 0.25]) {
+        assert!((got - want).abs() < 1e-12, "{times:?}");
+    }
+    for (text, line, says) in [
+        ("0 1000000 x^x-pau+hh=ax\n0 1000000\n", 2, "not `start end label`: \"0 1000000\""),
+        ("0 ten x^x-pau+hh=ax\n", 1, "not `start end label`"),
+        ("0 1 no-phone-marks\n", 1, "not `start end label`"),
+        ("0 1 x^x-zz+hh=ax\n", 1, "zz"),
+    ] {
+        match parse_hts_durations(path, text) {
+            Err(e @ CorpusError::Durations { .. }) => {
+                let CorpusError::Durations { path: p, line: l, .. } = &e else { unreachable!() };
+                assert_eq!((p.as_path(), *l), (path, line), "{text:?}");
+                let msg = e.to_string();
+                assert!(msg.starts_with(&format!("out/dur/a0001.dur: line {line}: ")) && msg.contains(says), "{msg}");
+            }
+            other => panic!("{text:?}: expected a durations error, got {other:?}"),
+        }
+    }
 }
 
 #[test]

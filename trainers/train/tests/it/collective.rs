@@ -134,3 +134,43 @@ fn ranks_that_disagree_are_an_error_not_a_wrong_sum() {
     assert!(matches!(e, CollectiveError::Tensor { .. }), "{e}");
     one.finish();
 }
+
+/// A backend for the suite's failure cases: rank 0 of 2 whose sums leave the
+/// tensor as it is, or fail.
+struct Broken {
+    fail: bool,
+}
+
+impl Collective for Broken {
+    fn rank(&self) -> usize {
+        0
+    }
+    fn world_size(&self) -> usize {
+        2
+    }
+    fn all_reduce_sum(&mut self, _: &mut Tensor, what: &str) -> Result<(), CollectiveError> {
+        if self.fail {
+            return Err(CollectiveError::Tensor { rank: 0, what: what.into(), reason: "broken".into() });
+        }
+        Ok(())
+    }
+    fn broadcast(&mut self, _: &mut Tensor, _: usize, _: &str) -> Result<(), CollectiveError> {
+        Ok(())
+    }
+    fn abort(&mut self, _: &str) {}
+}
+
+#[test]
+fn the_conformance_suite_fails_a_wrong_or_failing_backend_naming_the_check() {
+    use dv_train::conformance::{run_suite, ConformanceError};
+    match run_suite(&mut Broken { fail: false }, tch::Device::Cpu) {
+        Err(e @ ConformanceError::Wrong { rank: 0, check: "all_reduce_sum", .. }) => {
+            assert_eq!(e.to_string(), "rank 0: all_reduce_sum: gave [0.0, 0.0, 1.0], expected [1.0, 10.0, 2.0]");
+        }
+        other => panic!("expected a wrong sum, got {other:?}"),
+    }
+    match run_suite(&mut Broken { fail: true }, tch::Device::Cpu) {
+        Err(ConformanceError::Collective(CollectiveError::Tensor { what, .. })) => assert_eq!(what, "sum"),
+        other => panic!("expected the collective's error, got {other:?}"),
+    }
+}
