@@ -1,5 +1,6 @@
 //! Finding voice packages by name: the search path, the default voice, and
-//! the listing `dv voices` prints.
+//! the listing `dv voices` prints (the default first, demonstrations
+//! marked: [`list_default_first`], [`is_demo`]).
 //!
 //! A voice is named by its directory: `--voice slt` finds the package
 //! directory `slt` in the first folder of the search path that has one;
@@ -101,6 +102,25 @@ pub fn resolve_name(name: &str, path: &[PathBuf]) -> Result<PathBuf, VoiceError>
         searched: path.to_vec(),
         known: list(path).into_iter().map(|e| e.name).collect(),
     })
+}
+
+/// Whether the voice called `name` is a demonstration: a toy trained in
+/// minutes on the CPU by `infra/run demo` (`demo-tiny-cpu`), not one to
+/// judge the system by. The rule is the name: `demo-` and more. `dv voices`
+/// marks these, and a server's voice list says so.
+pub fn is_demo(name: &str) -> bool {
+    name.starts_with("demo-") && name.len() > "demo-".len()
+}
+
+/// [`list`] with the voice called `default` first (when it is on `path`),
+/// the others by name: the order `dv voices` and a server offer them in.
+pub fn list_default_first(path: &[PathBuf], default: &str) -> Vec<VoiceEntry> {
+    let mut out = list(path);
+    if let Some(k) = out.iter().position(|e| e.name == default) {
+        let d = out.remove(k);
+        out.insert(0, d);
+    }
+    out
 }
 
 /// Every voice on `path`, by name (the first of each name wins), sorted.

@@ -1,7 +1,8 @@
 //! `dv voices`: the voice packages `dv synth`, `dv g2p` and `dv-serve` can
 //! find by name (`dv_voice::catalog`: `DV_VOICES`, `$DV_HOME/voices`, the
 //! installed share folder, the repository's shipped voices), which one is
-//! used when none is named, and which are demonstrations.
+//! used when none is named (listed first), and which are demonstrations
+//! ([`catalog::is_demo`]).
 
 use std::path::{Path, PathBuf};
 
@@ -25,21 +26,14 @@ pub(crate) fn resolve(voice: Option<&str>) -> anyhow::Result<PathBuf> {
     Ok(catalog::resolve(&name, &search_path())?)
 }
 
-/// Whether the voice called `name` is a demonstration: a toy trained in
-/// minutes on the CPU by `infra/run demo` (`demo-tiny-cpu`), not
-/// one to judge the system by. The rule is the name, `demo-` and more; the
-/// server's voice list (`dv_serve::is_demo`) applies the same one.
-pub(crate) fn is_demo(name: &str) -> bool {
-    name.starts_with("demo-") && name.len() > "demo-".len()
-}
-
 pub(crate) fn run() -> anyhow::Result<()> {
     let path = search_path();
     let default = catalog::default_voice();
-    let found = catalog::list(&path);
+    // The default first, as the server's voice list has it.
+    let found = catalog::list_default_first(&path, &default);
     println!("{:<2}{:<16} {:<14} {:<6} {:<10} directory", "", "voice", "wavenet", "text", "step");
     for e in &found {
-        let mark = match (e.name == default, is_demo(&e.name)) {
+        let mark = match (e.name == default, catalog::is_demo(&e.name)) {
             (true, true) => "*d",
             (true, false) => "*",
             (false, true) => "d",
@@ -68,7 +62,7 @@ pub(crate) fn run() -> anyhow::Result<()> {
         println!("(no voices found)");
     }
     println!("\n* the default voice (DV_VOICE, else {})", catalog::SHIPPED_VOICE);
-    if found.iter().any(|e| is_demo(&e.name)) {
+    if found.iter().any(|e| catalog::is_demo(&e.name)) {
         println!("d a demonstration: a toy voice `infra/run demo` trained in minutes on the CPU (demo-…)");
     }
     println!("searched, in order:");
@@ -76,15 +70,4 @@ pub(crate) fn run() -> anyhow::Result<()> {
         println!("  {}", p.display());
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_demo;
-
-    #[test]
-    fn demo_voices_are_the_demo_names() {
-        assert!(is_demo("demo-tiny") && is_demo("demo-text"));
-        assert!(!is_demo("slt") && !is_demo("demo") && !is_demo("demo-") && !is_demo("my-demo-voice"));
-    }
 }

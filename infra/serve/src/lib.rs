@@ -30,7 +30,8 @@
 //!   `speech.sentence` event (its timings) before each sentence's audio
 //!   deltas (base64 PCM): what the web page plays.
 //! * `GET /v1/audio/voices` (`{"voices":[{"id","name","demo"}],"default"}`,
-//!   the default voice first; `demo` marks a toy voice, [`is_demo`]),
+//!   the default voice first; `demo` marks a toy voice,
+//!   [`dv_voice::catalog::is_demo`]),
 //!   `GET /v1/models`,
 //!   `GET /healthz` (alive), `GET /readyz` (the default voice is loaded),
 //!   `GET /metrics` (Prometheus text), `GET /` (the web page),
@@ -125,4 +126,4 @@ pub use request::{
     ResponseFormat, SpeechRequest, StreamFormat, DEFAULT_SAMPLE_RATE, MAX_INPUT, MODELS, RESPONSE_FORMATS, SAMPLE_RATES,
 };
 pub use server::serve;
-pub use voices::{is_demo, VoiceCache};
+pub use voices::VoiceCache;

@@ -23,14 +23,6 @@ use crate::config::{SlotBackend, SlotConfig};
 use crate::error::ApiError;
 use crate::metrics::Metrics;
 
-/// Whether the voice called `name` is a demonstration: a toy trained in
-/// minutes on the CPU by `infra/run demo` (`demo-tiny`, `demo-text`), not
-/// one to judge the system by. The rule is the name: `demo-` and more.
-/// (`dv voices` applies the same rule.)
-pub fn is_demo(name: &str) -> bool {
-    name.starts_with("demo-") && name.len() > "demo-".len()
-}
-
 /// A loaded voice: its speaker, and its slot scheduler when the server
 /// renders on slots.
 pub(crate) struct Loaded {
@@ -150,19 +142,14 @@ impl VoiceCache {
     }
 
     /// The voices to offer: the default first (when it is on the search
-    /// path), then the others as found, each with whether it is a
-    /// demonstration ([`is_demo`]).
+    /// path), then the others by name, each with whether it is a
+    /// demonstration ([`catalog::list_default_first`], [`catalog::is_demo`]).
     pub fn listed(&self) -> Vec<(String, bool)> {
-        let mut names = self.names();
-        if let Some(k) = names.iter().position(|n| *n == self.default) {
-            let d = names.remove(k);
-            names.insert(0, d);
-        }
-        names
+        catalog::list_default_first(&self.path, &self.default)
             .into_iter()
-            .map(|n| {
-                let demo = is_demo(&n);
-                (n, demo)
+            .map(|e| {
+                let demo = catalog::is_demo(&e.name);
+                (e.name, demo)
             })
             .collect()
     }

@@ -1,6 +1,6 @@
 //! Finding voices by name on a search path.
 
-use dv_voice::catalog::{list, resolve, resolve_name, valid_name};
+use dv_voice::catalog::{is_demo, list, list_default_first, resolve, resolve_name, valid_name};
 use dv_voice::VoiceError;
 
 use crate::package::write_ok;
@@ -59,4 +59,24 @@ fn a_broken_package_is_listed_with_its_error() {
     let found = list(&[dir.path().to_path_buf()]);
     assert_eq!(found.len(), 1);
     assert!(found[0].config.as_ref().unwrap_err().to_string().contains("config.json"), "{:?}", found[0].config);
+}
+
+#[test]
+fn demo_voices_are_the_demo_names() {
+    assert!(is_demo("demo-tiny") && is_demo("demo-text") && is_demo("demo-tiny-cpu"));
+    assert!(!is_demo("slt") && !is_demo("demo") && !is_demo("demo-") && !is_demo("my-demo-voice"));
+}
+
+#[test]
+fn the_default_voice_is_listed_first_wherever_it_sorts() {
+    let d = tempfile::tempdir().unwrap();
+    for name in ["alpha", "demo-tiny", "zeta"] {
+        write_ok(&d.path().join(name));
+    }
+    let path = vec![d.path().to_path_buf()];
+    let names =
+        |default: &str| -> Vec<String> { list_default_first(&path, default).into_iter().map(|e| e.name).collect() };
+    assert_eq!(names("zeta"), ["zeta", "alpha", "demo-tiny"]);
+    assert_eq!(names("alpha"), ["alpha", "demo-tiny", "zeta"]);
+    assert_eq!(names("absent"), ["alpha", "demo-tiny", "zeta"], "a default not on the path changes nothing");
 }
