@@ -12,6 +12,7 @@
 # duration/F0 model is replaced); VARIANT: name=key=value,key=value over the duration run config,
 # e.g. "b-stress=data.stress=true" "c-bidir=data.stress=true,model.sizes.bidirectional=true,init=none"
 # (a value of none deletes the key: a bidirectional model cannot start from a unidirectional one).
+# BASE=run.toml: start from that duration run config instead of RECIPE's (RECIPE is then not read).
 # Writes OUTDIR/NAME/{run.toml,train.log} and OUTDIR/voices/NAME/ (the voice package, with the
 # repository's G2P model).
 set -euo pipefail
@@ -20,7 +21,11 @@ shift 3
 dv=${DV:-dv}
 here=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$out/voices"
-"$dv" recipe train-config --stage train-duration --out "$out/base.toml" "$recipe"
+if [ -n "${BASE:-}" ]; then
+    cp "$BASE" "$out/base.toml"
+else
+    "$dv" recipe train-config --stage train-duration --out "$out/base.toml" "$recipe"
+fi
 for variant in "$@"; do
     name=${variant%%=*}
     sets=${variant#*=}

@@ -112,7 +112,7 @@ finish)
         mkdir -p "$pack/$r"
         cp "$o"/report.md "$o"/recipe.lock "$pack/$r/" 2>/dev/null
         cp -r "$o/logs" "$pack/$r/" 2>/dev/null
-        (cd "$o" && tar cf - evaluate aligned/report.json 2>/dev/null) | tar xf - -C "$pack/$r" 2>/dev/null
+        (cd "$o" && tar cf - evaluate aligned/report.json aligned/alignments.parquet 2>/dev/null) | tar xf - -C "$pack/$r" 2>/dev/null
         for m in "$o"/runs/*/*/metrics.jsonl; do
             cp "$m" "$pack/$r/$(basename "$(dirname "$(dirname "$m")")").metrics.jsonl"
         done
