@@ -89,10 +89,10 @@
 //! holds the recipe's lines and the trainer's; what the in-process `dv
 //! align`/`export`/`synth` paths print, and what the ranks of a stage on
 //! several GPUs print, goes to the terminal only (their metrics are in the
-//! run's `metrics.jsonl`). A CPU stage's ranks are threads of one process;
-//! `dv train --procs N` trains CPU ranks as processes (the TCP collective,
-//! bit for bit the threads' parameters), the recipe does not yet. GPU ranks are on this machine; several machines are
-//! the cluster jobs' (`--on`, [`emit`]).
+//! run's `metrics.jsonl`). A CPU stage with `ranks = N` trains its ranks as
+//! processes, as `dv train --procs N` does (the TCP collective on the
+//! loopback, bit for bit the parameters of thread ranks). GPU ranks are on
+//! this machine; several machines are the cluster jobs' (`--on`, [`emit`]).
 
 mod command;
 mod config;
