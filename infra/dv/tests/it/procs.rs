@@ -85,7 +85,7 @@ fn train_with_two_cpu_processes_matches_two_thread_ranks_bit_for_bit() {
 }
 
 /// The processes whose parent is `pid`.
-fn children_of(pid: u32) -> Vec<u32> {
+pub(super) fn children_of(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
     for task in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten() {
         let list = std::fs::read_to_string(task.unwrap().path().join("children")).unwrap_or_default();

@@ -421,6 +421,78 @@ fn training_stage_keys_do_not_depend_on_the_rank_or_gpu_count() {
     assert!(log.contains("on the CPU, no GPU visible: 2 rank(s)"), "{log}");
 }
 
+/// A rank that dies in a recipe's training stage fails the stage, naming the
+/// rank; the stage gets no lock entry, and a rerun resumes from its newest
+/// checkpoint and finishes it.
+#[test]
+fn a_killed_rank_fails_the_stage_naming_it_and_a_rerun_resumes() {
+    let d = tempfile::tempdir().unwrap();
+    let corpus = d.path().join("slt");
+    ok(&dv(&["corpus", "make-default", "--utterances", "10", "--out", corpus.to_str().unwrap()]));
+    let out = d.path().join("out");
+    let r = recipe(d.path(), "r.toml", &corpus, &out, 30);
+    let text = std::fs::read_to_string(&r).unwrap().replace("steps = 30, batch = 1,", "steps = 30, batch = 2,");
+    std::fs::write(&r, text.replace("[train_wavenet]\n", "[train_wavenet]\nranks = 2\n")).unwrap();
+    let args = ["recipe", "run", r.to_str().unwrap(), "--stop-stage", "train-wavenet"];
+    let err = d.path().join("stderr");
+    let mut recipe_run = ProcessGroup::spawn(
+        Command::new(env!("CARGO_BIN_EXE_dv"))
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&err).unwrap()),
+    )
+    .unwrap();
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+    // Rank 1: the recipe's child whose environment says RANK=1, once a checkpoint exists.
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let rank1 = loop {
+        let ck = std::fs::read_dir(out.join("runs/train-wavenet"))
+            .ok()
+            .and_then(|mut r| r.next())
+            .and_then(|e| e.ok())
+            .map(|e| e.path().join("checkpoints/step-0000000002.safetensors"));
+        if ck.is_some_and(|p| p.exists()) {
+            let rank1 = super::procs::children_of(recipe_run.id()).into_iter().find(|pid| {
+                std::fs::read(format!("/proc/{pid}/environ"))
+                    .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == b"RANK=1"))
+            });
+            if let Some(pid) = rank1 {
+                break pid;
+            }
+        }
+        assert!(
+            recipe_run.try_wait().unwrap().is_none(),
+            "the recipe ended before a rank could be killed: {}",
+            read(&err)
+        );
+        assert!(Instant::now() < deadline, "no WaveNet checkpoint and rank 1 appeared: {}", read(&err));
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let killed = Command::new("kill").args(["-KILL", &rank1.to_string()]).status().unwrap();
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(s) = recipe_run.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the recipe still runs 120 s after rank 1 died: {}", read(&err));
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let e = read(&err);
+    assert!(!status.success(), "{e}");
+    assert!(e.contains("train-wavenet") && e.contains("rank 1 of 2 failed"), "{e}");
+    let lock = read(&out.join("recipe.lock"));
+    assert!(!lock.contains("\"train-wavenet\""), "a failed stage has no lock entry: {lock}");
+
+    let o = dv(&args);
+    let (printed, e) = (ok(&o), String::from_utf8_lossy(&o.stderr).into_owned());
+    assert_eq!(ran(&printed), ["train-wavenet"], "{printed}");
+    assert!(e.contains("resumed from") || printed.contains("resumed from"), "the rerun resumes: {printed}\n{e}");
+    let log = read(&out.join("logs/train-wavenet.log"));
+    assert!(log.contains("trained to step 30 on 2 CPU ranks"), "{log}");
+    assert!(read(&out.join("recipe.lock")).contains("\"train-wavenet\""));
+}
+
 /// The first logged loss of the WaveNet run with key prefix `key`.
 fn first_wavenet_loss(out: &Path, key: &str) -> f64 {
     let m = out.join("runs/train-wavenet").join(&key[..12]).join("metrics.jsonl");
@@ -471,7 +543,15 @@ fn a_wavenet_on_predicted_f0_follows_the_duration_model() {
     assert_ne!(predicted_key, plain_key);
     // A cluster job's run config (`dv recipe train-config`) reads the same duration/F0 model.
     let cfg = d.path().join("wavenet-run.toml");
-    ok(&dv(&["recipe", "train-config", predicted.to_str().unwrap(), "--stage", "train-wavenet", "--out", cfg.to_str().unwrap()]));
+    ok(&dv(&[
+        "recipe",
+        "train-config",
+        predicted.to_str().unwrap(),
+        "--stage",
+        "train-wavenet",
+        "--out",
+        cfg.to_str().unwrap(),
+    ]));
     let cfg = std::fs::read_to_string(&cfg).unwrap();
     assert!(cfg.contains("f0_predicted_from = ") && cfg.contains("/runs/train-duration/"), "{cfg}");
     let (a, b) = (first_wavenet_loss(&out, &plain_key), first_wavenet_loss(&out, &predicted_key));
