@@ -268,7 +268,7 @@ impl NcclCollective {
                     rank: self.rank,
                     seq: self.seq,
                     what: what.into(),
-                    peer: usize::MAX,
+                    peer: CollectiveError::UNKNOWN_PEER,
                     reason: format!("NCCL reports {async_err:?} (a peer died or the network failed)"),
                 });
             }

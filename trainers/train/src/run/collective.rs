@@ -37,7 +37,9 @@ pub enum CollectiveError {
     /// absent (NCCL).
     #[error("rank {rank}: collective #{seq} {what:?} stalled: {} within {timeout_s} s", stalled_who(missing))]
     Stalled { rank: usize, seq: u64, what: String, missing: Vec<usize>, timeout_s: f64 },
-    #[error("rank {rank}: collective #{seq} {what:?} abandoned: rank {peer} failed ({reason})")]
+    /// `peer` is [`CollectiveError::UNKNOWN_PEER`] when the backend cannot
+    /// tell which rank failed (NCCL's asynchronous error names none).
+    #[error("rank {rank}: collective #{seq} {what:?} abandoned: {} ({reason})", failed_who(*peer))]
     PeerFailed { rank: usize, seq: u64, what: String, peer: usize, reason: String },
     #[error("rank {rank}: collective #{seq} {what:?}: ranks disagree ({reason})")]
     Mismatch { rank: usize, seq: u64, what: String, reason: String },
@@ -45,6 +47,20 @@ pub enum CollectiveError {
     Tensor { rank: usize, what: String, reason: String },
     #[error("collective setup: {0}")]
     Setup(String),
+}
+
+impl CollectiveError {
+    /// A [`CollectiveError::PeerFailed`]'s `peer` when the backend cannot
+    /// tell which rank failed.
+    pub const UNKNOWN_PEER: usize = usize::MAX;
+}
+
+fn failed_who(peer: usize) -> String {
+    if peer == CollectiveError::UNKNOWN_PEER {
+        "a peer rank failed (the backend cannot tell which)".into()
+    } else {
+        format!("rank {peer} failed")
+    }
 }
 
 fn stalled_who(missing: &[usize]) -> String {

@@ -174,3 +174,16 @@ fn the_conformance_suite_fails_a_wrong_or_failing_backend_naming_the_check() {
         other => panic!("expected the collective's error, got {other:?}"),
     }
 }
+
+/// A failed peer is named when the backend knows it, and said to be unknown
+/// otherwise (NCCL's asynchronous error), never printed as a number.
+#[test]
+fn a_failed_peer_is_named_or_said_to_be_unknown() {
+    let e = |peer| {
+        CollectiveError::PeerFailed { rank: 0, seq: 3, what: "grads".into(), peer, reason: "gone".into() }.to_string()
+    };
+    assert_eq!(e(1), "rank 0: collective #3 \"grads\" abandoned: rank 1 failed (gone)");
+    let unknown = e(CollectiveError::UNKNOWN_PEER);
+    assert!(unknown.contains("a peer rank failed (the backend cannot tell which)"), "{unknown}");
+    assert!(!unknown.contains(&usize::MAX.to_string()), "{unknown}");
+}
