@@ -19,8 +19,9 @@ APT_PACKAGES=(festival festvox-us-slt-hts festlex-cmu htsengine sox fortunes cma
 # ffmpeg decodes dv-serve's mp3 and opus answers in its tests (infra/serve/tests/it/openai.rs).
 # podman builds and runs the serving image on a base mmdebstrap makes (infra/docker/test_images.sh),
 # through runc (Debian 12's crun refuses hybrid cgroups) and netavark, whose port mappings need
-# iptables; curl asks the container for speech; patchelf points the training image's dv at its venv.
-TEST_APT_PACKAGES=(chromium slurm-wlm munge ffmpeg podman mmdebstrap runc netavark iptables curl patchelf)
+# iptables; curl asks the container for speech; patchelf points the training image's dv at its venv;
+# iproute2's ip makes the network namespaces of the two-host training test (infra/dv/tests/it/procs.rs).
+TEST_APT_PACKAGES=(chromium slurm-wlm munge ffmpeg podman mmdebstrap runc netavark iptables curl patchelf iproute2)
 KUBERNETES_VALIDATE_VERSION=1.37.0
 # OpenAI's own Python client, which dv-serve's integration tests speak through
 # (infra/serve/tests/it/openai_client.py), and schemathesis, which fuzzes the server from its

@@ -3,5 +3,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {
-    let _ = dv_corpus::embedded::parse_hts_durations(text);
+    let _ = dv_corpus::embedded::parse_hts_durations(std::path::Path::new("fuzz.lab"), text);
 });

@@ -2,7 +2,7 @@
 # Builds an image with podman from Debian packages, starts it and listens to its speech.
 #
 #   infra/docker/test_images.sh [--release] [--runs N]   # the serving image (infra/run test)
-#   infra/docker/test_images.sh --train [--runs N]       # the training image (about 5.6 GB)
+#   infra/docker/test_images.sh --train [--runs N]       # the training image (about 6.5 GB)
 #
 # The bases are infra/docker/base.sh's (Debian packages by mmdebstrap; made once, then reused).
 # The binaries are the host's ($CARGO_TARGET_DIR/debug, or release/ with --release), given to

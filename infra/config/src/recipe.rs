@@ -58,7 +58,8 @@ pub struct Recipe {
     pub out: String,
     /// A voice package (or its URL) to start the WaveNet and the duration/F0
     /// model from: fine-tuning. Their run configs get `[init] from`
-    /// ([`InitConfig`](crate::InitConfig)); the model sizes must be the package's.
+    /// ([`InitConfig`](crate::InitConfig)); the model sizes must be the package's,
+    /// unless the stage says `init = false` (it then trains from scratch).
     #[serde(default)]
     pub init: Option<String>,
     /// The GPUs each training stage whose run config says `[train] device =

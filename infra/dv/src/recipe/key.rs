@@ -48,12 +48,15 @@ fn inputs(loaded: &Loaded, stage: Stage, lock: &Lock) -> anyhow::Result<String> 
         },
         Stage::Train(_) | Stage::Align | Stage::Export | Stage::Evaluate | Stage::Report => {
             let mut s = String::new();
-            // A fine-tuned model's starting weights are an input too.
-            if let (Some(init), Stage::Train(Model::Duration | Model::Wavenet)) = (&r.init, stage) {
-                let from = loaded.resolve(init);
-                let digest =
-                    if from.contains("://") { sha256_hex(from.as_bytes()) } else { path_digest(Path::new(&from))? };
-                s.push_str(&format!("init\t{digest}\n"));
+            // A fine-tuned model's starting weights are an input too (not for a stage with
+            // `init = false`, which trains from scratch).
+            if let (Some(init), Stage::Train(m @ (Model::Duration | Model::Wavenet))) = (&r.init, stage) {
+                if m.section(r).init {
+                    let from = loaded.resolve(init);
+                    let digest =
+                        if from.contains("://") { sha256_hex(from.as_bytes()) } else { path_digest(Path::new(&from))? };
+                    s.push_str(&format!("init\t{digest}\n"));
+                }
             }
             let mut reads = stage.reads().to_vec();
             // A WaveNet conditioned on predicted F0 reads the duration/F0 model too.

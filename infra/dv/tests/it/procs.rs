@@ -141,11 +141,11 @@ fn ip(args: &[&str]) -> Result<(), String> {
     }
 }
 
-/// Whether this process's real user is root (`/proc/self/status`).
+/// Whether this process's effective user is root (`/proc/self/status`).
 fn running_as_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|t| t.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(1) == Some("0")))
+        .and_then(|t| t.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
         .unwrap_or(false)
 }
 

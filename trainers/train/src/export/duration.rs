@@ -116,8 +116,9 @@ pub fn add_duration(
         let canon = |p: &str| std::fs::canonicalize(p.strip_prefix("file://").unwrap_or(p)).ok();
         a == b || (canon(a).is_some() && canon(a) == canon(b))
     };
-    let manifest =
-        std::fs::read(Path::new(data.url.strip_prefix("file://").unwrap_or(&data.url)).join("manifest.json"));
+    let manifest = std::fs::read(
+        Path::new(data.url.strip_prefix("file://").unwrap_or(&data.url)).join(dv_featurize::format::MANIFEST),
+    );
     let same_manifest = manifest.is_ok_and(|m| {
         !config.lineage.corpus_manifest_sha256.is_empty() && sha256_hex(&m) == config.lineage.corpus_manifest_sha256
     });
