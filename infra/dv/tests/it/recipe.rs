@@ -201,6 +201,20 @@ fn recipe_runs_skips_reruns_and_resumes() {
     assert!(tuned < scratch, "first loss fine-tuned {tuned}, from scratch {scratch}");
     let log = std::fs::read_to_string(out.join("logs/train-duration.log")).unwrap();
     assert!(log.contains("initialised"), "{log}");
+    // A stage with `init = false` trains from scratch: the init package is not its input, so
+    // changing the package reruns the fine-tuned stage and not that one.
+    let r5 = d.path().join("r5.toml");
+    std::fs::write(
+        &r5,
+        std::fs::read_to_string(&r3).unwrap().replace("[train_duration]\n", "[train_duration]\ninit = false\n"),
+    )
+    .unwrap();
+    let until_duration = |r: &Path| ok(&dv(&["recipe", "run", r.to_str().unwrap(), "--stop-stage", "train-duration"]));
+    assert_eq!(ran(&until_duration(&r5)), ["train-duration"]);
+    std::fs::write(voice.join("NOTES.txt"), "a file that changes the package's digest\n").unwrap();
+    let printed = until_duration(&r5);
+    assert!(ran(&printed).is_empty(), "{printed}");
+    assert_eq!(ran(&until_duration(&r3)), ["train-duration"]);
     // A voice of another WaveNet size is refused before anything runs.
     let r4 = d.path().join("r4.toml");
     std::fs::write(
