@@ -1,22 +1,35 @@
-# Sourced by the device scripts (benchmarks/gpu/*.sh, benchmarks/align/gpu_viterbi.sh):
-# `device_env DV_XZ OUT` unpacks the carried, xz-compressed dv into OUT/bin, points
-# LD_LIBRARY_PATH at the device's torch wheel (torch, CUDA 13 with NVRTC, NCCL under the
-# libnccl.so name cudarc loads) and sets $dv. The scripts remove OUT/bin and OUT/lib at the end.
-device_env() {
-    local dvxz=$1 out=$2 site
+# Sourced by the device scripts (benchmarks/gpu/*.sh, benchmarks/serve/*.sh, benchmarks/align/gpu_viterbi.sh, …):
+# binaries built on the dev VM and carried xz-compressed, unpacked on the device with the library
+# path pointed at the device's torch wheel (torch, CUDA 13 with NVRTC, NCCL under the libnccl.so
+# name cudarc loads). The scripts remove OUT/bin and OUT/lib at the end.
+# `carried_bin XZ OUT NAME`: XZ unpacked as the executable OUT/bin/NAME, and LD_LIBRARY_PATH set
+# (with OUT/lib).
+carried_bin() {
+    local xz=$1 out=$2 file=$2/bin/$3 site
     mkdir -p "$out/bin" "$out/lib"
-    # unpacked beside and renamed, so a dv still running from an earlier call keeps its file
-    xz -dc "$dvxz" > "$out/bin/dv.$$" && chmod +x "$out/bin/dv.$$" && mv -f "$out/bin/dv.$$" "$out/bin/dv"
+    # unpacked beside and renamed, so a binary still running from an earlier call keeps its file
+    xz -dc "$xz" > "$file.$$" && chmod +x "$file.$$" && mv -f "$file.$$" "$file"
     site=$(python3 -c 'import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))')
     ln -sf "$site/nvidia/nccl/lib/libnccl.so.2" "$out/lib/libnccl.so"
     export LD_LIBRARY_PATH="$out/lib:$site/torch/lib:$site/nvidia/cu13/lib:$site/nvidia/nccl/lib:${LD_LIBRARY_PATH:-}"
-    dv=$out/bin/dv
 }
-# `bench_env DV_XZ OUT`: device_env, plus the PTX of every kernel compiled kept under OUT/ptx and
-# the GPU's name, driver and clocks in OUT/gpus.csv (the dv bench scripts).
+# `device_env DV_XZ OUT`: the carried, xz-compressed dv unpacked as OUT/bin/dv, and $dv set.
+device_env() {
+    carried_bin "$1" "$2" dv
+    dv=$2/bin/dv
+}
+# `bench_env BENCH_XZ OUT`: the carried GPU bench (dv-gpu's example `gpu_bench`, `dv bench` until
+# issue 44; benchmarks/gpu/carry.sh makes .carry/gpu_bench.xz) unpacked as OUT/bin/gpu_bench and
+# $gpu_bench set, plus the PTX of every kernel compiled kept under OUT/ptx and the GPU's name,
+# driver and clocks in OUT/gpus.csv. `gpu_bench_env` is the same without the PTX and gpus.csv
+# (the Nsight Compute scripts).
+gpu_bench_env() {
+    carried_bin "$1" "$2" gpu_bench
+    gpu_bench=$2/bin/gpu_bench
+}
 bench_env() {
     mkdir -p "$2/ptx"
-    device_env "$1" "$2"
+    gpu_bench_env "$1" "$2"
     export DV_GPU_DUMP_PTX=$2/ptx
     nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$2/gpus.csv"
 }

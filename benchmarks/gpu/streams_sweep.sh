@@ -2,23 +2,20 @@
 # Kernel 2 on the GPU machine, several launch shapes in one call: each line of $CONFIGS is
 #   PRESET KERNELS PER_BLOCK THREADS STAGES STREAMS
 # (KERNELS: a comma list of tiles, tiles-f16, tiles-wg, tiles-wg-f16, panels; STREAMS comma-separated) and runs one
-# `dv bench gpu-streams` (bfloat16, parity first, then timings and a profile). Run from the repo
-# root with the xz-compressed stripped dv in .carry/:
-#   CONFIGS="20x64x128 tiles 64 256 2 4224,8448" benchmarks/gpu/streams_sweep.sh .carry/dv.xz $OUT
+# `gpu_bench gpu-streams` (bfloat16, parity first, then timings and a profile). Run from the repo
+# root with the xz-compressed stripped GPU bench (benchmarks/gpu/carry.sh) in .carry/:
+#   CONFIGS="20x64x128 tiles 64 256 2 4224,8448" benchmarks/gpu/streams_sweep.sh .carry/gpu_bench.xz $OUT
 # STEPS (512) samples per timed launch, PARITY (256) samples compared with the CPU reference.
 # VOICE=DIR adds a voice package (trained weights) to every line; PRESET `none` runs it alone.
-# STREAMS_ARGS: more `dv bench gpu-streams` flags for every line (e.g. --force-timing).
+# STREAMS_ARGS: more `gpu_bench gpu-streams` flags for every line (e.g. --force-timing).
 set -uo pipefail
-dvxz=$1 out=$2
-mkdir -p "$out/ptx"
+benchxz=$1 out=$2
 source "$(dirname "$0")/../device_env.sh"
-device_env "$dvxz" "$out"
-export DV_GPU_DUMP_PTX=$out/ptx
-nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpus.csv"
+bench_env "$benchxz" "$out"   # $gpu_bench, PTX under $out/ptx, gpus.csv
 while read -r preset kernels per_block threads stages streams; do
     [ -z "$preset" ] && continue
     echo "== $preset $kernels per_block=$per_block threads=$threads stages=$stages streams=$streams" | tee -a "$out/streams.txt"
-    timeout "${STREAMS_TIMEOUT:-150}" "$dv" bench gpu-streams --presets "$preset" --precision bf16 \
+    timeout "${STREAMS_TIMEOUT:-150}" "$gpu_bench" gpu-streams --presets "$preset" --precision bf16 \
         --kernels "$kernels" --per-block "$per_block" --threads "$threads" --stages "$stages" \
         --streams "$streams" --steps "${STEPS:-512}" --parity-steps "${PARITY:-256}" --repeats 3 \
         ${VOICE:+--voice "$VOICE"} ${STREAMS_ARGS:-} --json "$out/streams.jsonl" >> "$out/streams.txt" 2>> "$out/streams.err"

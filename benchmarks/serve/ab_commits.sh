@@ -5,7 +5,7 @@
 # On the dev VM (one cargo build at a time; each commit in a scratch worktree, the shared target
 # directory keeps the dependencies):
 #   benchmarks/serve/ab_commits.sh build main ab/gather ab/priority ab/fopool ab/dot ab/batchcap   # -> .carry/ab/<ref>-<commit>.xz
-# On the device machine (carry .carry/ab, .carry/dv.xz, .carry/cmudict.dict):
+# On the device machine (carry .carry/ab, .carry/gpu_bench.xz, .carry/cmudict.dict):
 #   SLOTS=4224 LEVELS=4224 RAMP=10 DURATION=20 benchmarks/serve/ab_commits.sh run $OUT
 # prints each build's summary (gpu.sh) and copies it to $OUT/<ref>-<commit>.md.
 set -uo pipefail

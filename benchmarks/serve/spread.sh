@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # One device call for the record (benchmarks/serve.md, "Slots spread over every multiprocessor"):
-# the kernel alone as `dv bench gpu-streams` runs it by default (MultiPlan::fastest: 40 streams per
+# the kernel alone as `gpu_bench gpu-streams` runs it by default (MultiPlan::fastest: 40 streams per
 # block, the most real-time streams in one wave: BENCH_STREAMS, default 5120,5280), with shared and
 # with per-stream conditioning rows; the kernel alone as dv-serve now runs it for its slots
 # (MultiPlan::for_streams: the fewest streams per block that hold the load in one wave;
 # SPREAD="PER_BLOCK:STREAMS ...", per-stream rows); then dv-serve --slots SLOTS at LEVELS.
-#   run(command="bash benchmarks/serve/spread.sh", carry=[".carry/dv.xz", ".carry/dv-serve.xz",
+#   run(command="bash benchmarks/serve/spread.sh", carry=[".carry/gpu_bench.xz", ".carry/dv-serve.xz",
 #       ".carry/cmudict.dict"])
 source benchmarks/device_env.sh
-bench_env .carry/dv.xz /tmp/bx > /dev/null 2>&1
+bench_env .carry/gpu_bench.xz /tmp/bx > /dev/null 2>&1
 bench() {  # NAME ARGS...
     local name=$1; shift
-    $dv bench gpu-streams --presets none --voice inference/voices/slt --precision bf16 --steps 1638 "$@" \
+    $gpu_bench gpu-streams --presets none --voice inference/voices/slt --precision bf16 --steps 1638 "$@" \
         > $OUT/bench-$name.txt 2>&1
     echo "== kernel alone: $name"; grep -E "parity|^\| [0-9]" $OUT/bench-$name.txt
 }

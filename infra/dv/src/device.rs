@@ -1,12 +1,11 @@
 //! `--device`: one spelling for every command, `cpu`, `cuda` or `cuda:N`.
 //!
 //! Each command reads the flag as the device it needs: libtorch's for
-//! `dv align` and `dv evaluate`, dv-speak's for `dv synth`, a GPU ordinal
-//! for `dv bench`. Every one is parsed as a [`DeviceArg`] first ([`parse`]),
-//! so the spelling and the message for a misspelling are the same
-//! everywhere, and a value a command cannot use (`dv synth --device cuda:1`,
-//! `dv bench --device cpu`) is refused by clap, which names the flag and the
-//! value, before anything runs.
+//! `dv align` and `dv evaluate`, dv-speak's for `dv synth`. Every one is
+//! parsed as a [`DeviceArg`] first ([`parse`]), so the spelling and the
+//! message for a misspelling are the same everywhere, and a value a command
+//! cannot use (`dv synth --device cuda:1`) is refused by clap, which names
+//! the flag and the value, before anything runs.
 
 use std::fmt::{self, Display};
 use std::str::FromStr;
@@ -86,30 +85,6 @@ impl TryFrom<DeviceArg> for dv_speak::Device {
     }
 }
 
-/// A GPU by its CUDA ordinal (`dv bench`): `cuda` is GPU 0.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Gpu(pub usize);
-
-impl TryFrom<DeviceArg> for Gpu {
-    type Error = &'static str;
-
-    fn try_from(d: DeviceArg) -> Result<Self, Self::Error> {
-        match d {
-            DeviceArg::Cpu => Err("this runs on a GPU: cuda or cuda:N"),
-            DeviceArg::Cuda(n) => Ok(Gpu(n.unwrap_or(0))),
-        }
-    }
-}
-
-/// `dv bench --device`: [`parse`], and a bare ordinal `N` as `cuda:N` (the
-/// flag's spelling before it took `cuda:N`).
-pub(crate) fn parse_gpu(s: &str) -> Result<Gpu, String> {
-    match s.parse::<usize>() {
-        Ok(n) => Ok(Gpu(n)),
-        Err(_) => parse(s),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,14 +124,5 @@ mod tests {
             );
         }
         assert_eq!(parse::<dv_speak::Device>("gpu").unwrap_err(), "not cpu, cuda or cuda:N");
-    }
-
-    #[test]
-    fn bench_takes_a_gpu_by_name_or_ordinal() {
-        assert_eq!(parse_gpu("cuda"), Ok(Gpu(0)));
-        assert_eq!(parse_gpu("cuda:2"), Ok(Gpu(2)));
-        assert_eq!(parse_gpu("2"), Ok(Gpu(2)));
-        assert_eq!(parse_gpu("cpu").unwrap_err(), "this runs on a GPU: cuda or cuda:N");
-        assert_eq!(parse_gpu("-1").unwrap_err(), "not cpu, cuda or cuda:N");
     }
 }

@@ -4,7 +4,6 @@
 #![forbid(unsafe_code)]
 
 mod align;
-mod bench;
 mod corpus;
 mod device;
 mod doctor;
@@ -56,9 +55,6 @@ enum Command {
     Export(export::ExportArgs),
     /// Speak with a voice package on the CPU (no libtorch): conditioning network + WaveNet sampler → 16-bit WAV.
     Synth(synth::SynthArgs),
-    /// GPU samplers: parity with the CPU reference, then timings (kernel 1 per utterance, kernel 2 many streams).
-    #[command(subcommand)]
-    Bench(bench::BenchCommand),
     /// Draw training curves (loss, validation loss, any logged metric) from a JSONL file to PNG.
     Plot(plot::PlotArgs),
     /// The voice packages found by name (DV_VOICES, $DV_HOME/voices, the shipped ones) and the default.
@@ -149,7 +145,6 @@ fn main() -> anyhow::Result<()> {
         Command::Evaluate(a) => evaluate::run(a),
         Command::G2p(a) => g2p::run(a),
         Command::Synth(a) => synth::run(a),
-        Command::Bench(c) => bench::run(c),
         Command::Recipe(c) => recipe::run(c),
         Command::Serve(a) => serve::run(a),
     }
@@ -168,7 +163,7 @@ mod tests {
             assert!(cli.find_subcommand(verb).is_some(), "{verb} is no dv verb");
             assert!(!runs_libtorch(Some(verb.as_ref())), "{verb}");
         }
-        for verb in ["train", "align", "evaluate", "export", "doctor", "recipe", "bench", "featurize"] {
+        for verb in ["train", "align", "evaluate", "export", "doctor", "recipe", "featurize"] {
             assert!(cli.find_subcommand(verb).is_some(), "{verb} is no dv verb");
             assert!(runs_libtorch(Some(verb.as_ref())), "{verb}");
         }
