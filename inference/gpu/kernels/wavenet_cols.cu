@@ -467,9 +467,14 @@ wavenet_cols(MULTI_KERNEL_PARAMS(w_rs, w_unused))
         __syncthreads();
         MARK(6);
         auto advance = [&](int b, int y, const u64* rs) {
-            slots_st.advance(b, slot0 + b, y, rs, rng, out, forced, steps, step);
+            slots_st.advance(b, slot0 + b, y, rs, rng, out, forced, st_lead, steps, step);
         };
-        sample_streams<BS, G, NW, LK, EX2_SOFTMAX>(LOG, PW, live, rng, probs_out, slot0, steps, step, mode, inv_tau, advance);
+        // Live stream b's step: conditioning row st_cond / (ℓ·2r) + pos / HOP of the pool.
+        auto mode_of = [&](int b) {
+            if (mode != SAMPLE_VOICED_TEMPERATURE || !live[b]) return mode == SAMPLE_VOICED_TEMPERATURE ? SAMPLE_DIRECT : mode;
+            return step_mode(mode, voiced, st_cond[slot0 + b] / (NL * 2 * R) + slots_st.pos[b] / HOP);
+        };
+        sample_streams<BS, G, NW, LK, EX2_SOFTMAX>(LOG, PW, live, rng, probs_out, slot0, steps, step, mode, inv_tau, advance, mode_of);
         __syncthreads();
         MARK(7);
     }

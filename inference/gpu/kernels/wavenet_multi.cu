@@ -391,9 +391,12 @@ wavenet_multi(MULTI_KERNEL_PARAMS(w_res, w_skip))
             u64 rs[4];
 #pragma unroll
             for (int k = 0; k < 4; k++) rs[k] = st_rng[4 * s + k];
+            // The step's conditioning row is cbase[b] / (ℓ·2r); an idle stream's draw is discarded.
+            const int md = live[b] ? step_mode(mode, voiced, cbase[b] / (NL * 2 * R))
+                                   : (mode == SAMPLE_VOICED_TEMPERATURE ? SAMPLE_DIRECT : mode);
             float u = 0.0f;
-            if (mode != SAMPLE_MODE) u = rng_uniform(rs);
-            const int y = warp_sample(ACT + b * AST(A), PW + warp * A, mode, inv_tau, u);
+            if (md != SAMPLE_MODE) u = rng_uniform(rs);
+            const int y = warp_sample(ACT + b * AST(A), PW + warp * A, md, inv_tau, u);
             __syncwarp();  // the lanes' probabilities in PW, visible to every lane
             if (live[b]) {
                 if (probs_out) {
@@ -403,9 +406,10 @@ wavenet_multi(MULTI_KERNEL_PARAMS(w_res, w_skip))
                 if (lane == 0) {
 #pragma unroll
                     for (int k = 0; k < 4; k++) st_rng[4 * s + k] = rs[k];
-                    out[(size_t)s * steps + step] = y;
+                    const bool lead = pos[b] < st_lead[s];  // the lead: silence written and fed
+                    out[(size_t)s * steps + step] = lead ? 128 : y;
                     y2[b] = y1[b];
-                    y1[b] = forced ? (int)forced[(size_t)s * steps + step] : y;
+                    y1[b] = lead ? 128 : (forced ? (int)forced[(size_t)s * steps + step] : y);
                     pos[b] += 1;
                     live[b] = pos[b] < st_len[s];
                 }

@@ -74,6 +74,8 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
                int n_samples,
                float* __restrict__ hist,          // [C][HIST_ROWS][R], zero at launch
                int mode, float inv_tau,
+               const unsigned char* __restrict__ voiced,  // [frames], or null (mode 3 only)
+               int n_lead,                                // leading samples fed and written as silence
                u64* __restrict__ rng_state,       // [4], read at start, written at end
                int* __restrict__ out,             // [n_samples], poisoned by the host
                const unsigned char* __restrict__ forced,  // [n_samples] or null
@@ -363,12 +365,13 @@ wavenet_single(const wt* __restrict__ g_wc,   // [C][NL][2U][R]
         MARK(6);
         // 7. Sampling in warp 0 of every CTA.
         if (tid < 32) {
+            const int md = step_mode(mode, voiced, t / HOP);
             float u = 0.0f;
-            if (mode != SAMPLE_MODE) u = rng_uniform(rs);  // every lane steps its copy
-            const int y = warp_sample(logits, probs, mode, inv_tau, u);
+            if (md != SAMPLE_MODE) u = rng_uniform(rs);  // every lane steps its copy
+            const int y = warp_sample(logits, probs, md, inv_tau, u);
             if (lane == 0) {
-                ybuf[0] = forced ? (int)forced[t] : y;
-                ybuf[1] = y;
+                ybuf[0] = t < n_lead ? 128 : (forced ? (int)forced[t] : y);  // the lead: silence
+                ybuf[1] = t < n_lead ? 128 : y;
             }
             if (probs_out && rank == 0) {
                 for (int k = lane; k < A; k += 32) probs_out[(size_t)t * A + k] = probs[k];

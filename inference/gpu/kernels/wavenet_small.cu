@@ -334,12 +334,13 @@ wavenet_small(SINGLE_KERNEL_PARAMS)
         MARK(6);
         if (rank == 0) {
             if (tid < 32) {
+                const int md = step_mode(mode, voiced, t / HOP);
                 float u = 0.0f;
-                if (mode != SAMPLE_MODE) u = rng_uniform(rs);
-                const int y = warp_sample(logits, probs, mode, inv_tau, u);
+                if (md != SAMPLE_MODE) u = rng_uniform(rs);
+                const int y = warp_sample(logits, probs, md, inv_tau, u);
                 if (lane == 0) {
-                    ybuf[0] = forced ? (int)forced[t] : y;
-                    ybuf[1] = y;
+                    ybuf[0] = t < n_lead ? 128 : (forced ? (int)forced[t] : y);  // the lead: silence
+                    ybuf[1] = t < n_lead ? 128 : y;
                 }
                 if (probs_out) {
                     for (int k = lane; k < A; k += 32) probs_out[(size_t)t * A + k] = probs[k];

@@ -89,6 +89,7 @@ pub fn time_multi(
             cond_frame: (s * stride) % distinct,
             samples: steps * (repeats.max(1) + 1),
             seed: s as u64,
+            lead: 0,
         })
         .collect();
     gpu.start(&starts)?;

@@ -35,6 +35,12 @@ fn arg_or_null<'a, T>(b: &mut LaunchArgs<'a>, slice: Option<&'a mut CudaSlice<T>
     };
 }
 
+/// Each frame's voicing as the kernels read it (`voiced[row]`, 1 voiced):
+/// the conditioning's mask ([`Conditioning::voiced`]; every frame without one).
+pub fn voicing(cond: &Conditioning) -> Vec<u8> {
+    (0..cond.frames()).map(|f| u8::from(cond.voiced(f))).collect()
+}
+
 /// Kernel time between the launch's two events, ms.
 fn event_ms(events: Option<(CudaEvent, CudaEvent)>) -> Result<f32, GpuError> {
     match events {
@@ -373,7 +379,22 @@ impl SingleStream {
         forced: Option<&[u8]>,
         want_probs: bool,
     ) -> Result<SingleRun, GpuError> {
-        self.launch(cond, n, sampling, seed, forced, want_probs, false)
+        self.launch(cond, n, sampling, seed, forced, 0, want_probs, false)
+    }
+
+    /// [`SingleStream::run`] whose first `lead` samples are fed to the
+    /// network and returned as silence (code 128), as the CPU renders a
+    /// sentence's leading pause (`dv_speak::lead_samples`); they still draw
+    /// from the generator.
+    pub fn run_with_lead(
+        &self,
+        cond: &Conditioning,
+        n: usize,
+        sampling: GpuSampling,
+        seed: u64,
+        lead: usize,
+    ) -> Result<SingleRun, GpuError> {
+        self.launch(cond, n, sampling, seed, None, lead.min(n), false, false)
     }
 
     /// [`SingleStream::run`] with the per-phase clock of block 0 read back
@@ -385,7 +406,7 @@ impl SingleStream {
         sampling: GpuSampling,
         seed: u64,
     ) -> Result<SingleRun, GpuError> {
-        self.launch(cond, n, sampling, seed, None, false, true)
+        self.launch(cond, n, sampling, seed, None, 0, false, true)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -396,6 +417,7 @@ impl SingleStream {
         sampling: GpuSampling,
         seed: u64,
         forced: Option<&[u8]>,
+        lead: usize,
         want_probs: bool,
         profile: bool,
     ) -> Result<SingleRun, GpuError> {
@@ -429,10 +451,12 @@ impl SingleStream {
         let mut out = dev.upload("samples", &vec![-1i32; n])?;
         let mut forced_d = forced.map(|f| dev.upload("forced samples", f)).transpose()?;
         let mut probs = if want_probs { Some(dev.upload("probabilities", &vec![f32::NAN; n * A])?) } else { None };
+        let mut voiced = if sampling.reads_voicing() { Some(dev.upload("voicing", &voicing(cond))?) } else { None };
         let counters = if self.plan.layers_per_block > 0 { 32 } else { 8 };
         let mut prof = if profile { Some(dev.upload("phase clock", &vec![-1i64; counters])?) } else { None };
         let null = 0u64;
         let n_i = n as i32;
+        let lead_i = lead.min(n) as i32;
         let cfg = LaunchConfig {
             grid_dim: (self.plan.cluster as u32, 1, 1),
             block_dim: (self.plan.threads as u32, 1, 1),
@@ -443,13 +467,16 @@ impl SingleStream {
             m.push(&mut b);
         }
         self.vectors.push(&mut b);
-        b.arg(&cond_d).arg(&n_i).arg(&hist).arg(&sampling.mode).arg(&sampling.inv_tau).arg(&mut rng).arg(&mut out);
+        b.arg(&cond_d).arg(&n_i).arg(&hist).arg(&sampling.mode).arg(&sampling.inv_tau);
+        arg_or_null(&mut b, voiced.as_mut(), &null);
+        b.arg(&lead_i).arg(&mut rng).arg(&mut out);
         arg_or_null(&mut b, forced_d.as_mut(), &null);
         arg_or_null(&mut b, probs.as_mut(), &null);
         arg_or_null(&mut b, prof.as_mut(), &null);
         b.record_kernel_launch(CUevent_flags::CU_EVENT_DEFAULT);
         // SAFETY: the arguments match `wavenet_single`'s parameters in order
-        // and type; every buffer holds what the kernel indexes (sizes from
+        // and type (voicing: one byte per frame, null unless the mode reads
+        // it); every buffer holds what the kernel indexes (sizes from
         // the same `Sizes` and plan that specialized the source); the
         // cluster size is compiled into the kernel and the grid is one cluster.
         let events = unsafe { b.launch(cfg) }.map_err(driver("cuLaunchKernel(wavenet_single)"))?;
@@ -529,6 +556,10 @@ pub struct StreamStart {
     pub cond_frame: usize,
     pub samples: usize,
     pub seed: u64,
+    /// Leading samples fed to the network and returned as silence (code
+    /// 128), as the CPU renders a sentence's leading pause
+    /// (`dv_speak::lead_samples`; 0: every sample drawn is kept).
+    pub lead: usize,
 }
 
 /// Kernel 2 compiled for one voice, with `slots` stream slots whose state
@@ -544,6 +575,10 @@ pub struct MultiStream {
     mats: [DevMat; 5],
     vectors: Vectors,
     pool: CudaSlice<f32>,
+    /// Each pool row's voicing (1 voiced), read under voiced-only temperature.
+    voiced: CudaSlice<u8>,
+    /// Each slot's lead ([`StreamStart::lead`]).
+    lead: CudaSlice<i32>,
     hist: CudaSlice<f32>,
     pos: CudaSlice<i32>,
     len: CudaSlice<i32>,
@@ -699,7 +734,12 @@ impl MultiStream {
                 s.alloc_zeros::<f32>(f * sizes.conditioning_width()).map_err(driver("cuMemAlloc(conditioning pool)"))?
             }
         };
+        let voiced = match pool {
+            PoolInit::Rows(c) => dev.upload("voicing pool", &voicing(c))?,
+            PoolInit::Zeros(f) => dev.upload("voicing pool", &vec![1u8; f])?,
+        };
         let pos = s.alloc_zeros::<i32>(slots).map_err(driver("cuMemAlloc(positions)"))?;
+        let lead = s.alloc_zeros::<i32>(slots).map_err(driver("cuMemAlloc(leads)"))?;
         let len = s.alloc_zeros::<i32>(slots).map_err(driver("cuMemAlloc(lengths)"))?;
         let y = dev.upload("last samples", &vec![128i32; 2 * slots])?;
         let rng = s.alloc_zeros::<u64>(4 * slots).map_err(driver("cuMemAlloc(random states)"))?;
@@ -715,6 +755,8 @@ impl MultiStream {
             mats,
             vectors,
             pool: pool_d,
+            voiced,
+            lead,
             hist,
             pos,
             len,
@@ -740,6 +782,7 @@ impl MultiStream {
         let s = self.dev.stream.clone();
         let mut pos = s.clone_dtoh(&self.pos).map_err(driver("cuMemcpyDtoH(positions)"))?;
         let mut len = s.clone_dtoh(&self.len).map_err(driver("cuMemcpyDtoH(lengths)"))?;
+        let mut lead = s.clone_dtoh(&self.lead).map_err(driver("cuMemcpyDtoH(leads)"))?;
         let mut y = s.clone_dtoh(&self.y).map_err(driver("cuMemcpyDtoH(last samples)"))?;
         let mut rng = s.clone_dtoh(&self.rng).map_err(driver("cuMemcpyDtoH(random states)"))?;
         let mut off = s.clone_dtoh(&self.cond_off).map_err(driver("cuMemcpyDtoH(conditioning offsets)"))?;
@@ -773,6 +816,7 @@ impl MultiStream {
             }
             pos[st.slot] = 0;
             len[st.slot] = st.samples as i32;
+            lead[st.slot] = st.lead.min(st.samples) as i32;
             y[2 * st.slot] = 128;
             y[2 * st.slot + 1] = 128;
             rng[4 * st.slot..4 * st.slot + 4].copy_from_slice(&rng_state(st.seed));
@@ -782,6 +826,7 @@ impl MultiStream {
         }
         s.memcpy_htod(&pos, &mut self.pos).map_err(driver("cuMemcpyHtoD(positions)"))?;
         s.memcpy_htod(&len, &mut self.len).map_err(driver("cuMemcpyHtoD(lengths)"))?;
+        s.memcpy_htod(&lead, &mut self.lead).map_err(driver("cuMemcpyHtoD(leads)"))?;
         s.memcpy_htod(&y, &mut self.y).map_err(driver("cuMemcpyHtoD(last samples)"))?;
         s.memcpy_htod(&rng, &mut self.rng).map_err(driver("cuMemcpyHtoD(random states)"))?;
         s.memcpy_htod(&off, &mut self.cond_off).map_err(driver("cuMemcpyHtoD(conditioning offsets)"))?;
@@ -801,8 +846,16 @@ impl MultiStream {
     /// (rows past a stream's end are never read while it is live). A launch
     /// of `steps` (as given to [`MultiStream::with_windows`]) from position p
     /// must find frame p / hop at `first`. Slots past `first.len()` keep
-    /// their windows and offsets. Two copies to the device.
+    /// their windows and offsets. Two copies to the device (three with
+    /// [`MultiStream::set_windows_voiced`]); here every frame counts as voiced.
     pub fn set_windows(&mut self, rows: &[f32], first: &[usize]) -> Result<(), GpuError> {
+        self.set_windows_voiced(rows, None, first)
+    }
+
+    /// [`MultiStream::set_windows`] with each window row's voicing
+    /// (`[first.len(), window_frames]`, 1 voiced), which voiced-only
+    /// temperature reads; `None` marks every row voiced.
+    pub fn set_windows_voiced(&mut self, rows: &[f32], voiced: Option<&[u8]>, first: &[usize]) -> Result<(), GpuError> {
         let Some(win) = self.windows else {
             return Err(GpuError::Unsupported {
                 what: "conditioning windows on a stream set made with a whole pool (MultiStream::new)".into(),
@@ -819,6 +872,15 @@ impl MultiStream {
                 expected: n * win.frames * width,
                 got: rows.len(),
             });
+        }
+        if let Some(v) = voiced {
+            if v.len() != n * win.frames {
+                return Err(GpuError::Shape {
+                    what: "window voicing [slots, window frames]",
+                    expected: n * win.frames,
+                    got: v.len(),
+                });
+            }
         }
         if n == 0 {
             return Ok(());
@@ -839,6 +901,16 @@ impl MultiStream {
         let start = win.base * width;
         let mut dst = self.pool.slice_mut(start..start + rows.len());
         s.memcpy_htod(rows, &mut dst).map_err(driver("cuMemcpyHtoD(conditioning windows)"))?;
+        let ones;
+        let v = match voiced {
+            Some(v) => v,
+            None => {
+                ones = vec![1u8; n * win.frames];
+                &ones
+            }
+        };
+        let mut dst = self.voiced.slice_mut(win.base..win.base + v.len());
+        s.memcpy_htod(v, &mut dst).map_err(driver("cuMemcpyHtoD(window voicing)"))?;
         let mut dst = self.cond_off.slice_mut(0..n);
         s.memcpy_htod(&off, &mut dst).map_err(driver("cuMemcpyHtoD(conditioning offsets)"))?;
         Ok(())
@@ -921,7 +993,7 @@ impl MultiStream {
         self.vectors.push(&mut b);
         b.arg(&self.pool).arg(&mut self.hist).arg(&mut self.pos).arg(&self.len).arg(&mut self.y);
         b.arg(&mut self.rng).arg(&self.cond_off).arg(&steps_i).arg(&sampling.mode).arg(&sampling.inv_tau);
-        b.arg(&mut out);
+        b.arg(&self.voiced).arg(&self.lead).arg(&mut out);
         arg_or_null(&mut b, forced_d.as_mut(), &null);
         arg_or_null(&mut b, probs.as_mut(), &null);
         arg_or_null(&mut b, prof.as_mut(), &null);
@@ -929,7 +1001,8 @@ impl MultiStream {
         // SAFETY: the arguments match `wavenet_multi`'s (and `wavenet_tiles`') parameters in order
         // and type; the slot arrays hold `slots` entries (a whole number of
         // blocks), the histories `slots × HIST_ROWS × r`, and every stream's
-        // conditioning was checked against the pool in `start`.
+        // conditioning was checked against the pool in `start`; the voicing pool
+        // holds one byte per pool row.
         let events = unsafe { b.launch(cfg) }.map_err(driver("cuLaunchKernel(wavenet_multi)"))?;
         s.synchronize().map_err(driver("cuStreamSynchronize(wavenet_multi)"))?;
         let kernel_ms = event_ms(events)?;

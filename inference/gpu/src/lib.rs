@@ -68,8 +68,11 @@
 //! Audio is 8-bit mu-law at the voice's rate (16384 Hz); sample n reads
 //! conditioning row n / hop (hop = 64); y(t) = 128 and every history is 0
 //! before t = 0, as in `inference/voice/FORMAT.md` and the CPU sampler.
-//! Direct, mode and temperature sampling continue the CPU's xoshiro256++
-//! stream ([`sampling::rng_state`]), one uniform per sample. Weight
+//! Direct, mode, temperature and voiced-only temperature sampling continue
+//! the CPU's xoshiro256++ stream ([`sampling::rng_state`]), one uniform per
+//! sample; voiced-only temperature reads one voicing byte per conditioning
+//! row (`step_mode` in `kernels/common.cuh`), temperature where it is set
+//! and direct sampling elsewhere, as `dv_synth::Sampling::for_frame`. Weight
 //! matrices are float32 or bfloat16 ([`model::Stored`]); biases,
 //! embeddings, sums and the residual stream are float32.
 //!
@@ -109,7 +112,7 @@
 //!   kernel 1 (f32, bf16, chain) and kernel 2 through [`parity`] where a
 //!   device opens (else reported skipped); on the GPU machine as the test
 //!   binary built here (`benchmarks/conformance/gpu.sh`).
-//! - On the device (`dv bench gpu-single`, `dv bench gpu-streams`, and
+//! - On the device (the example `gpu_bench gpu-single`, `gpu_bench gpu-streams`, and
 //!   `benchmarks/gpu/*.sh`): [`parity`] with the CPU scalar reference,
 //!   teacher-forced distributions (max |Δp|) and free-running mode samples
 //!   (identical with float32 weights), for every plan, before any timing is

@@ -4,15 +4,18 @@
 //! * teacher-forced distributions: the GPU is fed the reference's own
 //!   samples and must give the same per-step distributions (max |Δp|);
 //! * free-running mode sampling: the GPU's sample stream must equal the
-//!   reference's (exactly, for float32 weights).
+//!   reference's (exactly, for float32 weights);
+//! * teacher-forced direct and voiced-only temperature sampling: each draw
+//!   replayed on the CPU from the kernel's own probabilities, generator and
+//!   frame voicing ([`DrawRule::draw_at`]).
 
-use dv_synth::{Conditioning, Kernel, Rng, Sampler, SamplerOptions, Sampling};
+use dv_synth::{Conditioning, Kernel, Rng, Sampler, SamplerOptions, Sampling, SILENCE};
 use dv_voice::Voice;
 
 use crate::cuda::{MultiStream, SingleStream, StreamStart};
 use crate::error::GpuError;
 use crate::model::{bf16_bits, bf16_value, A};
-use crate::sampling::GpuSampling;
+use crate::sampling::{DrawRule, GpuSampling};
 
 /// How far a kernel is from the reference.
 #[derive(Debug, Clone, Default)]
@@ -29,6 +32,13 @@ pub struct Parity {
     /// within rounding of a tie or a class boundary may).
     pub draw_steps: usize,
     pub draw_mismatches: usize,
+    /// Free-running mode samples of runs whose first quarter is a lead
+    /// (fed and returned as silence), and how many differ from the
+    /// reference forced the same way (0 for float32 weights).
+    pub lead_steps: usize,
+    pub lead_mismatches: usize,
+    /// Samples within a lead that are not silence (must be 0 on every kernel).
+    pub lead_not_silent: usize,
 }
 
 impl Parity {
@@ -38,6 +48,9 @@ impl Parity {
         self.mode_mismatches += o.mode_mismatches;
         self.draw_steps += o.draw_steps;
         self.draw_mismatches += o.draw_mismatches;
+        self.lead_steps += o.lead_steps;
+        self.lead_mismatches += o.lead_mismatches;
+        self.lead_not_silent += o.lead_not_silent;
     }
 
     /// At most 1 % of the replayed draws differ.
@@ -57,6 +70,18 @@ pub fn reference(voice: &Voice, cond: &Conditioning, n: usize) -> Result<(Vec<u8
         probs.extend_from_slice(p)
     })?;
     Ok((out, probs))
+}
+
+/// The reference's mode-sampled stream of `n` samples of `cond` whose
+/// first `lead` are fed as silence and returned as silence.
+pub fn reference_with_lead(voice: &Voice, cond: &Conditioning, n: usize, lead: usize) -> Result<Vec<u8>, GpuError> {
+    let sampler = Sampler::new(voice, Kernel::Scalar, SamplerOptions::default())?;
+    let mut scratch = sampler.make_scratch();
+    let lead = lead.min(n);
+    let mut out = vec![SILENCE; n];
+    sampler.force(&mut scratch, cond, &out[..lead])?;
+    sampler.generate(&mut scratch, cond, Sampling::Mode, &mut Rng::new(0), &mut out[lead..])?;
+    Ok(out)
 }
 
 /// `voice` with the WaveNet's weight matrices rounded to bfloat16 (what
@@ -103,13 +128,45 @@ pub fn single_parity(gpu: &SingleStream, voice: &Voice, cond: &Conditioning, n: 
         .zip(dp.chunks_exact(A))
         .filter(|(&y, p)| rule.draw((*p).try_into().expect("A classes"), &mut rng) != y as usize)
         .count();
+    // Voiced-only temperature, teacher-forced over runs of voiced and
+    // unvoiced frames: each step replayed at its own frame's temperature.
+    let vcond = with_parity_voicing(cond.clone());
+    let vs = GpuSampling::new(Sampling::VoicedTemperature(PARITY_TEMPERATURE))?;
+    let voiced = gpu.run(&vcond, n, vs, DRAW_SEED, Some(&ref_samples), true)?;
+    let vp = voiced.probs.expect("asked for");
+    let hop = voice.config().hop();
+    let mut rng = Rng::new(DRAW_SEED);
+    let voiced_mismatches = (voiced.samples.iter().zip(vp.chunks_exact(A)).enumerate())
+        .filter(|(t, (&y, p))| {
+            let inv_tau = vs.inv_tau_for(vcond.voiced(t / hop));
+            rule.draw_at((*p).try_into().expect("A classes"), &mut rng, inv_tau) != y as usize
+        })
+        .count();
+    // A lead of a quarter of the run, then mode sampling.
+    let lead = n / 4;
+    let led = gpu.run_with_lead(cond, n, mode, 0, lead)?;
+    let ref_led = reference_with_lead(voice, cond, n, lead)?;
     Ok(Parity {
+        lead_steps: n,
+        lead_mismatches: led.samples.iter().zip(&ref_led).filter(|(a, b)| a != b).count(),
+        lead_not_silent: led.samples[..lead].iter().filter(|&&c| c != SILENCE).count(),
         steps: n,
-        max_prob_diff: max_diff(&probs, &ref_probs),
+        max_prob_diff: max_diff(&probs, &ref_probs).max(max_diff(&vp, &ref_probs)),
         mode_mismatches: free.samples.iter().zip(&ref_samples).filter(|(a, b)| a != b).count(),
-        draw_steps: n,
-        draw_mismatches,
+        draw_steps: 2 * n,
+        draw_mismatches: draw_mismatches + voiced_mismatches,
     })
+}
+
+/// The temperature the parity checks sample voiced frames at.
+pub const PARITY_TEMPERATURE: f32 = 0.6;
+
+/// `cond` with a voicing mask for the parity checks: runs of three voiced
+/// frames, then three unvoiced, so that voiced-only temperature switches
+/// mode within a launch (and within a window).
+pub fn with_parity_voicing(cond: Conditioning) -> Conditioning {
+    let frames = cond.frames();
+    cond.with_voiced((0..frames).map(|f| (f / 3) % 2 == 0).collect()).expect("one flag per frame")
 }
 
 /// The rows `[first, first + frames)` of `cond` as a conditioning of its own.
@@ -149,14 +206,16 @@ pub fn multi_parity(
     let len = |slot: usize| if Some(slot) == short { half + half / 2 } else { steps };
     let starts: Vec<StreamStart> = (0..slots)
         .filter(|&s| Some(s) != joiner)
-        .map(|s| StreamStart { slot: s, cond_frame: s, samples: len(s), seed: s as u64 })
+        .map(|s| StreamStart { slot: s, cond_frame: s, samples: len(s), seed: s as u64, lead: 0 })
         .collect();
     gpu.start(&starts)?;
     let mode = GpuSampling::new(Sampling::Mode)?;
     // Free-running mode sampling, two launches.
     let a = gpu.advance(half, mode, None, false)?;
     if let Some(j) = joiner {
-        gpu.start(&[StreamStart { slot: j, cond_frame: j, samples: steps - half, seed: 7 }])?;
+        // It joins with a lead of a quarter of its samples (fed and returned as silence).
+        let n = steps - half;
+        gpu.start(&[StreamStart { slot: j, cond_frame: j, samples: n, seed: 7, lead: n / 4 }])?;
     }
     let b = gpu.advance(steps - half, mode, None, false)?;
     let free = |slot: usize| -> Vec<i32> {
@@ -182,19 +241,34 @@ pub fn multi_parity(
         // Teacher-forced distributions: a fresh start, the reference's samples fed back.
         let mut forced = vec![0u8; slots * steps];
         forced[slot * steps..slot * steps + n].copy_from_slice(&ref_samples);
-        gpu.start(&[StreamStart { slot, cond_frame: slot, samples: n, seed: 0 }])?;
-        let tf = gpu.advance(steps, mode, Some(&forced), true)?;
+        // Under voiced-only temperature (the pool's own voicing; every frame
+        // voiced without a mask), so that each step's draw can be replayed
+        // from the kernel's probabilities at its frame's temperature.
+        const DRAW_SEED: u64 = 5;
+        gpu.start(&[StreamStart { slot, cond_frame: slot, samples: n, seed: DRAW_SEED, lead: 0 }])?;
+        let vs = GpuSampling::new(Sampling::VoicedTemperature(PARITY_TEMPERATURE))?;
+        let tf = gpu.advance(steps, vs, Some(&forced), true)?;
         let p = tf.probs.expect("asked for");
-        total.max_prob_diff =
-            total.max_prob_diff.max(max_diff(&p[slot * steps * A..(slot * steps + n) * A], &ref_probs));
+        let p = &p[slot * steps * A..(slot * steps + n) * A];
+        total.max_prob_diff = total.max_prob_diff.max(max_diff(p, &ref_probs));
+        let mut rng = Rng::new(DRAW_SEED);
+        let drawn = &tf.samples[slot * steps..slot * steps + n];
+        let draw_mismatches = (drawn.iter().zip(p.chunks_exact(A)).enumerate())
+            .filter(|(t, (&y, p))| {
+                let inv_tau = vs.inv_tau_for(pool.voiced(slot + t / hop));
+                DrawRule::InverseCdf.draw_at((*p).try_into().expect("A classes"), &mut rng, inv_tau) != y as usize
+            })
+            .count();
+        total.merge(&Parity { draw_steps: n, draw_mismatches, ..Default::default() });
     }
     if let Some(j) = joiner {
-        // The joining stream: compare its samples with its own reference.
+        // The joining stream: compare its samples with its own reference, led in the same way.
         let n = steps - half;
-        let (ref_samples, _) = reference(voice, &rows(pool, j, n.div_ceil(hop)), n)?;
+        let ref_samples = reference_with_lead(voice, &rows(pool, j, n.div_ceil(hop)), n, n / 4)?;
         let got = &b.samples[j * n..(j + 1) * n];
         let mism = got.iter().zip(&ref_samples).filter(|(g, r)| **g != **r as i32).count();
-        total.merge(&Parity { steps: n, mode_mismatches: mism, ..Default::default() });
+        let lead_not_silent = got[..n / 4].iter().filter(|&&c| c != SILENCE as i32).count();
+        total.merge(&Parity { lead_steps: n, lead_mismatches: mism, lead_not_silent, ..Default::default() });
     }
     Ok(total)
 }

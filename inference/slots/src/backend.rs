@@ -93,6 +93,16 @@ pub struct SlotSentence {
     /// Leading samples fed and sent as silence (0 unless the backend
     /// [`MultiBackend::feeds_lead`]).
     pub lead: usize,
+    /// Whether each conditioning frame is voiced (`dv_speak::Sentence::voiced`),
+    /// which voiced-only temperature reads; a frame past its end counts as voiced.
+    pub voiced: Arc<[bool]>,
+}
+
+impl SlotSentence {
+    /// Whether frame `f` is voiced.
+    pub fn voiced(&self, f: usize) -> bool {
+        self.voiced.get(f).copied().unwrap_or(true)
+    }
 }
 
 /// Turns the conditioning network's output into what a backend's slots

@@ -35,6 +35,7 @@ pub struct CpuSlots {
     codes: Vec<u8>,
     max_samples: usize,
     depth: usize,
+    sampling: Sampling,
     /// Submitted launches' codes (`[slots, steps]`) and sampling seconds.
     done: VecDeque<(Vec<i32>, f64)>,
 }
@@ -57,8 +58,15 @@ impl CpuSlots {
             codes: Vec::new(),
             max_samples,
             depth: 1,
+            sampling: dv_speak::DEFAULT_SAMPLING,
             done: VecDeque::new(),
         })
+    }
+
+    /// Samples with `sampling` (default [`dv_speak::DEFAULT_SAMPLING`]).
+    pub fn with_sampling(mut self, sampling: Sampling) -> Result<Self, SlotError> {
+        self.sampling = sampling.validate()?;
+        Ok(self)
     }
 
     /// Lets the scheduler keep up to `depth` (≥ 1) launches in flight.
@@ -150,7 +158,7 @@ impl MultiBackend for CpuSlots {
             let forced = s.lead.saturating_sub(b.pos).min(n);
             codes[..forced].fill(SILENCE);
             self.sampler.force(&mut b.scratch, cond, &codes[..forced])?;
-            self.sampler.generate(&mut b.scratch, cond, Sampling::Direct, &mut b.rng, &mut codes[forced..])?;
+            self.sampler.generate(&mut b.scratch, cond, self.sampling, &mut b.rng, &mut codes[forced..])?;
             b.pos += n;
             for (o, &c) in out[k * steps..k * steps + n].iter_mut().zip(codes.iter()) {
                 *o = c as i32;

@@ -25,7 +25,7 @@
 //! that fails it, or `DV_SERVE_CPU_CONDITIONING=1`, runs the network on the
 //! CPU and stages the windows as above.
 //!
-//! The voice is checked first as `dv bench gpu-streams` checks a plan:
+//! The voice is checked first as the example `gpu_bench gpu-streams` checks a plan:
 //! two blocks of slots against the CPU reference with the voice's weights
 //! rounded to bfloat16 (per-step distributions within 1e-3); a voice that
 //! fails is refused.
@@ -34,7 +34,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
-use dv_gpu::parity::{bf16_rounded, multi_parity};
+use dv_gpu::parity::{bf16_rounded, multi_parity, with_parity_voicing};
 use dv_gpu::{
     CondLayout, GpuConditioner, GpuDevice, GpuSampling, MultiPlan, MultiStream, Pipelined, Projector, StreamStart,
     Weights,
@@ -47,7 +47,7 @@ use crate::backend::{Condition, LaunchTimes, MultiBackend, Prepare, SlotCond, Sl
 use crate::condition::GpuConditioning;
 
 /// The bound on the parity check's per-step distributions (bfloat16
-/// weights; `dv bench gpu-streams` uses the same).
+/// weights; the example `gpu_bench gpu-streams` uses the same).
 pub const PARITY_BOUND: f64 = 1e-3;
 
 /// The bound on the GPU conditioning network's golden check (max |Δ|, as
@@ -222,7 +222,8 @@ impl CudaSlots {
         // Parity: two blocks of slots, every one live, four checked (one leaves midway, one joins).
         let pstreams = 2 * plan.streams_per_block;
         let parity_steps: usize = 512;
-        let pool = random_conditioning(voice.config(), parity_steps.div_ceil(hop) + pstreams + 1, 5);
+        let pool =
+            with_parity_voicing(random_conditioning(voice.config(), parity_steps.div_ceil(hop) + pstreams + 1, 5));
         let mut check = MultiStream::new(dev.clone(), &w, plan, pstreams, &pool)?;
         let par = multi_parity(
             &mut check,
@@ -232,6 +233,27 @@ impl CudaSlots {
             &[0, 1, plan.streams_per_block + 3, pstreams - 2],
         )?;
         drop(check);
+        if par.lead_not_silent > 0 {
+            return Err(SlotError::Gpu(dv_gpu::GpuError::Unsupported {
+                what: format!(
+                    "this voice on {} with {}: {} samples of a stream's lead were not silence",
+                    dev.name(),
+                    plan.entry(),
+                    par.lead_not_silent
+                ),
+            }));
+        }
+        if !par.draws_ok() {
+            return Err(SlotError::Gpu(dv_gpu::GpuError::Unsupported {
+                what: format!(
+                    "this voice on {} with {}: {} of {} replayed voiced-only temperature draws differ from the kernel's",
+                    dev.name(),
+                    plan.entry(),
+                    par.draw_mismatches,
+                    par.draw_steps
+                ),
+            }));
+        }
         if par.max_prob_diff > PARITY_BOUND || par.max_prob_diff.is_nan() {
             return Err(SlotError::Gpu(dv_gpu::GpuError::Unsupported {
                 what: format!(
@@ -258,11 +280,41 @@ impl CudaSlots {
             sources: Vec::new(),
             note,
             threads: fill_threads(),
-            sampling: GpuSampling::new(Sampling::Direct)?,
+            sampling: GpuSampling::new(dv_speak::DEFAULT_SAMPLING)?,
             weights: Arc::new(w),
             plan,
             gpu,
         })
+    }
+
+    /// Samples with `sampling` (default [`dv_speak::DEFAULT_SAMPLING`]):
+    /// direct, mode, temperature or voiced-only temperature.
+    pub fn with_sampling(mut self, sampling: Sampling) -> Result<Self, SlotError> {
+        self.sampling = GpuSampling::new(sampling)?;
+        Ok(self)
+    }
+
+    /// Stages each used slot's window voicing for the next launch, when the
+    /// sampling reads it: row k of slot s is frame `pos / hop + k` of its
+    /// sentence (idle slots: voiced, unread).
+    fn stage_voicing(&mut self, used: usize) -> Result<(), SlotError> {
+        if !self.sampling.reads_voicing() {
+            return Ok(());
+        }
+        let (hop, window) = (self.hop, self.window);
+        let stage = self.gpu.stage_voiced()?;
+        for (slot, win) in self.slots[..used].iter().zip(stage.chunks_mut(window)) {
+            match slot {
+                Some(b) => {
+                    let first = b.pos / hop;
+                    for (k, v) in win.iter_mut().enumerate() {
+                        *v = u8::from(b.sentence.voiced(first + k));
+                    }
+                }
+                None => win.fill(1),
+            }
+        }
+        Ok(())
     }
 
     /// The kernel's name and streams per block, for the log.
@@ -277,7 +329,8 @@ impl MultiBackend for CudaSlots {
     }
 
     fn feeds_lead(&self) -> bool {
-        false
+        // The kernel feeds and writes silence for a stream's first `lead` samples (StreamStart::lead).
+        true
     }
 
     fn prepare(&self) -> Prepare {
@@ -326,7 +379,7 @@ impl MultiBackend for CudaSlots {
                     ),
                 });
             }
-            gpu_starts.push(StreamStart { slot: *slot, cond_frame: 0, samples: s.samples, seed: s.seed });
+            gpu_starts.push(StreamStart { slot: *slot, cond_frame: 0, samples: s.samples, seed: s.seed, lead: s.lead });
         }
         self.gpu.start(&gpu_starts)?;
         for (slot, s) in starts {
@@ -339,7 +392,7 @@ impl MultiBackend for CudaSlots {
         let stops: Vec<StreamStart> = slots
             .iter()
             .filter(|&&s| s < self.slots.len())
-            .map(|&slot| StreamStart { slot, cond_frame: 0, samples: 0, seed: 0 })
+            .map(|&slot| StreamStart { slot, cond_frame: 0, samples: 0, seed: 0, lead: 0 })
             .collect();
         self.gpu.start(&stops)?;
         for &s in slots {
@@ -366,6 +419,7 @@ impl MultiBackend for CudaSlots {
         }
         let t = Instant::now();
         let held: Vec<Arc<SlotSentence>> = self.slots.iter().flatten().map(|b| b.sentence.clone()).collect();
+        self.stage_voicing(used)?;
         if let Some((_, proj)) = &self.conditioning {
             let hop = self.hop;
             self.sources.clear();

@@ -5,6 +5,8 @@
 //! silence ([`dv_speak::lead_samples`], where the backend
 //! [`MultiBackend::feeds_lead`](crate::MultiBackend::feeds_lead)).
 
+use std::sync::Arc;
+
 use dv_speak::{lead_samples, sentence_seed, Sentence, Speaker};
 use dv_synth::ConditioningNetwork;
 
@@ -52,10 +54,7 @@ impl SlotEngine {
     ) -> Result<SlotSentence, SlotError> {
         let condition = self.scheduler.condition().ok_or(SlotError::NoConditioning)?;
         let answer = condition(sentence.conditioning_frames())?;
-        let cond = answer
-            .await
-            .map_err(|_| SlotError::ConditioningStopped)?
-            .map_err(SlotError::Conditioning)?;
+        let cond = answer.await.map_err(|_| SlotError::ConditioningStopped)?.map_err(SlotError::Conditioning)?;
         self.finish(speaker, sentence, seed, cond)
     }
 
@@ -80,10 +79,11 @@ impl SlotEngine {
             });
         }
         let lead = if s.feeds_lead() { lead_samples(sentence, rate, n) } else { 0 };
+        let voiced: Arc<[bool]> = sentence.voiced().into();
         let cond = match cond {
-            SlotCond::Rows(rows) => SlotCond::Rows((s.prepare())(rows)?),
+            SlotCond::Rows(rows) => SlotCond::Rows((s.prepare())(rows)?.with_voiced(voiced.to_vec())?),
             device => device,
         };
-        Ok(SlotSentence { cond, samples: n, seed: sentence_seed(seed, sentence.index()), lead })
+        Ok(SlotSentence { cond, samples: n, seed: sentence_seed(seed, sentence.index()), lead, voiced })
     }
 }

@@ -24,10 +24,9 @@
 //!   [`dv_speak::Speaker::render`] on the CPU sample for sample.
 //! * A sentence's first `lead` samples (its leading pause, all but
 //!   [`dv_speak::LEAD_SAMPLED_S`]) are fed to the sampler as silence and
-//!   sent as silence, as `Speaker::render` does on the CPU, by backends that
-//!   can teacher-force one slot alone ([`MultiBackend::feeds_lead`]); the
-//!   CUDA kernel forces all of its slots or none, so there the lead is
-//!   sampled (as `dv synth --device cuda` samples it).
+//!   sent as silence, as `Speaker::render` does, by every backend
+//!   ([`MultiBackend::feeds_lead`]): the CPU's by forcing them, the CUDA
+//!   kernel per slot (`dv_gpu::StreamStart::lead`).
 //! * One request holds one slot from its first sentence to its last, so a
 //!   server admitting at most N requests to render (the worker permits)
 //!   never waits for a slot; requests beyond wait in the bounded queue.

@@ -9,7 +9,6 @@ use std::time::Instant;
 
 use dv_gpu::GpuSampling;
 use dv_synth::Rng;
-use dv_text::CONDITIONING_DIM;
 
 use crate::backend::Backend;
 use crate::error::SpeakError;
@@ -90,14 +89,17 @@ impl Speaker {
     /// launch (cancellation is seen before it and between the blocks it
     /// hands over).
     ///
-    /// On the CPU the sentence's leading pause is not sampled but fed to the
-    /// sampler as silence (code [`SILENCE`]), all but its last
+    /// The sentence's leading pause is not sampled but fed to the sampler as
+    /// silence (code [`SILENCE`]), on the CPU and on the GPU, all but its last
     /// [`LEAD_SAMPLED_S`]: the network, sampling from a silent start, drifts
     /// to a constant offset (a mu-law code far from 128, about −0.35 full
     /// scale, held ~150 ms in 22 of 30 held-out sentences of the shipped
     /// voice, then a click where speech begins); fed true silence, its first
     /// samples see what its training chunks saw before an utterance (zero
-    /// padding, then the recording's quiet start). The GPU kernel samples it.
+    /// padding, then the recording's quiet start). Sampled instead (as the GPU
+    /// kernels did until 2026-11-29), a voice retrained on an hour of a new
+    /// speaker opened every sentence with a burst of noise (RMS 0.45 of full
+    /// scale over the first 200 ms).
     ///
     /// The sentence samples with the seed [`crate::sentence_seed`]`(render.seed,
     /// sentence.index())`: a seed reproduces the audio exactly for a given
@@ -123,9 +125,7 @@ impl Speaker {
         }
         let t = Instant::now();
         let cond = self.network.forward(&sentence.frames)?;
-        // The input frames' voiced flag (offset 0), for voiced-only sampling modes.
-        let voiced = sentence.frames.chunks_exact(CONDITIONING_DIM).map(|f| f[0] > 0.5).collect();
-        let cond = cond.with_voiced(voiced)?;
+        let cond = cond.with_voiced(sentence.voiced())?;
         stats.conditioning_s = t.elapsed().as_secs_f64();
         let n = (cond.frames() * self.hop()).min(render.max_samples.unwrap_or(usize::MAX));
         if n == 0 {
@@ -191,7 +191,7 @@ impl Speaker {
                     // stream keeps weights and compiled code, and every launch
                     // allocates its own state.
                     let gpu = gpu.lock().unwrap_or_else(|e| e.into_inner());
-                    gpu.run(&cond, n, gs, seed, None, false)?
+                    gpu.run_with_lead(&cond, n, gs, seed, lead_samples(sentence, self.sample_rate(), n))?
                 };
                 stats.sampling_s = t.elapsed().as_secs_f64();
                 deliver(&run.samples, &mut stats)?;

@@ -73,6 +73,12 @@ impl Sentence {
         &self.frames
     }
 
+    /// Whether each conditioning frame is voiced (its voiced flag, offset
+    /// 0), as voiced-only sampling modes read it.
+    pub fn voiced(&self) -> Vec<bool> {
+        self.frames.chunks_exact(CONDITIONING_DIM).map(|f| f[0] > 0.5).collect()
+    }
+
     /// The position of this sentence in its text (0 for the first).
     pub fn index(&self) -> usize {
         self.index

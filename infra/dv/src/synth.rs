@@ -41,9 +41,9 @@ pub struct SynthArgs {
     /// The WAV file to write.
     #[arg(short, long)]
     out: PathBuf,
-    /// direct (the paper's choice), temperature:T, voiced-temperature:T (temperature on voiced
-    /// frames only, direct elsewhere), mean, mode or top-k:K (App. A.4).
-    #[arg(long, default_value_t = Sampling::Direct, value_parser = Sampling::from_str)]
+    /// voiced-temperature:T (temperature on voiced frames only, direct elsewhere; the default,
+    /// 0.6), direct (the paper's choice), temperature:T, mean, mode or top-k:K (App. A.4).
+    #[arg(long, default_value_t = dv_speak::DEFAULT_SAMPLING, value_parser = Sampling::from_str)]
     sampling: Sampling,
     #[arg(long, default_value_t = 0)]
     seed: u64,

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use dv_speak::SpeakerOptions;
+use dv_synth::Sampling;
 
 /// The largest request body (a 4096-character input, escaped, fits many
 /// times over).
@@ -45,6 +46,8 @@ pub struct ServeConfig {
     pub shutdown_grace: Duration,
     /// Samples per streamed block (1638: about 100 ms at 16384 Hz).
     pub block: usize,
+    /// How every voice samples (default [`dv_speak::DEFAULT_SAMPLING`]).
+    pub sampling: Sampling,
     /// Render on slot schedulers (one per voice) instead of the worker pool:
     /// `--device cuda` (and `cpu-slots`). `workers` is then ignored: at most
     /// `slots.slots` requests render at once.
@@ -99,6 +102,7 @@ impl ServeConfig {
             stall_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(10),
             block: dv_speak::DEFAULT_BLOCK,
+            sampling: dv_speak::DEFAULT_SAMPLING,
             slots: None,
         }
     }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dv_speak::{RenderOptions, SpeakError, Speaker};
+use dv_synth::Sampling;
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 
@@ -74,6 +75,7 @@ pub(crate) struct Job {
     pub(crate) speed: f32,
     pub(crate) seed: u64,
     pub(crate) block: usize,
+    pub(crate) sampling: Sampling,
     pub(crate) stall: Duration,
     pub(crate) metrics: Arc<Metrics>,
 }
@@ -162,7 +164,8 @@ impl Job {
                 }
             }
         };
-        let options = RenderOptions { seed: self.seed, block: self.block, ..RenderOptions::default() };
+        let options =
+            RenderOptions { sampling: self.sampling, seed: self.seed, block: self.block, ..RenderOptions::default() };
         let t = Instant::now();
         let mut samples = 0;
         for sentence in &plan {

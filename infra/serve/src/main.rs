@@ -5,13 +5,14 @@
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::{Parser, ValueEnum};
 use dv_serve::{serve, ServeConfig, SlotBackend, SlotConfig};
 use dv_speak::{Device, SpeakerOptions};
-use dv_synth::{Nonlinearity, Precision};
+use dv_synth::{Nonlinearity, Precision, Sampling};
 use dv_voice::catalog;
 
 /// Deep Voice voices over HTTP: OpenAI's /v1/audio/speech (streamed WAV,
@@ -65,6 +66,10 @@ struct Args {
     /// (cuda, cpu-slots) Samples per launch, sent as one block (about 100 ms).
     #[arg(long, default_value_t = dv_speak::DEFAULT_BLOCK)]
     slot_block: usize,
+    /// How every voice samples: voiced-temperature:T (temperature T on voiced frames, direct
+    /// sampling elsewhere; the default, 0.6), direct (the paper's choice), temperature:T or mode.
+    #[arg(long, default_value_t = dv_speak::DEFAULT_SAMPLING, value_parser = Sampling::from_str)]
+    sampling: Sampling,
     /// (cuda, cpu-slots) The longest sentence a slot takes, seconds.
     #[arg(long, default_value_t = 120.0)]
     max_sentence_s: f64,
@@ -161,6 +166,7 @@ fn main() -> anyhow::Result<()> {
     config.api_key = a.api_key.filter(|k| !k.is_empty());
     config.preload = !a.no_preload;
     config.max_voices = a.max_voices;
+    config.sampling = a.sampling.validate()?;
     let (device, slots) = match a.device {
         DeviceArg::Cpu => (Device::Cpu, None),
         DeviceArg::Cuda => {

@@ -101,7 +101,8 @@ pub async fn serve(
             config.max_voices,
             metrics.clone(),
         )
-        .with_slots(config.slots.clone()),
+        .with_slots(config.slots.clone())
+        .with_sampling(config.sampling),
         pool: Pool::new(workers, config.queue, metrics.clone()),
         metrics,
         started: Instant::now(),

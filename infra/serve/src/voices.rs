@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use dv_speak::{Device, Speaker, SpeakerOptions};
-use dv_synth::ConditioningNetwork;
+use dv_synth::{ConditioningNetwork, Sampling};
 use dv_voice::catalog;
 use tokio::sync::OnceCell;
 
@@ -69,6 +69,7 @@ fn load(
     dir: &Path,
     options: &SpeakerOptions,
     slots: Option<&SlotConfig>,
+    sampling: Sampling,
     metrics: &Metrics,
 ) -> Result<Loaded, LoadError> {
     let Some(sc) = slots else {
@@ -82,11 +83,11 @@ fn load(
     let scheduler = match sc.backend {
         SlotBackend::Cpu => {
             let (kernel, o) = speaker.cpu_sampler().ok_or(LoadError::NoCpuSampler)?;
-            let b = CpuSlots::new(voice, kernel, o, sc.slots, max_samples)?;
+            let b = CpuSlots::new(voice, kernel, o, sc.slots, max_samples)?.with_sampling(sampling)?;
             Scheduler::spawn(b, sc.block)
         }
         SlotBackend::Cuda { device } => {
-            let b = CudaSlots::new(voice, device, sc.slots, sc.block, max_samples)?;
+            let b = CudaSlots::new(voice, device, sc.slots, sc.block, max_samples)?.with_sampling(sampling)?;
             eprintln!("dv-serve: GPU slots for {}: {}", dir.display(), b.describe());
             Scheduler::spawn(b, sc.block)
         }
@@ -106,6 +107,7 @@ pub struct VoiceCache {
     entries: Mutex<(u64, HashMap<String, CacheEntry>)>,
     metrics: Arc<Metrics>,
     engine: Option<SlotConfig>,
+    sampling: Sampling,
 }
 
 impl VoiceCache {
@@ -118,7 +120,23 @@ impl VoiceCache {
         capacity: usize,
         metrics: Arc<Metrics>,
     ) -> Self {
-        Self { path, options, default, capacity: capacity.max(1), entries: Mutex::default(), metrics, engine: None }
+        Self {
+            path,
+            options,
+            default,
+            capacity: capacity.max(1),
+            entries: Mutex::default(),
+            metrics,
+            engine: None,
+            sampling: dv_speak::DEFAULT_SAMPLING,
+        }
+    }
+
+    /// The slot schedulers sample with `sampling` (default
+    /// [`dv_speak::DEFAULT_SAMPLING`]; the worker pool takes it per request).
+    pub fn with_sampling(mut self, sampling: Sampling) -> Self {
+        self.sampling = sampling;
+        self
     }
 
     /// Each voice also gets a slot scheduler of `slots` (the server renders
@@ -199,9 +217,10 @@ impl VoiceCache {
         let speaker = cell
             .get_or_try_init(|| async {
                 let (options, engine, metrics) = (self.options.clone(), self.engine.clone(), self.metrics.clone());
+                let sampling = self.sampling;
                 let owned = name.to_string();
                 let loaded = tokio::task::spawn_blocking(move || {
-                    let loaded = load(&dir, &options, engine.as_ref(), &metrics);
+                    let loaded = load(&dir, &options, engine.as_ref(), sampling, &metrics);
                     if let Ok(l) = &loaded {
                         eprintln!("{}", loaded_line(&owned, &dir, &l.speaker));
                     }

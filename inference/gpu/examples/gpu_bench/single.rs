@@ -126,8 +126,10 @@ pub(crate) fn run(a: SingleArgs) -> anyhow::Result<()> {
                     // rounding itself is a property of the model, not the kernel).
                     let reference = if bf16 { dv_gpu::parity::bf16_rounded(&voice)? } else { voice.clone() };
                     let par = single_parity(&gpu, &reference, &cond, a.common.parity_steps)?;
-                    let ok =
-                        par.max_prob_diff <= tolerance(bf16) && (bf16 || par.mode_mismatches == 0) && par.draws_ok();
+                    let ok = par.max_prob_diff <= tolerance(bf16)
+                        && (bf16 || par.mode_mismatches + par.lead_mismatches == 0)
+                        && par.lead_not_silent == 0
+                        && par.draws_ok();
                     eprintln!(
                         "  {name} {cluster}: direct draws replayed on the CPU ({:?}): {} of {} differ",
                         plan.draw_rule(),

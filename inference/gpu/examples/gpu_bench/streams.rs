@@ -22,6 +22,10 @@ pub(crate) struct StreamsArgs {
     /// Stream counts to time.
     #[arg(long, value_delimiter = ',', default_value = "1024,2048,4096,8192")]
     streams: Vec<usize>,
+    /// The sampling timed: direct, mode, temperature:T or voiced-temperature:T (the timing pool
+    /// has no voicing mask, so voiced-temperature tempers every step: its worst case).
+    #[arg(long, default_value = "direct", value_parser = <Sampling as std::str::FromStr>::from_str)]
+    sampling: Sampling,
     /// Kernel-2 sources to run: `fastest` (`MultiPlan::fastest`, the measured
     /// best for the size and device; --per-block, --threads and --stages are
     /// its own), `tiles` (wavenet_tiles.cu, bfloat16 weights,
@@ -149,8 +153,11 @@ pub(crate) fn run(a: StreamsArgs) -> anyhow::Result<()> {
                     };
                     // Parity: two blocks of slots, every slot live, four checked.
                     let pstreams = 2 * per_block;
-                    let pool =
-                        random_conditioning(voice.config(), a.common.parity_steps.div_ceil(hop) + pstreams + 1, 5);
+                    let pool = dv_gpu::parity::with_parity_voicing(random_conditioning(
+                        voice.config(),
+                        a.common.parity_steps.div_ceil(hop) + pstreams + 1,
+                        5,
+                    ));
                     let mut gpu = MultiStream::new(dev.clone(), &w, plan, pstreams, &pool)?;
                     let reference = if bf16 { dv_gpu::parity::bf16_rounded(&voice)? } else { voice.clone() };
                     let par = multi_parity(
@@ -160,21 +167,27 @@ pub(crate) fn run(a: StreamsArgs) -> anyhow::Result<()> {
                         a.common.parity_steps,
                         &[0, 1, per_block + 3, pstreams - 2],
                     )?;
-                    let ok = par.max_prob_diff <= tolerance(bf16) && (bf16 || par.mode_mismatches == 0);
+                    let ok = par.max_prob_diff <= tolerance(bf16)
+                        && (bf16 || par.mode_mismatches == 0)
+                        && par.lead_not_silent == 0
+                        && par.draws_ok();
                     println!(
-                    "{kname} {} ({}), {per_block} streams/block, {} threads: parity max|Δp| {:.2e}, mode mismatches {}/{}{}",
+                    "{kname} {} ({}), {per_block} streams/block, {} threads: parity max|Δp| {:.2e}, mode mismatches {}/{}, voiced-temperature draws replayed differently {}/{}{}",
                     prec(bf16),
                     if mma { "tensor cores" } else { "fp32 FMA" },
                     plan.threads,
                     par.max_prob_diff,
                     par.mode_mismatches,
                     par.steps,
+                    par.draw_mismatches,
+                    par.draw_steps,
                     if ok { "" } else if a.force_timing { "  FAIL (timed anyway: --force-timing)" } else { "  FAIL: not timed" }
                 );
                     json.put(json!({
                     "bench": "gpu-streams-parity", "kernel": kname, "device": dev.name(), "voice": name, "sizes": w.sizes.name(), "bf16": bf16,
                     "mma": mma, "per_block": per_block, "threads": plan.threads, "parity_steps": par.steps,
-                    "max_prob_diff": par.max_prob_diff, "mode_mismatches": par.mode_mismatches, "parity_ok": ok,
+                    "max_prob_diff": par.max_prob_diff, "mode_mismatches": par.mode_mismatches, "draw_steps": par.draw_steps,
+                    "draw_mismatches": par.draw_mismatches, "parity_ok": ok,
                 }))?;
                     if !ok {
                         failed += 1;
@@ -209,7 +222,7 @@ pub(crate) fn run(a: StreamsArgs) -> anyhow::Result<()> {
                             pool.frames(),
                             hop,
                             a.steps,
-                            GpuSampling::new(Sampling::Direct)?,
+                            GpuSampling::new(a.sampling)?,
                             a.repeats,
                             stride,
                         )?;
@@ -225,17 +238,23 @@ pub(crate) fn run(a: StreamsArgs) -> anyhow::Result<()> {
                         "mma": mma, "per_block": per_block, "threads": plan.threads, "streams": t.streams, "steps": t.steps,
                         "median_ms": t.median_ms, "per_stream_rate": t.per_stream_rate, "real_time_factor": t.real_time_factor,
                         "total_rate": t.total_rate, "floor_streams_flops": fl.streams_by_flops, "floor_streams_bytes": fl.streams_by_bytes,
-                        "distinct_conditioning": a.distinct_conditioning,
+                        "distinct_conditioning": a.distinct_conditioning, "sampling": a.sampling.to_string(),
                     }))?;
                     }
                     println!("largest real-time stream count tried: {best}");
                     if let Some(&n) = a.streams.last() {
                         let mut gpu = MultiStream::new(dev.clone(), &w, plan, n, &pool)?;
                         let starts: Vec<dv_gpu::StreamStart> = (0..gpu.slots())
-                            .map(|s| dv_gpu::StreamStart { slot: s, cond_frame: 0, samples: a.steps, seed: s as u64 })
+                            .map(|s| dv_gpu::StreamStart {
+                                slot: s,
+                                cond_frame: 0,
+                                samples: a.steps,
+                                seed: s as u64,
+                                lead: 0,
+                            })
                             .collect();
                         gpu.start(&starts)?;
-                        let prof = gpu.advance_profiled(a.steps, GpuSampling::new(Sampling::Direct)?)?;
+                        let prof = gpu.advance_profiled(a.steps, GpuSampling::new(a.sampling)?)?;
                         if let Some(p) = prof.panel_cycles {
                             println!(
                             "weight panels/chunks per step, block 0 thread 0: waiting {:.0} cycles, multiplying {:.0}",

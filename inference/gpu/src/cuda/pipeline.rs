@@ -55,6 +55,7 @@ pub struct PipeTimes {
 struct Mirror {
     pos: PinnedHostSlice<i32>,
     len: PinnedHostSlice<i32>,
+    lead: PinnedHostSlice<i32>,
     y: PinnedHostSlice<i32>,
     rng: PinnedHostSlice<u64>,
 }
@@ -75,8 +76,12 @@ pub struct Pipelined {
     copy: Arc<CudaStream>,
     /// Buffer 1's pool (buffer 0's is `ms.pool`).
     pool1: CudaSlice<f32>,
+    /// Buffer 1's voicing pool (buffer 0's is `ms.voiced`).
+    voiced1: CudaSlice<u8>,
     off: [CudaSlice<i64>; 2],
     stage: [PinnedHostSlice<f32>; 2],
+    /// The windows' voicing, `[slots, window_frames]` (1 voiced).
+    stage_voiced: [PinnedHostSlice<u8>; 2],
     stage_off: [PinnedHostSlice<i64>; 2],
     /// Per slot (u offset, frames, first frame) for [`Pipelined::submit_projected`].
     meta: [CudaSlice<i64>; 2],
@@ -139,6 +144,11 @@ impl Pipelined {
         ];
         let stage = [pinned(&dev, n * win.frames * width, false)?, pinned(&dev, n * win.frames * width, false)?];
         let stage_off = [pinned(&dev, n, false)?, pinned(&dev, n, false)?];
+        let voiced1 = dev.upload("voicing pool 1", &vec![1u8; ms.pool_frames])?;
+        let mut stage_voiced = [pinned(&dev, n * win.frames, false)?, pinned(&dev, n * win.frames, false)?];
+        for v in &mut stage_voiced {
+            v.as_mut_slice().map_err(driver("cuEventSynchronize(voicing)"))?.fill(1);
+        }
         let meta = [
             s.alloc_zeros::<i64>(3 * n).map_err(driver("cuMemAlloc(window sources)"))?,
             s.alloc_zeros::<i64>(3 * n).map_err(driver("cuMemAlloc(window sources)"))?,
@@ -148,6 +158,7 @@ impl Pipelined {
             Ok(Mirror {
                 pos: pinned(dev, n, false)?,
                 len: pinned(dev, n, false)?,
+                lead: pinned(dev, n, false)?,
                 y: pinned(dev, 2 * n, false)?,
                 rng: pinned(dev, 4 * n, false)?,
             })
@@ -175,8 +186,10 @@ impl Pipelined {
             steps,
             copy,
             pool1,
+            voiced1,
             off,
             stage,
+            stage_voiced,
             stage_off,
             meta,
             stage_meta,
@@ -251,9 +264,10 @@ impl Pipelined {
         let per_slot = rows * self.ms.sizes.residual;
         let s = self.ms.dev.stream.clone();
         let m = &mut self.mirror[b];
-        let (pos, len, y, rng) = (
+        let (pos, len, lead, y, rng) = (
             m.pos.as_mut_slice().map_err(driver("cuEventSynchronize(mirror)"))?,
             m.len.as_mut_slice().map_err(driver("cuEventSynchronize(mirror)"))?,
+            m.lead.as_mut_slice().map_err(driver("cuEventSynchronize(mirror)"))?,
             m.y.as_mut_slice().map_err(driver("cuEventSynchronize(mirror)"))?,
             m.rng.as_mut_slice().map_err(driver("cuEventSynchronize(mirror)"))?,
         );
@@ -261,6 +275,7 @@ impl Pipelined {
             let k = st.slot;
             pos[k] = 0;
             len[k] = st.samples as i32;
+            lead[k] = st.lead.min(st.samples) as i32;
             y[2 * k] = 128;
             y[2 * k + 1] = 128;
             rng[4 * k..4 * k + 4].copy_from_slice(&rng_state(st.seed));
@@ -268,6 +283,8 @@ impl Pipelined {
             // launch these copies precede has been collected (`check_free`).
             s.memcpy_htod(&pos[k..k + 1], &mut self.ms.pos.slice_mut(k..k + 1))
                 .map_err(driver("cuMemcpyHtoDAsync(position)"))?;
+            s.memcpy_htod(&lead[k..k + 1], &mut self.ms.lead.slice_mut(k..k + 1))
+                .map_err(driver("cuMemcpyHtoDAsync(lead)"))?;
             s.memcpy_htod(&len[k..k + 1], &mut self.ms.len.slice_mut(k..k + 1))
                 .map_err(driver("cuMemcpyHtoDAsync(length)"))?;
             s.memcpy_htod(&y[2 * k..2 * k + 2], &mut self.ms.y.slice_mut(2 * k..2 * k + 2))
@@ -291,6 +308,30 @@ impl Pipelined {
         self.check_free("staging windows")?;
         let b = self.next_buf();
         self.stage[b].as_mut_slice().map_err(driver("cuEventSynchronize(staging)"))
+    }
+
+    /// The next launch's windows' voicing, `[slots, window_frames]` (1
+    /// voiced; row k of slot s as in [`Pipelined::stage`]), page-locked:
+    /// read only under voiced-only temperature, when the first `used`
+    /// slots' must be filled before the submit. Starts all voiced.
+    pub fn stage_voiced(&mut self) -> Result<&mut [u8], GpuError> {
+        self.check_free("staging voicing")?;
+        let b = self.next_buf();
+        self.stage_voiced[b].as_mut_slice().map_err(driver("cuEventSynchronize(staging voicing)"))
+    }
+
+    /// Uploads buffer `b`'s staged voicing of `launched` slots on the copy
+    /// stream, when `sampling` reads it.
+    fn upload_voicing(&mut self, b: usize, launched: usize, sampling: GpuSampling) -> Result<(), GpuError> {
+        if !sampling.reads_voicing() {
+            return Ok(());
+        }
+        let (base, rows) = (self.win.base, launched * self.win.frames);
+        let stage = self.stage_voiced[b].as_mut_slice().map_err(driver("cuEventSynchronize(staging voicing)"))?;
+        let pool = if b == 0 { &mut self.ms.voiced } else { &mut self.voiced1 };
+        self.copy
+            .memcpy_htod(&stage[..rows], &mut pool.slice_mut(base..base + rows))
+            .map_err(driver("cuMemcpyHtoDAsync(window voicing)"))
     }
 
     /// Checks a launch's shape: the blocks it launches.
@@ -367,6 +408,7 @@ impl Pipelined {
             c.memcpy_htod(&offs[..launched], &mut self.off[b].slice_mut(0..launched))
                 .map_err(driver("cuMemcpyHtoDAsync(conditioning offsets)"))?;
         }
+        self.upload_voicing(b, launched, sampling)?;
         self.up[b].1.record(&c).map_err(driver("cuEventRecord(upload end)"))?;
         self.enqueue(b, launched, steps, sampling)
     }
@@ -428,6 +470,7 @@ impl Pipelined {
             let pool = if b == 0 { &mut self.ms.pool } else { &mut self.pool1 };
             proj.launch(&c, pool, &self.meta[b], win.base, launched, win.frames)?;
         }
+        self.upload_voicing(b, launched, sampling)?;
         self.up[b].1.record(&c).map_err(driver("cuEventRecord(upload end)"))?;
         self.enqueue(b, launched, steps, sampling)
     }
@@ -453,6 +496,7 @@ impl Pipelined {
         {
             let ms = &mut self.ms;
             let pool = if b == 0 { &ms.pool } else { &self.pool1 };
+            let voiced = if b == 0 { &ms.voiced } else { &self.voiced1 };
             let mut lb = s.launch_builder(&ms.func);
             for m in &ms.mats {
                 m.push(&mut lb);
@@ -460,7 +504,7 @@ impl Pipelined {
             ms.vectors.push(&mut lb);
             lb.arg(pool).arg(&mut ms.hist).arg(&mut ms.pos).arg(&ms.len).arg(&mut ms.y);
             lb.arg(&mut ms.rng).arg(&self.off[b]).arg(&steps_i).arg(&sampling.mode).arg(&sampling.inv_tau);
-            lb.arg(&mut self.out[b]);
+            lb.arg(voiced).arg(&ms.lead).arg(&mut self.out[b]);
             lb.arg(&null).arg(&null).arg(&null);
             // SAFETY: as in `MultiStream::launch`: the arguments match `wavenet_multi`'s (and
             // `wavenet_tiles`') parameters in order and type, no forcing, probabilities or clock;
@@ -468,7 +512,8 @@ impl Pipelined {
             // launched), the histories `slots × HIST_ROWS × r`, `out[b]` `slots × steps`; each
             // launched slot's offset points into its own window of this buffer's pool, at or past
             // the pool's start (`first ≤ base`, checked above), and a live stream reads at most
-            // `window_frames(steps, hop)` frames from its first (`start` checked its length).
+            // `window_frames(steps, hop)` frames from its first (`start` checked its length); the
+            // voicing pool holds one byte per pool row, at the same row index.
             unsafe { lb.launch(cfg) }.map_err(driver("cuLaunchKernel(wavenet_multi)"))?;
         }
         self.kern[e].1.record(s).map_err(driver("cuEventRecord(kernel end)"))?;

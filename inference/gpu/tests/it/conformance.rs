@@ -1,6 +1,6 @@
 //! The sampler conformance suite (issue 33): the same cases on every
 //! WaveNet sampler this machine has, each against its reference with the
-//! tolerances of `dv bench` (issue 9), through `dv-conformance`'s harness.
+//! tolerances of the example `gpu_bench` (issue 9), through `dv-conformance`'s harness.
 //!
 //! | backend | reference | bound |
 //! | --- | --- | --- |
@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use dv_conformance::{Checked, Measure, Outcome, Report, Suite, Tolerance};
 use dv_gpu::emulate::{forward, Rounding, State};
-use dv_gpu::parity::{bf16_rounded, multi_parity, reference, single_parity};
+use dv_gpu::parity::{bf16_rounded, multi_parity, reference, single_parity, with_parity_voicing};
 use dv_gpu::{GpuDevice, GpuError, MultiPlan, MultiStream, SinglePlan, SingleStream, Weights};
 use dv_synth::random::{random_conditioning, random_voice};
 use dv_synth::{Kernel, Nonlinearity, Precision, Rng, Sampler, SamplerOptions, Sampling, ALPHABET};
@@ -179,7 +179,7 @@ fn check(b: &Backend, c: &Case) -> Checked<String> {
                     detail: format!("max |Δp| {:.2e} over {} steps", par.max_prob_diff, par.steps),
                 },
                 Measure::count(
-                    "replayed direct draws that differ",
+                    "replayed draws (direct, voiced-only temperature) that differ",
                     par.draw_mismatches,
                     par.draw_steps / 100,
                     par.draw_steps,
@@ -187,7 +187,14 @@ fn check(b: &Backend, c: &Case) -> Checked<String> {
             ];
             if !*bf16 {
                 m.push(Measure::count("mode samples that differ", par.mode_mismatches, 0, par.steps));
+                m.push(Measure::count(
+                    "mode samples after a silent lead that differ",
+                    par.lead_mismatches,
+                    0,
+                    par.lead_steps,
+                ));
             }
+            m.push(Measure::count("lead samples that are not silence", par.lead_not_silent, 0, par.lead_steps / 4));
             Ok(Outcome::Measured(m))
         }
         Backend::Multi { dev } => {
@@ -207,25 +214,34 @@ fn check(b: &Backend, c: &Case) -> Checked<String> {
             } else {
                 (2 * per_block, vec![0, 1, per_block + 3, 2 * per_block - 2])
             };
-            let pool = random_conditioning(voice.config(), c.steps.div_ceil(hop) + slots + 1, 5);
+            let pool = with_parity_voicing(random_conditioning(voice.config(), c.steps.div_ceil(hop) + slots + 1, 5));
             let mut gpu = match MultiStream::new(dev.clone(), &w, plan, slots, &pool) {
                 Ok(g) => g,
                 Err(e) => return refused(e),
             };
             let reference_voice = bf16_rounded(&voice).map_err(err)?;
             let par = multi_parity(&mut gpu, &reference_voice, &pool, c.steps, &checked).map_err(err)?;
-            Ok(Outcome::Measured(vec![Measure {
-                what: "p".into(),
-                value: par.max_prob_diff,
-                limit: 1e-3,
-                detail: format!(
-                    "max |Δp| {:.2e}, {} streams checked, {} of {} mode samples differ",
-                    par.max_prob_diff,
-                    checked.len(),
-                    par.mode_mismatches,
-                    par.steps
+            Ok(Outcome::Measured(vec![
+                Measure {
+                    what: "p".into(),
+                    value: par.max_prob_diff,
+                    limit: 1e-3,
+                    detail: format!(
+                        "max |Δp| {:.2e}, {} streams checked, {} of {} mode samples differ",
+                        par.max_prob_diff,
+                        checked.len(),
+                        par.mode_mismatches,
+                        par.steps
+                    ),
+                },
+                Measure::count(
+                    "replayed voiced-only temperature draws that differ",
+                    par.draw_mismatches,
+                    par.draw_steps / 100,
+                    par.draw_steps,
                 ),
-            }]))
+                Measure::count("lead samples that are not silence", par.lead_not_silent, 0, par.lead_steps / 4),
+            ]))
         }
     }
 }

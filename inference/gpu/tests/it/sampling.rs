@@ -7,6 +7,12 @@ fn sampling_modes_map_or_are_refused() {
     assert_eq!(GpuSampling::new(Sampling::Direct).unwrap(), GpuSampling { mode: 0, inv_tau: 1.0 });
     assert_eq!(GpuSampling::new(Sampling::Mode).unwrap(), GpuSampling { mode: 1, inv_tau: 1.0 });
     assert_eq!(GpuSampling::new(Sampling::Temperature(0.5)).unwrap(), GpuSampling { mode: 2, inv_tau: 2.0 });
+    let voiced = GpuSampling::new(Sampling::VoicedTemperature(0.5)).unwrap();
+    assert_eq!(voiced, GpuSampling { mode: dv_gpu::sampling::VOICED_TEMPERATURE, inv_tau: 2.0 });
+    assert!(voiced.reads_voicing() && voiced.draws());
+    assert_eq!((voiced.inv_tau_for(true), voiced.inv_tau_for(false)), (2.0, 1.0));
+    assert!(!GpuSampling::new(Sampling::Temperature(0.5)).unwrap().reads_voicing());
+    assert_eq!(GpuSampling::new(Sampling::Temperature(0.5)).unwrap().inv_tau_for(false), 2.0);
     assert!(!GpuSampling::new(Sampling::Mode).unwrap().draws());
     assert!(matches!(GpuSampling::new(Sampling::TopK(5)), Err(GpuError::Unsupported { .. })));
     assert!(matches!(GpuSampling::new(Sampling::Temperature(-1.0)), Err(GpuError::Synth(_))));
@@ -20,9 +26,10 @@ fn softmax(logits: &[f64]) -> Vec<f32> {
     e.iter().map(|v| (v / z) as f32).collect()
 }
 
-/// Both draw rules sample the distribution they are given: over 200,000
-/// draws from a fixed 256-class softmax, the counts pass a chi-square test
-/// (classes with at least 5 expected draws), and no class of p = 0 is drawn.
+/// Both draw rules sample the distribution they are given, and at
+/// temperature 1/2 its sharpened softmax: over 200,000 draws from a fixed
+/// 256-class softmax, the counts pass a chi-square test (classes with at
+/// least 5 expected draws), and no class of p = 0 is drawn.
 #[test]
 fn both_draw_rules_sample_the_softmax() {
     use dv_gpu::sampling::DrawRule;
@@ -32,13 +39,21 @@ fn both_draw_rules_sample_the_softmax() {
     let logits: Vec<f64> =
         (0..256).map(|k| if k % 16 == 5 { f64::NEG_INFINITY } else { 12.0 * g.uniform() as f64 }).collect();
     let p: [f32; 256] = softmax(&logits).try_into().unwrap();
+    // At temperature 1/2 (inv_tau 2) the draws follow the softmax of 2 · logits.
+    let sharp: [f32; 256] = softmax(&logits.iter().map(|l| 2.0 * l).collect::<Vec<_>>()).try_into().unwrap();
     const N: usize = 200_000;
-    for rule in [DrawRule::InverseCdf, DrawRule::GumbelMax] {
+    for (rule, inv_tau) in [
+        (DrawRule::InverseCdf, 1.0),
+        (DrawRule::GumbelMax, 1.0),
+        (DrawRule::InverseCdf, 2.0),
+        (DrawRule::GumbelMax, 2.0),
+    ] {
         let mut rng = Rng::new(3);
         let mut counts = [0usize; 256];
         for _ in 0..N {
-            counts[rule.draw(&p, &mut rng)] += 1;
+            counts[rule.draw_at(&p, &mut rng, inv_tau)] += 1;
         }
+        let p = if inv_tau == 1.0 { &p } else { &sharp };
         let (mut chi2, mut df) = (0.0f64, 0usize);
         for (k, &c) in counts.iter().enumerate() {
             let e = p[k] as f64 * N as f64;
@@ -51,7 +66,10 @@ fn both_draw_rules_sample_the_softmax() {
         }
         let df = (df - 1) as f64;
         // About 4.5 standard deviations above the mean of the chi-square law.
-        assert!(chi2 < df + 4.5 * (2.0 * df).sqrt(), "{rule:?}: chi-square {chi2:.1} with {df} degrees of freedom");
+        assert!(
+            chi2 < df + 4.5 * (2.0 * df).sqrt(),
+            "{rule:?} at 1/τ = {inv_tau}: chi-square {chi2:.1} with {df} degrees of freedom"
+        );
     }
 }
 

@@ -13,7 +13,7 @@ use dv_slots::{
 };
 use dv_speak::CancelToken;
 use dv_synth::random::{random_conditioning, random_voice};
-use dv_synth::{Conditioning, Kernel, Rng, Sampler, SamplerOptions, Sampling, SILENCE};
+use dv_synth::{Conditioning, Kernel, Rng, Sampler, SamplerOptions, SILENCE};
 use dv_voice::Voice;
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -26,8 +26,10 @@ fn voice() -> Voice {
 }
 
 fn sentence(v: &Voice, frames: usize, seed: u64, lead: usize) -> SlotSentence {
-    let cond = random_conditioning(v.config(), frames, seed);
-    SlotSentence { samples: frames * v.config().hop(), cond: SlotCond::Rows(cond), seed, lead }
+    // Runs of voiced and unvoiced frames, so that voiced-only temperature (the default) switches.
+    let voiced: Vec<bool> = (0..frames).map(|f| (f / 3) % 2 == 0).collect();
+    let cond = random_conditioning(v.config(), frames, seed).with_voiced(voiced.clone()).unwrap();
+    SlotSentence { samples: frames * v.config().hop(), cond: SlotCond::Rows(cond), seed, lead, voiced: voiced.into() }
 }
 
 /// What the sampler makes of `s` alone, as `Speaker::render` drives it: the
@@ -38,7 +40,9 @@ fn alone(v: &Voice, s: &SlotSentence) -> Vec<i16> {
     let mut codes = vec![SILENCE; s.samples];
     let cond = s.cond.rows().unwrap();
     sampler.force(&mut scratch, cond, &codes[..s.lead]).unwrap();
-    sampler.generate(&mut scratch, cond, Sampling::Direct, &mut Rng::new(s.seed), &mut codes[s.lead..]).unwrap();
+    sampler
+        .generate(&mut scratch, cond, dv_speak::DEFAULT_SAMPLING, &mut Rng::new(s.seed), &mut codes[s.lead..])
+        .unwrap();
     codes.iter().map(|&c| dv_speak::pcm(c)).collect()
 }
 
