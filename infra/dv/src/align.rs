@@ -1,13 +1,15 @@
 //! `dv align`: phoneme boundaries for a featurized corpus from a trained
 //! segmentation model (Deep Voice §3.2). The pipeline and what it writes
 //! under `--out` are [`dv_train::alignment`]'s; this verb parses its flags,
-//! calls [`dv_train::alignment::align`] and prints the report.
+//! calls [`dv_train::alignment::align`] with its progress on stderr and
+//! prints the report's [`summary`](dv_train::alignment::AlignReport::summary),
+//! as the recipe's align stage does.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::{Args, ValueEnum};
-use dv_train::alignment::{self, AlignOptions, AlignReport, Plot};
+use dv_train::alignment::{self, AlignOptions};
 
 use crate::device::DeviceArg;
 
@@ -108,64 +110,10 @@ impl AlignArgs {
 }
 
 pub(crate) fn run(a: AlignArgs) -> anyhow::Result<()> {
-    align(&a.options()?)
-}
-
-/// Runs [`alignment::align`] with its progress on stderr and prints its report.
-pub(crate) fn align(o: &AlignOptions) -> anyhow::Result<()> {
+    let o = a.options()?;
     let started = Instant::now();
-    let r = alignment::align(o, &mut |line: &str| eprintln!("{line}"))?;
-    print_report(o, &r);
+    let r = alignment::align(&o, &mut |line: &str| eprintln!("{line}"))?;
+    println!("{}", r.summary(&o));
     println!("output         {} ({:.1} s)", o.out.display(), started.elapsed().as_secs_f64());
     Ok(())
-}
-
-fn print_report(o: &AlignOptions, r: &AlignReport) {
-    println!("aligned        {} of {} utterances ({} failed)", r.aligned, r.utterances, r.failed.len());
-    for f in r.failed.iter().take(5) {
-        println!("  failed       {}: {}", f.id, f.reason);
-    }
-    let q = &r.quarantine;
-    println!("confidence     median {:.3} (mean log-likelihood per frame)", r.confidence_median);
-    println!("quarantined    {} below {:.3}: {}", q.ids.len(), q.threshold, q.ids.join(" "));
-    match &r.boundary_error {
-        Some(s) => println!(
-            "boundaries     {} in {} utterances vs reference: mean |error| {:.1} ms (mean shift {:+.1} ms), within 10/20/25 ms {:.1}% / {:.1}% / {:.1}%",
-            s.boundaries,
-            s.utterances,
-            s.mean_abs_ms,
-            s.mean_signed_ms,
-            100.0 * s.within_10ms,
-            100.0 * s.within_20ms,
-            100.0 * s.within_25ms
-        ),
-        None => println!("boundaries     no reference boundaries to compare with"),
-    }
-    let gpu = r.viterbi == alignment::ViterbiBackend::Cuda;
-    match o.decoder {
-        alignment::Decoder::Viterbi => println!(
-            "viterbi        {} s on the {}",
-            format_args!("{:.3}", r.viterbi_seconds),
-            if gpu { "GPU" } else { "CPU" }
-        ),
-        alignment::Decoder::Beam => println!(
-            "decoder        beam of {} over chained pairs: {} utterance(s) decoded other pairs than the reference (their boundaries are not scored)",
-            o.beam_width, r.decoded_other_pairs
-        ),
-    }
-    if let Some(p) = &r.pper {
-        println!(
-            "PPER           {:.2}% ({} edits in {} reference pairs; CTC prefix beam search, width {})",
-            100.0 * p.error_rate,
-            p.edits,
-            p.reference_pairs,
-            p.beam
-        );
-    }
-    for p in &r.plots {
-        match p {
-            Plot::Written { path, .. } => println!("plot           {}", path.display()),
-            Plot::NotAligned { id } => println!("plot           {id}: not aligned (see the failures above)"),
-        }
-    }
 }

@@ -65,21 +65,28 @@ fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> 
 }
 
 /// The local directory of a featurize output given as a path or a
-/// `file://` URL.
-pub fn local_root(features: &Path) -> PathBuf {
+/// `file://` URL, the one parser of that form (dv-train's `[data] url` is
+/// read through it). Any other URL (`s3://…`: the job writes there, but
+/// its output is read only from a local directory for now) is a
+/// [`FeaturizeError::Url`] naming it.
+pub fn local_root(features: &Path) -> Result<PathBuf, FeaturizeError> {
     let s = features.to_string_lossy();
     match s.strip_prefix("file://") {
-        Some(p) => PathBuf::from(p),
-        None => features.to_path_buf(),
+        Some(p) => Ok(PathBuf::from(p)),
+        None if s.contains("://") => Err(FeaturizeError::Url {
+            url: s.into_owned(),
+            reason: "only local featurize outputs (a path or file://) are read for now".into(),
+        }),
+        None => Ok(features.to_path_buf()),
     }
 }
 
 /// The `*.parquet` objects in `dir` ([`SHARDS`], [`CHUNKS`] or [`BAD`]) of
-/// a local featurize output (a directory or `file://` URL), in name order.
-/// A directory that cannot be read is an [`FeaturizeError::Io`] naming it;
-/// an empty one is an empty list.
+/// a local featurize output (a directory or `file://` URL, [`local_root`]),
+/// in name order. A directory that cannot be read is an
+/// [`FeaturizeError::Io`] naming it; an empty one is an empty list.
 pub fn parquet_files(features: &Path, dir: &str) -> Result<Vec<PathBuf>, FeaturizeError> {
-    let dir = local_root(features).join(dir);
+    let dir = local_root(features)?.join(dir);
     let mut files = Vec::new();
     for e in std::fs::read_dir(&dir).map_err(io("reading", &dir))? {
         let p = e.map_err(io("reading", &dir))?.path();
@@ -101,4 +108,24 @@ pub fn shard_files(features: &Path) -> Result<Vec<PathBuf>, FeaturizeError> {
 /// shard, in name order ([`parquet_files`]).
 pub fn chunk_files(features: &Path) -> Result<Vec<PathBuf>, FeaturizeError> {
     parquet_files(features, CHUNKS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_root_reads_a_path_or_a_file_url_and_names_any_other_url() {
+        assert_eq!(local_root(Path::new("/data/features")).unwrap(), Path::new("/data/features"));
+        assert_eq!(local_root(Path::new("features")).unwrap(), Path::new("features"));
+        assert_eq!(local_root(Path::new("file:///data/features")).unwrap(), Path::new("/data/features"));
+        let e = local_root(Path::new("s3://bucket/features")).unwrap_err();
+        assert!(matches!(&e, FeaturizeError::Url { url, .. } if url == "s3://bucket/features"), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "s3://bucket/features: only local featurize outputs (a path or file://) are read for now"
+        );
+        // parquet_files lists nothing from it, and says why.
+        assert!(matches!(shard_files(Path::new("gs://b/f")), Err(FeaturizeError::Url { .. })));
+    }
 }

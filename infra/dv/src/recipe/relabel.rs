@@ -96,10 +96,12 @@ fn phones_of(sentences: Vec<dv_speak::Pronounced>) -> Option<Vec<String>> {
     (out.len() > 2).then(|| out.iter().map(|p| p.to_string()).collect())
 }
 
-/// The aligner's phones and times by id from `alignments.parquet`, without
-/// the quarantined utterances.
+/// The aligner's phones and times by id from its
+/// [`dv_train::alignment::ALIGNMENTS`] (the columns its writer names in
+/// [`dv_train::alignment::column`]), without the quarantined utterances.
 pub(crate) fn read_alignments(path: &Path) -> anyhow::Result<HashMap<String, Aligned>> {
-    Ok(dv_featurize::format::read_phones(path, ["phones", "starts", "ends"], Some("quarantined"))?)
+    use dv_train::alignment::column::{ENDS, PHONES, QUARANTINED, STARTS};
+    Ok(dv_featurize::format::read_phones(path, [PHONES, STARTS, ENDS], Some(QUARANTINED))?)
 }
 
 /// The aligner's boundaries against a corpus's own labels (issue 30: a

@@ -4,10 +4,12 @@
 //! and report's [`super::report`]'s).
 
 use std::path::Path;
+use std::time::Instant;
 
 use anyhow::{bail, Context};
 use dv_featurize::format::{first_id, read_reference, rewrite};
 use dv_manifest::{bad_items_frame, utterances_frame, write_parquet, Summary};
+use dv_train::alignment::{self, AlignOptions};
 use dv_train::export::{add_duration, add_g2p, export_wavenet, WavenetExport, GOLDEN_FRAMES, GOLDEN_WORDS};
 use serde_json::json;
 
@@ -167,15 +169,19 @@ fn align(ctx: &Ctx<'_>, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
         argv.extend(["--plot".into(), p.clone()]);
     }
     log.line(&format!("dv align {}", argv.join(" ")));
-    let mut options = dv_train::alignment::AlignOptions::new(features, ck, &dir);
+    let mut options = AlignOptions::new(features, ck, &dir);
     options.device = dv_train::device_of(&a.device)?;
     options.batch = a.batch;
     options.quarantine_k = a.quarantine_k.unwrap_or(options.quarantine_k);
     options.plots = plots;
-    crate::align::align(&options)?;
+    // Progress on stderr and the report on stdout, as `dv align` prints them.
+    let started = Instant::now();
+    let r = alignment::align(&options, &mut |line: &str| eprintln!("{line}"))?;
+    println!("{}", r.summary(&options));
+    println!("output         {} ({:.1} s)", options.out.display(), started.elapsed().as_secs_f64());
     // The duration/F0 model and the WaveNet train on the aligner's phones
     // and times, quarantined utterances left out.
-    let aligned = super::relabel::read_alignments(&dir.join("alignments.parquet"))?;
+    let aligned = super::relabel::read_alignments(&dir.join(alignment::ALIGNMENTS))?;
     let (with, without) = rewrite(&ctx.phones(), &ctx.aligned(), &|id| {
         aligned.get(id).map(|(p, st, en)| (p.clone(), Some((st.clone(), en.clone()))))
     })?;

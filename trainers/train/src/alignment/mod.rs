@@ -11,9 +11,10 @@
 //! Times are seconds from the utterance's start, at the features' frame rate
 //! ([`crate::FRAME_SECONDS`]). [`align`] writes under [`AlignOptions::out`]:
 //!
-//! * `alignments.parquet`: id, phones, starts, ends (seconds), confidence
-//!   (mean log-likelihood per frame), quarantined; one row per aligned
-//!   utterance, in id order;
+//! * `alignments.parquet` ([`ALIGNMENTS`]): id, phones, starts, ends
+//!   (seconds), confidence (mean log-likelihood per frame), quarantined
+//!   (named in [`column`](mod@column), which its readers use too); one row
+//!   per aligned utterance, in id order;
 //! * `textgrid/<id>.TextGrid`: Praat long text, one "phones" tier covering
 //!   the whole utterance;
 //! * `quarantine.tsv`: utterances whose confidence is far below their peers'
@@ -32,9 +33,9 @@
 //!
 //! [`options`](AlignOptions) what to align and how, `pipeline` the run from
 //! checkpoint to report, `decode` the batch-wide decoders (CUDA Viterbi, the
-//! PPER's beam search) and label conversions, `output` the report and the
-//! Parquet table, `plot` the spectrogram pictures, [`AlignmentError`] what can
-//! go wrong.
+//! PPER's beam search) and label conversions, `output` the report (and its
+//! printed [`AlignReport::summary`]) and the Parquet table, `plot` the
+//! spectrogram pictures, [`AlignmentError`] what can go wrong.
 
 mod decode;
 mod error;
@@ -45,6 +46,8 @@ mod plot;
 
 pub use error::AlignmentError;
 pub use options::{AlignOptions, Decoder, ViterbiOn};
-pub use output::{AlignReport, BoundaryError, Failure, HeldOutQuarantine, Pper, QuarantineReport, ViterbiBackend};
+pub use output::{
+    column, AlignReport, BoundaryError, Failure, HeldOutQuarantine, Pper, QuarantineReport, ViterbiBackend, ALIGNMENTS,
+};
 pub use pipeline::align;
 pub use plot::Plot;

@@ -1,5 +1,8 @@
 //! What an alignment run writes besides the TextGrids: `quarantine.tsv`,
-//! `alignments.parquet` and `report.json` ([`AlignReport`]).
+//! `alignments.parquet` ([`ALIGNMENTS`], its columns named in
+//! [`column`](mod@column)) and `report.json` ([`AlignReport`]; and
+//! [`AlignReport::summary`], the lines `dv align` and the recipe's align
+//! stage print).
 
 use std::path::Path;
 
@@ -7,7 +10,30 @@ use dv_align::{BoundarySummary, PhoneInterval, Quarantine};
 use polars::prelude::*;
 use serde::Serialize;
 
-use super::{AlignmentError, Decoder, Plot};
+use super::{AlignOptions, AlignmentError, Decoder, Plot};
+
+/// The table of aligned utterances under [`AlignOptions::out`], one row per
+/// aligned utterance in id order (the module docs of [`super`]).
+pub const ALIGNMENTS: &str = "alignments.parquet";
+
+/// The columns of [`ALIGNMENTS`]: its writer here and every reader (the
+/// recipe's relabelling, the duration/F0 model's `[data] alignments`) name
+/// them through these.
+pub mod column {
+    /// Utterance id (utf8).
+    pub const ID: &str = "id";
+    /// The aligned phones, with the reference's stress (`AH1`) where it had
+    /// one (list\<utf8\>).
+    pub const PHONES: &str = "phones";
+    /// Each phone's start, seconds from the utterance's start (list\<f64\>).
+    pub const STARTS: &str = "starts";
+    /// Each phone's end, seconds (list\<f64\>).
+    pub const ENDS: &str = "ends";
+    /// Mean log-likelihood per frame (f64).
+    pub const CONFIDENCE: &str = "confidence";
+    /// Whether the quarantine set the utterance aside (bool).
+    pub const QUARANTINED: &str = "quarantined";
+}
 
 /// One utterance's phones and their times.
 pub(super) struct Aligned {
@@ -59,6 +85,68 @@ pub struct AlignReport {
     /// The plots asked for, after the report was written.
     #[serde(skip)]
     pub plots: Vec<Plot>,
+}
+
+impl AlignReport {
+    /// The report as `dv align` and the recipe's align stage print it, one
+    /// line per item (no trailing newline): counts and the first failures,
+    /// the confidence and the quarantine, the boundary error, the decoder,
+    /// the PPER and the plots. `o` is what the run was asked to do.
+    pub fn summary(&self, o: &AlignOptions) -> String {
+        let mut out = vec![format!(
+            "aligned        {} of {} utterances ({} failed)",
+            self.aligned,
+            self.utterances,
+            self.failed.len()
+        )];
+        for f in self.failed.iter().take(5) {
+            out.push(format!("  failed       {}: {}", f.id, f.reason));
+        }
+        let q = &self.quarantine;
+        out.push(format!("confidence     median {:.3} (mean log-likelihood per frame)", self.confidence_median));
+        out.push(format!("quarantined    {} below {:.3}: {}", q.ids.len(), q.threshold, q.ids.join(" ")));
+        out.push(match &self.boundary_error {
+            Some(s) => format!(
+                "boundaries     {} in {} utterances vs reference: mean |error| {:.1} ms (mean shift {:+.1} ms), within 10/20/25 ms {:.1}% / {:.1}% / {:.1}%",
+                s.boundaries,
+                s.utterances,
+                s.mean_abs_ms,
+                s.mean_signed_ms,
+                100.0 * s.within_10ms,
+                100.0 * s.within_20ms,
+                100.0 * s.within_25ms
+            ),
+            None => "boundaries     no reference boundaries to compare with".to_string(),
+        });
+        let gpu = self.viterbi == ViterbiBackend::Cuda;
+        out.push(match o.decoder {
+            Decoder::Viterbi => format!(
+                "viterbi        {} s on the {}",
+                format_args!("{:.3}", self.viterbi_seconds),
+                if gpu { "GPU" } else { "CPU" }
+            ),
+            Decoder::Beam => format!(
+                "decoder        beam of {} over chained pairs: {} utterance(s) decoded other pairs than the reference (their boundaries are not scored)",
+                o.beam_width, self.decoded_other_pairs
+            ),
+        });
+        if let Some(p) = &self.pper {
+            out.push(format!(
+                "PPER           {:.2}% ({} edits in {} reference pairs; CTC prefix beam search, width {})",
+                100.0 * p.error_rate,
+                p.edits,
+                p.reference_pairs,
+                p.beam
+            ));
+        }
+        for p in &self.plots {
+            out.push(match p {
+                Plot::Written { path, .. } => format!("plot           {}", path.display()),
+                Plot::NotAligned { id } => format!("plot           {id}: not aligned (see the failures above)"),
+            });
+        }
+        out.join("\n")
+    }
 }
 
 /// An utterance that could not be aligned.
@@ -129,7 +217,7 @@ pub(super) fn write_quarantine(
     Ok(dv_util::write_atomic(&out.join("quarantine.tsv"), tsv.as_bytes())?)
 }
 
-/// `alignments.parquet`: one row per aligned utterance (module docs).
+/// [`ALIGNMENTS`]: one row per aligned utterance ([`column`](mod@column)).
 pub(super) fn write_alignments(out: &Path, aligned: &[Aligned], quarantined: &[String]) -> Result<(), AlignmentError> {
     let list = |f: &dyn Fn(&Aligned) -> Series| -> Column {
         let rows: Vec<Series> = aligned.iter().map(f).collect();
@@ -138,20 +226,20 @@ pub(super) fn write_alignments(out: &Path, aligned: &[Aligned], quarantined: &[S
     let mut df = DataFrame::new(
         aligned.len(),
         vec![
-            Column::new("id".into(), aligned.iter().map(|u| u.id.as_str()).collect::<Vec<_>>()),
-            list(&|u| Series::new("".into(), u.phones.clone())).with_name("phones".into()),
+            Column::new(column::ID.into(), aligned.iter().map(|u| u.id.as_str()).collect::<Vec<_>>()),
+            list(&|u| Series::new("".into(), u.phones.clone())).with_name(column::PHONES.into()),
             list(&|u| Series::new("".into(), u.timing.iter().map(|t| t.start).collect::<Vec<f64>>()))
-                .with_name("starts".into()),
+                .with_name(column::STARTS.into()),
             list(&|u| Series::new("".into(), u.timing.iter().map(|t| t.end).collect::<Vec<f64>>()))
-                .with_name("ends".into()),
-            Column::new("confidence".into(), aligned.iter().map(|u| u.confidence).collect::<Vec<f64>>()),
+                .with_name(column::ENDS.into()),
+            Column::new(column::CONFIDENCE.into(), aligned.iter().map(|u| u.confidence).collect::<Vec<f64>>()),
             Column::new(
-                "quarantined".into(),
+                column::QUARANTINED.into(),
                 aligned.iter().map(|u| quarantined.contains(&u.id)).collect::<Vec<bool>>(),
             ),
         ],
     )?;
-    Ok(dv_manifest::write_parquet(&mut df, &out.join("alignments.parquet"))?)
+    Ok(dv_manifest::write_parquet(&mut df, &out.join(ALIGNMENTS))?)
 }
 
 /// `report.json`, pretty-printed with its keys in name order.

@@ -187,18 +187,12 @@ pub fn is_validation(id: &str, seed: u64, fraction: f64) -> bool {
     (splitmix64(seed ^ h) as f64 / 18_446_744_073_709_551_616.0) < fraction
 }
 
-/// The local directory a `url` names.
+/// The local directory the `[data] url` `url` names
+/// ([`format::local_root`]); any URL but `file://` is a
+/// [`TrainError::Config`] naming it.
 pub(crate) fn local_dir(url: &str) -> Result<PathBuf, TrainError> {
-    if let Some(p) = url.strip_prefix("file://") {
-        return Ok(PathBuf::from(p));
-    }
-    if url.contains("://") {
-        return Err(TrainError::Config {
-            path: "[data] url".into(),
-            reason: format!("{url}: only local featurize outputs (a path or file://) are read for now"),
-        });
-    }
-    Ok(PathBuf::from(url))
+    format::local_root(Path::new(url))
+        .map_err(|e| TrainError::Config { path: "[data] url".into(), reason: e.to_string() })
 }
 
 /// The `*.parquet` files in `dir` ([`format::SHARDS`] or

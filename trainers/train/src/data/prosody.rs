@@ -12,7 +12,8 @@
 //! voiced there. Stress is whatever the labels carry (the embedded corpus:
 //! none). Validation is by utterance id ([`crate::is_validation`]).
 //!
-//! With `alignments` (a `dv align` output's `alignments.parquet`), the
+//! With `alignments` (a `dv align` output's `alignments.parquet`,
+//! [`crate::alignment::ALIGNMENTS`]), the
 //! training utterances take their phone times from the aligner instead of
 //! the corpus's labels ([`retime`]), as for a corpus without reference
 //! times; the held-out utterances keep the reference times, so `dv evaluate`
@@ -30,6 +31,7 @@ use serde::Serialize;
 use super::chunks::{ChunkUtterance, Chunks, ChunksConfig};
 use super::dataset::Dataset;
 use super::features::is_validation;
+use crate::alignment::column;
 use crate::models::duration::{DURATION_INPUT, DURATION_UNIT_S, F0_UNIT_HZ};
 use crate::models::model::Batch;
 use crate::TrainError;
@@ -158,18 +160,19 @@ impl Prosody {
 /// One aligned phone: phoneme, start and end in seconds.
 pub type AlignedPhone = (Phoneme, f64, f64);
 
-/// `alignments.parquet` of `dv align` (columns `id`, `phones`, `starts`,
-/// `ends`) by utterance id.
+/// [`crate::alignment::ALIGNMENTS`] of `dv align` (its columns [`column::ID`],
+/// [`column::PHONES`], [`column::STARTS`], [`column::ENDS`]) by utterance
+/// id.
 pub fn read_alignments(path: &str) -> Result<HashMap<String, Vec<AlignedPhone>>, TrainError> {
     let local = path.strip_prefix("file://").unwrap_or(path);
     let bad = |reason: String| TrainError::Features { path: local.into(), reason };
     let file = std::fs::File::open(local).map_err(|e| bad(e.to_string()))?;
     let df = ParquetReader::new(file).finish().map_err(|e| bad(e.to_string()))?;
     let col = |name: &str| df.column(name).map_err(|e| bad(format!("column {name}: {e}")));
-    let ids = col("id")?.str().map_err(|e| bad(format!("column id: {e}")))?.clone();
-    let phones = col("phones")?.list().map_err(|e| bad(format!("column phones: {e}")))?.clone();
-    let starts = col("starts")?.list().map_err(|e| bad(format!("column starts: {e}")))?.clone();
-    let ends = col("ends")?.list().map_err(|e| bad(format!("column ends: {e}")))?.clone();
+    let ids = col(column::ID)?.str().map_err(|e| bad(format!("column {}: {e}", column::ID)))?.clone();
+    let phones = col(column::PHONES)?.list().map_err(|e| bad(format!("column {}: {e}", column::PHONES)))?.clone();
+    let starts = col(column::STARTS)?.list().map_err(|e| bad(format!("column {}: {e}", column::STARTS)))?.clone();
+    let ends = col(column::ENDS)?.list().map_err(|e| bad(format!("column {}: {e}", column::ENDS)))?.clone();
     let floats = |l: &ListChunked, i: usize| -> Option<Vec<f64>> { l.get_as_series(i)?.f64().ok()?.iter().collect() };
     let mut out = HashMap::with_capacity(df.height());
     for i in 0..df.height() {

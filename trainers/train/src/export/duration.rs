@@ -9,6 +9,7 @@ use dv_voice::{DurationGolden, Voice, VoiceConfig};
 
 use super::weights::{sha256_hex, to_voice_tensor, voice_weights};
 use crate::checkpoint::{load_model_weights, open, Opened};
+use crate::data::features::local_dir;
 use crate::{DataConfig, Dataset, DurationModel, Model, Prosody, ProsodyExample, RunConfig, TrainError};
 
 /// The duration/F0 model a checkpoint holds, its step and its run config.
@@ -113,13 +114,11 @@ pub fn add_duration(
     // frames carried stress.
     let wavenet_features = config.lineage.featurizer.get("features").and_then(|f| f.as_str()).unwrap_or("");
     let same = |a: &str, b: &str| {
-        let canon = |p: &str| std::fs::canonicalize(p.strip_prefix("file://").unwrap_or(p)).ok();
+        let canon = |p: &str| local_dir(p).ok().and_then(|d| std::fs::canonicalize(d).ok());
         a == b || (canon(a).is_some() && canon(a) == canon(b))
     };
-    let manifest = std::fs::read(
-        Path::new(data.url.strip_prefix("file://").unwrap_or(&data.url)).join(dv_featurize::format::MANIFEST),
-    );
-    let same_manifest = manifest.is_ok_and(|m| {
+    let manifest = local_dir(&data.url).ok().and_then(|d| std::fs::read(d.join(dv_featurize::format::MANIFEST)).ok());
+    let same_manifest = manifest.is_some_and(|m| {
         !config.lineage.corpus_manifest_sha256.is_empty() && sha256_hex(&m) == config.lineage.corpus_manifest_sha256
     });
     // Only ever towards false: a WaveNet trained on stressed phones with

@@ -11,6 +11,7 @@ use dv_voice::{ConditioningConfig, F0Config, Golden, Lineage, Voice, VoiceConfig
 use super::duration::{duration_golden, duration_section, load_duration};
 use super::weights::{round_to_half, sha256_hex, to_voice_tensor, voice_weights};
 use crate::checkpoint::{load_model_weights, read_bytes, Opened};
+use crate::data::features::local_dir;
 use crate::{Chunks, DataConfig, Dataset, DurationModel, Model, ProsodyExample, TrainError, Wavenet};
 
 /// Conditioning frames in a package's golden example by default (64
@@ -106,7 +107,7 @@ pub fn export_wavenet(e: &WavenetExport) -> Result<WavenetExported, TrainError> 
         let reason = "no usable chunks for the golden example".into();
         return Err(TrainError::Export { name: data.url.clone(), reason });
     }
-    let dir = data.url.strip_prefix("file://").unwrap_or(&data.url).to_string();
+    let dir = local_dir(&data.url)?.display().to_string();
     let manifest = std::fs::read(Path::new(&dir).join(dv_featurize::format::MANIFEST)).unwrap_or_default();
     let featurizer = serde_json::json!({
         "features": dir,
