@@ -70,7 +70,8 @@
 //! before t = 0, as in `inference/voice/FORMAT.md` and the CPU sampler.
 //! Direct, mode, temperature and voiced-only temperature sampling continue
 //! the CPU's xoshiro256++ stream ([`sampling::rng_state`]), one uniform per
-//! sample; voiced-only temperature reads one voicing byte per conditioning
+//! sample, the samples of a lead (fed as silence) included, where the CPU
+//! draws none for them: after a lead the two streams are offset; voiced-only temperature reads one voicing byte per conditioning
 //! row (`step_mode` in `kernels/common.cuh`), temperature where it is set
 //! and direct sampling elsewhere, as `dv_synth::Sampling::for_frame`. Weight
 //! matrices are float32 or bfloat16 ([`model::Stored`]); biases,

@@ -167,6 +167,11 @@ fn main() -> anyhow::Result<()> {
     config.preload = !a.no_preload;
     config.max_voices = a.max_voices;
     config.sampling = a.sampling.validate()?;
+    if matches!(a.device, DeviceArg::Cuda) {
+        // Refused here, not when the first voice loads.
+        dv_gpu::GpuSampling::new(config.sampling)
+            .map_err(|e| anyhow::anyhow!("--sampling {}: {e}", config.sampling))?;
+    }
     let (device, slots) = match a.device {
         DeviceArg::Cpu => (Device::Cpu, None),
         DeviceArg::Cuda => {

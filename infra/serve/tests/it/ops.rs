@@ -327,6 +327,20 @@ fn the_binary_stops_on_sigterm_and_binds_loopback_only() {
 }
 
 #[test]
+fn the_binary_refuses_a_sampling_mode_the_gpu_lacks_before_loading_anything() {
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_dv-serve")).args(args).output().unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    for mode in ["mean", "top-k:5"] {
+        let (ok, err) = run(&["--device", "cuda", "--sampling", mode, "--port", "0"]);
+        assert!(!ok && err.contains("--sampling") && err.contains("GPU"), "{mode}: {err}");
+    }
+    let (ok, err) = run(&["--sampling", "voiced-temperature:0", "--port", "0"]);
+    assert!(!ok && err.contains("temperature"), "{err}");
+}
+
+#[test]
 fn the_binary_takes_three_devices_and_refuses_others_naming_them() {
     let stderr = |device: &str| {
         let out = Command::new(env!("CARGO_BIN_EXE_dv-serve")).args(["--device", device, "--help"]).output().unwrap();
