@@ -216,7 +216,7 @@ fn speak_all(ctx: &Ctx<'_>, jobs: &[(String, std::path::PathBuf)], max_seconds: 
     spoken
 }
 
-/// `text` spoken by `speaker` (direct sampling, seed 0, as `dv synth`) into
+/// `text` spoken by `speaker` (the default sampling, seed 0, as `dv synth`) into
 /// `wav`, at most `max_seconds`; written whole or not at all.
 fn speak_to(speaker: &dv_speak::Speaker, text: &str, wav: &Path, max_seconds: f64) -> anyhow::Result<()> {
     let rate = speaker.sample_rate();
