@@ -42,7 +42,7 @@ pub struct SynthArgs {
     #[arg(short, long)]
     out: PathBuf,
     /// voiced-temperature:T (temperature on voiced frames only, direct elsewhere; the default,
-    /// 0.6), direct (the paper's choice), temperature:T, mean, mode or top-k:K (App. A.4).
+    /// 0.7), direct (the paper's choice), temperature:T, mean, mode or top-k:K (App. A.4).
     #[arg(long, default_value_t = dv_speak::DEFAULT_SAMPLING, value_parser = Sampling::from_str)]
     sampling: Sampling,
     #[arg(long, default_value_t = 0)]

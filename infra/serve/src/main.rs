@@ -67,7 +67,7 @@ struct Args {
     #[arg(long, default_value_t = dv_speak::DEFAULT_BLOCK)]
     slot_block: usize,
     /// How every voice samples: voiced-temperature:T (temperature T on voiced frames, direct
-    /// sampling elsewhere; the default, 0.6), direct (the paper's choice), temperature:T or mode.
+    /// sampling elsewhere; the default, 0.7), direct (the paper's choice), temperature:T or mode.
     #[arg(long, default_value_t = dv_speak::DEFAULT_SAMPLING, value_parser = Sampling::from_str)]
     sampling: Sampling,
     /// (cuda, cpu-slots) The longest sentence a slot takes, seconds.
