@@ -49,8 +49,8 @@ mps_on() {
     fi
 }
 # `work_env HERE OUT`: the G2P device scripts' common start: OUT and the work directory $work
-# ($WORK, default /root/dvwork) made, HERE/.carry/dv.xz unpacked there (device_env), DV_HOME and
-# DV_CMUDICT (HERE/.carry/cmudict.dict) set.
+# ($WORK, default /root/dvwork) made, HERE/.carry/dv.xz unpacked there (device_env), DV_HOME set,
+# and DV_CMUDICT where HERE/.carry/cmudict.dict(.xz) is carried.
 # Without HERE/.carry/dv.xz (a later call of one hold that carries other things), the dv an
 # earlier call unpacked there is used.
 work_env() {
@@ -64,11 +64,12 @@ work_env() {
         export LD_LIBRARY_PATH="$work/lib:$site/torch/lib:$site/nvidia/cu13/lib:$site/nvidia/nccl/lib:${LD_LIBRARY_PATH:-}"
         dv=$work/bin/dv
     fi
-    # CMUDict carried as it is or xz-compressed (3.5 MB or 0.75 MB of the 64 MiB a call carries),
-    # kept in $work for the later calls of a hold
+    # CMUDict: dv has its own built-in copy; one carried as it is or xz-compressed overrides it
+    # (DV_CMUDICT), kept in $work for the later calls of a hold
     [ -f "$1/.carry/cmudict.dict.xz" ] && xz -dc "$1/.carry/cmudict.dict.xz" > "$work/cmudict.dict"
     [ -f "$1/.carry/cmudict.dict" ] && cp "$1/.carry/cmudict.dict" "$work/cmudict.dict"
-    export DV_HOME=$work DV_CMUDICT=$work/cmudict.dict
+    export DV_HOME=$work
+    if [ -f "$work/cmudict.dict" ]; then export DV_CMUDICT=$work/cmudict.dict; else unset DV_CMUDICT; fi
 }
 # `recipe_snapshot`: with $work, $out, the array `recipes` and a `stamp` function set, each recipe's
 # progress in one line, and its logs (progress lines dropped: a training log of \r-separated lines

@@ -11,6 +11,7 @@
 #                                                     # WaveNet checkpoints (STEPS) as voices with
 #                                                     # the duration/F0 model; return them with each
 #                                                     # recipe's evaluate/ (RESYNTH=1: resynth first)
+# MINUTES (default 60) is the corpus's length; hibari-preset-{20,120}min.toml read 20 and 120.
 # RECIPES (default the four) and GPUS (one CUDA_VISIBLE_DEVICES per recipe) choose the variants.
 # The process patterns name the unpacked binary (/bin/dv recipe run), so that they never match a
 # shell whose own command line names a recipe (a device call once killed itself that way): start
@@ -30,6 +31,7 @@ source "$here/benchmarks/device_env.sh"
 work_env "$here" "$out"   # $work, $dv, DV_HOME, DV_CMUDICT
 read -r -a recipes <<< "${RECIPES:-hibari-a-robust hibari-b-inherit hibari-c-inherit-jitter hibari-d-robust-jitter}"
 read -r -a gpus <<< "${GPUS:-0 0 1 1}"
+minutes=${MINUTES:-60}   # the corpus that start renders, corpora/hibari$MINUTES (the recipes' corpus)
 stamp() { echo "[$(date +%T)] $*" | tee -a "$out/phases.txt"; }
 
 snapshot() { recipe_snapshot; }   # benchmarks/device_env.sh
@@ -52,7 +54,7 @@ resynth() {
         [ -d "$v" ] || { stamp "$r: no voice"; continue; }
         mkdir -p "$o/evaluate/listen/resynth"
         python3 -c "import sys; sys.path.insert(0, '$here/benchmarks/voice'); import listen_table as t
-for u, _, _ in t.heldout_set('$work/corpora/hibari60/metadata.tsv', 40): print(u)" | xargs -P "$(nproc)" -I{} \
+for u, _, _ in t.heldout_set('$work/corpora/hibari$minutes/metadata.tsv', 40): print(u)" | xargs -P "$(nproc)" -I{} \
             "$dv" synth --voice "$v" --features "$o/features-aligned" --utterance {} --f32 --threads 1 \
             -o "$o/evaluate/listen/resynth/{}.wav" > /dev/null 2>> "$out/resynth-$r.err"
         stamp "$r: $(ls "$o/evaluate/listen/resynth" | wc -l) held-out utterances spoken from their true durations and F0"
@@ -66,8 +68,8 @@ start)
     export PYTHONPATH=/tmp/site
     t0=$SECONDS
     python3 "$here/benchmarks/newspeaker/make_hibari.py" render "$here/.carry/hib-sentences.tsv" \
-        "$work/corpora/hibari60" --minutes 60 --jobs "$(nproc)" 2>&1 | tail -2 | tee -a "$out/phases.txt"
-    stamp "corpus rendered in $((SECONDS - t0)) s on $(nproc) cores: $(du -sh "$work/corpora/hibari60" | cut -f1)"
+        "$work/corpora/hibari$minutes" --minutes "$minutes" --jobs "$(nproc)" 2>&1 | tail -2 | tee -a "$out/phases.txt"
+    stamp "corpus rendered in $((SECONDS - t0)) s on $(nproc) cores: $(du -sh "$work/corpora/hibari$minutes" | cut -f1)"
     [ "${MPS:-1}" = 1 ] && mps_on "$out/phases.txt"
     start_recipes started
     while [ "$SECONDS" -lt "${START_S:-500}" ]; do sleep 10; done
