@@ -12,6 +12,19 @@
 //! oldest and send each slot's codes to its member as 16-bit PCM. With
 //! nothing to sample it sleeps on the command channel.
 //!
+//! Short first launches ([`Ramp`]): a request's first audio waits for the
+//! first launch it is in, so while the device has room to spare the first
+//! launches of a new request are short and grow (256 samples, then more
+//! each launch, up to `block`) exactly as fast as the audio already
+//! delivered allows without an underrun: with the device taking a fraction
+//! `u` of real time per sample, launch j + 1 may hold
+//! `first + S_j (1/u - 1)` samples, `S_j` the request's samples submitted
+//! before it. `u` is measured from the launches collected (device time per
+//! step, times the sample rate, times a margin), so near capacity
+//! (`u` >= [`Ramp::MAX_LOAD`]) every launch keeps `block` samples and the
+//! capacity is unchanged. The other slots sample the shorter launches too
+//! and stay ahead of real time while `u` < 1.
+//!
 //! Pipelining (depth 2 on the GPU): launch k + 1 is submitted before launch
 //! k is collected, so the scheduler's own work (commands, starts, handing
 //! out launch k's audio, staging launch k + 2) runs while the device
@@ -88,6 +101,9 @@ pub struct SlotStats {
     pub starved: AtomicU64,
     /// Slot-samples produced (codes sent).
     pub samples: AtomicU64,
+    /// Launches shorter than the block (a new request's first ones,
+    /// [`Ramp`]).
+    pub short: AtomicU64,
     /// Members dropped because they left early or were cancelled.
     pub left: AtomicU64,
     /// The backend's own conditioning network's counters, when it runs one.
@@ -128,6 +144,38 @@ impl Drop for SlotStream {
     }
 }
 
+/// Short first launches for new requests ([`Scheduler::spawn_ramped`]; the
+/// module documentation gives the rule).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ramp {
+    /// A new request's first launch, samples (clamped to the block).
+    pub first: usize,
+    /// The voice's sample rate, Hz: real time for the load estimate.
+    pub sample_rate: u32,
+}
+
+impl Ramp {
+    /// Above this measured load (device seconds per second of audio, with
+    /// [`Ramp::MARGIN`]) launches keep the full block.
+    pub const MAX_LOAD: f64 = 0.95;
+    /// The measured load is multiplied by this before use.
+    pub const MARGIN: f64 = 1.1;
+    /// The default first launch: 256 samples (15.6 ms at 16,384 Hz).
+    pub const FIRST: usize = 256;
+
+    /// The next launch's length for a request with `sent` samples already
+    /// submitted, at measured load `load` (None before any launch was
+    /// timed), launches of at most `block`.
+    pub fn steps(&self, sent: usize, load: Option<f64>, block: usize) -> usize {
+        let first = self.first.clamp(1, block);
+        match load.map(|u| u * Self::MARGIN) {
+            Some(u) if u >= Self::MAX_LOAD => block,
+            Some(u) if sent > 0 => (first as f64 + sent as f64 * (1.0 / u.max(1e-3) - 1.0)).min(block as f64) as usize,
+            _ => first,
+        }
+    }
+}
+
 /// The handle of one scheduler thread. Dropping it lets the thread end once
 /// every [`SlotStream`] is gone.
 pub struct Scheduler {
@@ -146,6 +194,13 @@ impl Scheduler {
     /// Starts the thread that owns `backend`; each launch advances busy
     /// slots by `block` samples (≥ 1).
     pub fn spawn<B: MultiBackend>(backend: B, block: usize) -> std::io::Result<Scheduler> {
+        Self::spawn_ramped(backend, block, None)
+    }
+
+    /// [`Scheduler::spawn`], with a new request's first launches short
+    /// while the device has room to spare (`ramp`; None: every launch is
+    /// `block` samples).
+    pub fn spawn_ramped<B: MultiBackend>(backend: B, block: usize, ramp: Option<Ramp>) -> std::io::Result<Scheduler> {
         let (tx, rx) = mpsc::channel();
         let stats = Arc::new(SlotStats { conditioning: backend.condition_stats(), ..SlotStats::default() });
         stats.slots.store(backend.slots(), Ordering::Relaxed);
@@ -153,8 +208,9 @@ impl Scheduler {
         let condition = backend.condition();
         let block = block.max(1);
         let st = stats.clone();
-        let thread =
-            std::thread::Builder::new().name("dv-slots".into()).spawn(move || Loop::new(backend, block, st).run(rx))?;
+        let thread = std::thread::Builder::new()
+            .name("dv-slots".into())
+            .spawn(move || Loop::new(backend, block, ramp, st).run(rx))?;
         Ok(Scheduler {
             tx,
             next: AtomicU64::new(0),
@@ -228,6 +284,10 @@ struct Member {
     running: Option<(usize, Arc<SlotSentence>)>,
     /// Launches in flight holding samples of this member.
     inflight: usize,
+    /// Samples submitted for it so far, and whether its launches still
+    /// follow the [`Ramp`] (until one would be a whole block).
+    sent: usize,
+    ramping: bool,
 }
 
 impl Member {
@@ -250,13 +310,17 @@ struct Part {
 struct Loop<B> {
     backend: B,
     block: usize,
+    ramp: Option<Ramp>,
+    /// Device seconds per step of the launches collected (a moving
+    /// average), for the ramp's load.
+    per_step: Option<f64>,
     stats: Arc<SlotStats>,
     members: HashMap<u64, Member>,
     /// The member of each slot.
     owner: Vec<Option<u64>>,
     waiting: VecDeque<u64>,
-    /// Submitted launches' plans, oldest first.
-    flights: VecDeque<Vec<Part>>,
+    /// Submitted launches' steps and plans, oldest first.
+    flights: VecDeque<(usize, Vec<Part>)>,
     depth: usize,
     out: Vec<i32>,
     pcm: [i16; 256],
@@ -273,11 +337,13 @@ fn pcm_table() -> [i16; 256] {
 }
 
 impl<B: MultiBackend> Loop<B> {
-    fn new(backend: B, block: usize, stats: Arc<SlotStats>) -> Self {
+    fn new(backend: B, block: usize, ramp: Option<Ramp>, stats: Arc<SlotStats>) -> Self {
         let (slots, depth) = (backend.slots(), backend.depth().max(1));
         Self {
             backend,
             block,
+            ramp,
+            per_step: None,
             stats,
             members: HashMap::new(),
             owner: vec![None; slots],
@@ -338,6 +404,8 @@ impl<B: MultiBackend> Loop<B> {
                         slot: None,
                         running: None,
                         inflight: 0,
+                        sent: 0,
+                        ramping: self.ramp.is_some(),
                     },
                 );
                 self.waiting.push_back(id);
@@ -466,10 +534,30 @@ impl<B: MultiBackend> Loop<B> {
         }
     }
 
+    /// The next launch's samples: the block, or less while a running
+    /// member's launches follow the [`Ramp`].
+    fn steps(&mut self) -> usize {
+        let Some(ramp) = self.ramp else { return self.block };
+        let load = self.per_step.map(|c| c * f64::from(ramp.sample_rate));
+        let mut steps = self.block;
+        for m in self.members.values_mut() {
+            if !m.ramping || m.running.is_none() {
+                continue;
+            }
+            let b = ramp.steps(m.sent, load, self.block);
+            if b >= self.block {
+                m.ramping = false;
+            } else {
+                steps = steps.min(b);
+            }
+        }
+        steps
+    }
+
     /// Submits one launch: each running slot's share of its sentence.
     fn submit(&mut self) {
         let t = Instant::now();
-        let steps = self.block;
+        let steps = self.steps();
         let mut parts = Vec::new();
         let mut held = 0u64;
         for (slot, owner) in self.owner.iter().enumerate() {
@@ -488,14 +576,18 @@ impl<B: MultiBackend> Loop<B> {
                 m.running = None;
             }
             m.inflight += 1;
+            m.sent += want;
             parts.push(Part { slot, id, want, last });
         }
         self.stats.sampling.store(parts.len(), Ordering::Relaxed);
         self.stats.starved.fetch_add(held, Ordering::Relaxed);
+        if steps < self.block {
+            self.stats.short.fetch_add(1, Ordering::Relaxed);
+        }
         let r = self.backend.submit(steps);
         self.stats.launch_us.fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
         match r {
-            Ok(()) => self.flights.push_back(parts),
+            Ok(()) => self.flights.push_back((steps, parts)),
             Err(e) => {
                 // The launches before it are delivered first.
                 while !self.flights.is_empty() {
@@ -515,10 +607,10 @@ impl<B: MultiBackend> Loop<B> {
     /// member (parts of members gone are dropped). Returns the time spent
     /// waiting for the backend.
     fn collect(&mut self) -> Duration {
-        let Some(parts) = self.flights.pop_front() else { return Duration::ZERO };
-        let steps = self.block;
+        let Some((steps, parts)) = self.flights.pop_front() else { return Duration::ZERO };
         let t = Instant::now();
-        let r = self.backend.collect(&mut self.out);
+        let slots = self.owner.len();
+        let r = self.backend.collect(&mut self.out[..slots * steps]);
         let waited = t.elapsed();
         let st = &self.stats;
         st.launches.fetch_add(1, Ordering::Relaxed);
@@ -543,6 +635,11 @@ impl<B: MultiBackend> Loop<B> {
         st.kernel_us.fetch_add(us(kernel_s), Ordering::Relaxed);
         st.download_us.fetch_add(us(download_s), Ordering::Relaxed);
         st.gap_us.fetch_add(us(gap_s), Ordering::Relaxed);
+        // The device's time per step, for the ramp: a moving average over launches.
+        let c = (upload_s + kernel_s + download_s + gap_s.max(0.0)) / steps as f64;
+        if c.is_finite() && c > 0.0 {
+            self.per_step = Some(self.per_step.map_or(c, |p| 0.7 * p + 0.3 * c));
+        }
         let mut produced = 0u64;
         for p in parts {
             // A member gone (left, cancelled, failed) or on another slot: its codes are dropped.

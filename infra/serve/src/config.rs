@@ -72,6 +72,9 @@ pub struct SlotConfig {
     pub slots: usize,
     /// Samples per launch, sent as one block (1638: about 100 ms).
     pub block: usize,
+    /// A new request's first launch while the device has room to spare
+    /// ([`dv_slots::Ramp`]; 0: every launch is `block`).
+    pub first_block: usize,
     /// The longest sentence a slot takes, seconds; a longer one fails its
     /// request (the GPU keeps this much conditioning room per pool).
     pub max_sentence_s: f64,
@@ -79,9 +82,16 @@ pub struct SlotConfig {
 
 impl SlotConfig {
     /// `slots` slots on `backend`, launches of [`dv_speak::DEFAULT_BLOCK`]
-    /// samples, sentences up to 120 s.
+    /// samples (a new request's first ones [`dv_slots::Ramp::FIRST`] while
+    /// the device has room), sentences up to 120 s.
     pub fn new(backend: SlotBackend, slots: usize) -> Self {
-        Self { backend, slots: slots.max(1), block: dv_speak::DEFAULT_BLOCK, max_sentence_s: 120.0 }
+        Self {
+            backend,
+            slots: slots.max(1),
+            block: dv_speak::DEFAULT_BLOCK,
+            first_block: dv_slots::Ramp::FIRST,
+            max_sentence_s: 120.0,
+        }
     }
 }
 

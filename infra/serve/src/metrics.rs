@@ -226,6 +226,12 @@ impl Metrics {
             "# HELP {name} Slot-launches lost: slots held by a request with nothing to sample yet (conditioning not ready).\n# TYPE {name} counter\n{name} {}",
             sum(&|s| s.starved.load(r))
         );
+        let name = "dv_serve_slot_short_launches_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Launches shorter than the block: new requests' first launches while the device had room (--slot-first-block).\n# TYPE {name} counter\n{name} {}",
+            sum(&|s| s.short.load(r))
+        );
         // The GPU conditioning networks (absent when the CPU runs it).
         let cond: Vec<&Arc<CondStats>> = live.iter().filter_map(|s| s.conditioning.as_ref()).collect();
         if cond.is_empty() {

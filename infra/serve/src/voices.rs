@@ -17,7 +17,7 @@ use dv_synth::{ConditioningNetwork, Sampling};
 use dv_voice::catalog;
 use tokio::sync::OnceCell;
 
-use dv_slots::{CpuSlots, CudaSlots, Scheduler, SlotEngine};
+use dv_slots::{CpuSlots, CudaSlots, Ramp, Scheduler, SlotEngine};
 
 use crate::config::{SlotBackend, SlotConfig};
 use crate::error::ApiError;
@@ -80,16 +80,17 @@ fn load(
     let speaker = Speaker::load(dir, &cpu)?;
     let voice = speaker.voice();
     let max_samples = (sc.max_sentence_s * speaker.sample_rate() as f64).ceil() as usize;
+    let ramp = (sc.first_block > 0).then(|| Ramp { first: sc.first_block, sample_rate: speaker.sample_rate() });
     let scheduler = match sc.backend {
         SlotBackend::Cpu => {
             let (kernel, o) = speaker.cpu_sampler().ok_or(LoadError::NoCpuSampler)?;
             let b = CpuSlots::new(voice, kernel, o, sc.slots, max_samples)?.with_sampling(sampling)?;
-            Scheduler::spawn(b, sc.block)
+            Scheduler::spawn_ramped(b, sc.block, ramp)
         }
         SlotBackend::Cuda { device } => {
             let b = CudaSlots::new(voice, device, sc.slots, sc.block, max_samples)?.with_sampling(sampling)?;
             eprintln!("dv-serve: GPU slots for {}: {}", dir.display(), b.describe());
-            Scheduler::spawn(b, sc.block)
+            Scheduler::spawn_ramped(b, sc.block, ramp)
         }
     }
     .map_err(LoadError::Scheduler)?;

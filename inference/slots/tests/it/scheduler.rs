@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use dv_slots::{
     fill_windows, ConditionBatches, CpuSlots, FrameArena, FrameSpan, GpuConditioning, LaunchTimes, MultiBackend,
-    Prepare, Scheduler, SlotCond, SlotError, SlotEvent, SlotSentence,
+    Prepare, Ramp, Scheduler, SlotCond, SlotError, SlotEvent, SlotSentence,
 };
 use dv_speak::CancelToken;
 use dv_synth::random::{random_conditioning, random_voice};
@@ -93,18 +93,36 @@ impl MultiBackend for Recorded {
     }
     fn collect(&mut self, out: &mut [i32]) -> Result<LaunchTimes, SlotError> {
         let t = self.inner.collect(out)?;
-        self.log.lock().unwrap().push(out.chunks(BLOCK).map(|c| c.to_vec()).collect());
+        let steps = out.len() / self.inner.slots();
+        self.log.lock().unwrap().push(out.chunks(steps).map(|c| c.to_vec()).collect());
         Ok(t)
     }
 }
 
 /// A scheduler on `slots` CPU slots keeping up to `depth` launches in flight.
 fn scheduler(v: &Voice, slots: usize, pace_ms: u64, fail_at: Vec<usize>, depth: usize) -> (Scheduler, Log) {
+    ramped(v, slots, pace_ms, fail_at, depth, None)
+}
+
+/// [`scheduler`] with a new request's first launches short ([`Ramp`]).
+fn ramped(
+    v: &Voice,
+    slots: usize,
+    pace_ms: u64,
+    fail_at: Vec<usize>,
+    depth: usize,
+    ramp: Option<Ramp>,
+) -> (Scheduler, Log) {
     let inner =
         CpuSlots::new(v, Kernel::detect(), SamplerOptions::default(), slots, 1 << 20).unwrap().with_depth(depth);
     let log = Log::default();
     let b = Recorded { inner, pace: Duration::from_millis(pace_ms), log: log.clone(), fail_at, submitted: 0 };
-    (Scheduler::spawn(b, BLOCK).unwrap(), log)
+    (Scheduler::spawn_ramped(b, BLOCK, ramp).unwrap(), log)
+}
+
+/// Each collected launch's steps.
+fn launch_steps(log: &Log) -> Vec<usize> {
+    log.lock().unwrap().iter().map(|l| l[0].len()).collect()
 }
 
 /// A member's audio until its channel closes: the PCM, the sentences done,
@@ -531,4 +549,77 @@ fn the_conditioning_thread_batches_sentences_into_disjoint_spans_and_waits_for_r
     assert_eq!(st.pending.load(r), 0, "a refused sentence is not pending");
     assert!(svc.condition(&[0.5; 3]).is_err());
     assert!(svc.condition(&[]).is_err());
+}
+
+#[test]
+fn the_ramp_grows_a_new_requests_launches_without_an_underrun() {
+    let r = Ramp { first: 256, sample_rate: 16384 };
+    let block = 1638;
+    assert_eq!(r.steps(0, None, block), 256, "the first launch");
+    assert_eq!(r.steps(256, None, block), 256, "no launch timed yet: as short as the first");
+    assert_eq!(r.steps(0, Some(0.9), block), block, "near capacity every launch is a whole block");
+    assert_eq!(Ramp { first: 4000, sample_rate: 16384 }.steps(0, Some(0.1), block), block, "clamped to the block");
+    assert!(r.steps(256, Some(0.5), block) > 256, "room to spare: the next launch is longer");
+    // Launches back to back on a device that takes u of real time per sample: playback starts when
+    // the first launch ends, and each later launch ends before its first sample is due.
+    let p = 1.0 / 16384.0;
+    for u in [0.05, 0.3, 0.6, 0.8, 0.86] {
+        let (mut sent, mut end, mut launches, mut last) = (0usize, 0.0f64, 0, 0);
+        let mut start = None;
+        while sent < 30 * block {
+            let b = r.steps(sent, Some(u), block);
+            end += b as f64 * u * p;
+            match start {
+                None => start = Some(end),
+                Some(t0) => {
+                    assert!(end <= t0 + sent as f64 * p, "u {u}: launch {launches} ends after its audio is due")
+                }
+            }
+            sent += b;
+            launches += 1;
+            last = b;
+        }
+        assert_eq!(last, block, "u {u}: the launches reach the block");
+        assert!(launches < 90, "u {u}: {launches} launches");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn short_first_launches_change_no_sample_and_shorten_the_wait_for_audio() {
+    for depth in [1, 2] {
+        let v = voice();
+        let (sched, log) = ramped(&v, 2, 0, vec![], depth, Some(Ramp { first: 16, sample_rate: 16384 }));
+        let a1 = sentence(&v, 40, 41, 100);
+        let b1 = sentence(&v, 30, 42, 0);
+        let (a, mut a_rx) = sched.join(CancelToken::new()).unwrap();
+        a.push(a1.clone()).unwrap();
+        a.end().unwrap();
+        assert_eq!(a_rx.recv().await, Some(SlotEvent::Assigned));
+        let Some(SlotEvent::Audio(first)) = a_rx.recv().await else { panic!("no audio") };
+        assert_eq!(first.len(), 16, "depth {depth}: A's first block is the ramp's first launch");
+        let mut a_pcm = first;
+        for _ in 0..6 {
+            match a_rx.recv().await.unwrap() {
+                SlotEvent::Audio(b) => a_pcm.extend(b),
+                e => panic!("{e:?}"),
+            }
+        }
+        let before = log.lock().unwrap().len();
+        // B joins while A samples whole blocks: the launches shorten again for B, and neither hears a different sample.
+        let (b, mut b_rx) = sched.join(CancelToken::new()).unwrap();
+        b.push(b1.clone()).unwrap();
+        b.end().unwrap();
+        let (a_rest, a_done, a_fail) = drain(&mut a_rx).await;
+        a_pcm.extend(a_rest);
+        let (b_pcm, b_done, b_fail) = drain(&mut b_rx).await;
+        assert_eq!((a_done, b_done, a_fail, b_fail), (1, 1, None, None));
+        assert_eq!(a_pcm, alone(&v, &a1), "depth {depth}: A's audio changed with short launches");
+        assert_eq!(b_pcm, alone(&v, &b1), "depth {depth}: B's audio differs from B alone");
+        let steps = launch_steps(&log);
+        assert_eq!(steps[0], 16, "depth {depth}: {steps:?}");
+        assert!(steps[..before].contains(&BLOCK), "depth {depth}: A's launches reach the block: {steps:?}");
+        let b_first = active_launches(&log, 1)[0];
+        assert_eq!(steps[b_first], 16, "depth {depth}: B's first launch is short: {steps:?}");
+        assert!(sched.stats().short.load(std::sync::atomic::Ordering::Relaxed) >= 2, "depth {depth}");
+    }
 }
