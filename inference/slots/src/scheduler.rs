@@ -160,8 +160,9 @@ impl Ramp {
     pub const MAX_LOAD: f64 = 0.95;
     /// The measured load is multiplied by this before use.
     pub const MARGIN: f64 = 1.1;
-    /// The default first launch: 256 samples (15.6 ms at 16,384 Hz).
-    pub const FIRST: usize = 256;
+    /// The default first launch: [`dv_speak::DEFAULT_FIRST_BLOCK`], 256
+    /// samples (15.6 ms at 16,384 Hz), as the CPU render's first hand-over.
+    pub const FIRST: usize = dv_speak::DEFAULT_FIRST_BLOCK;
 
     /// The next launch's length for a request with `sent` samples already
     /// submitted, at measured load `load` (None before any launch was

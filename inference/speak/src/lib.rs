@@ -80,7 +80,9 @@ mod speaker;
 mod wav;
 
 pub use error::SpeakError;
-pub use options::{sentence_seed, Device, RenderOptions, SpeakerOptions, DEFAULT_BLOCK, DEFAULT_SAMPLING};
+pub use options::{
+    sentence_seed, Device, RenderOptions, SpeakerOptions, DEFAULT_BLOCK, DEFAULT_FIRST_BLOCK, DEFAULT_SAMPLING,
+};
 pub use parity::{G2pParity, Parity, ParityMiss, WavenetParity};
 pub use pronunciation::{g2p_word, pronounce, stressed, Pronounced};
 pub use render::{lead_samples, pcm, CancelToken, RenderStats, LEAD_SAMPLED_S, SILENCE};

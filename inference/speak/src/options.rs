@@ -98,6 +98,10 @@ pub const DEFAULT_SAMPLING: Sampling = Sampling::VoicedTemperature(0.7);
 /// About 100 ms at 16384 Hz: the default [`RenderOptions::block`].
 pub const DEFAULT_BLOCK: usize = 1638;
 
+/// About 16 ms at 16384 Hz: the default [`RenderOptions::first_block`], a
+/// sentence's first samples handed over sooner (a stream's first audio).
+pub const DEFAULT_FIRST_BLOCK: usize = 256;
+
 /// How one sentence is rendered.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RenderOptions {
@@ -114,12 +118,23 @@ pub struct RenderOptions {
     /// the sampler stops every `block` samples to hand them over and check
     /// for cancellation; the samples do not depend on it.
     pub block: usize,
+    /// The first hand-over of each sentence on the CPU, samples (at most
+    /// `block`; 0: `block`), so that a stream's first audio waits for 256
+    /// samples rather than 1,638. The samples do not depend on it.
+    pub first_block: usize,
 }
 
 impl Default for RenderOptions {
-    /// [`DEFAULT_SAMPLING`], seed 0, the whole sentence, [`DEFAULT_BLOCK`].
+    /// [`DEFAULT_SAMPLING`], seed 0, the whole sentence, [`DEFAULT_BLOCK`]
+    /// (the first [`DEFAULT_FIRST_BLOCK`]).
     fn default() -> Self {
-        Self { sampling: DEFAULT_SAMPLING, seed: 0, max_samples: None, block: DEFAULT_BLOCK }
+        Self {
+            sampling: DEFAULT_SAMPLING,
+            seed: 0,
+            max_samples: None,
+            block: DEFAULT_BLOCK,
+            first_block: DEFAULT_FIRST_BLOCK,
+        }
     }
 }
 

@@ -155,13 +155,19 @@ impl Speaker {
             Backend::Cpu(sampler) => {
                 let mut stream = sampler.stream(&cond, n, sampling, Rng::new(seed));
                 let mut codes = vec![0u8; block];
+                // The first hand-over is short (a stream's first audio), the rest whole blocks.
+                let first = match render.first_block {
+                    0 => block,
+                    f => f.min(block),
+                };
+                let step = |done: usize| if done == 0 { first } else { block };
                 let lead = lead_samples(sentence, self.sample_rate(), n);
                 let mut fed = 0;
                 while fed < lead {
                     if cancel.is_cancelled() {
                         return Err(SpeakError::Cancelled);
                     }
-                    let k = block.min(lead - fed);
+                    let k = step(fed).min(lead - fed);
                     codes[..k].fill(SILENCE);
                     let t = Instant::now();
                     stream.force(&codes[..k])?;
@@ -176,7 +182,7 @@ impl Speaker {
                         return Err(SpeakError::Cancelled);
                     }
                     let t = Instant::now();
-                    let got = stream.next_block(&mut codes)?;
+                    let got = stream.next_block(&mut codes[..step(stats.samples)])?;
                     stats.sampling_s += t.elapsed().as_secs_f64();
                     if got == 0 || !deliver(&codes[..got], &mut stats)? {
                         break;

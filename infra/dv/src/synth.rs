@@ -271,7 +271,13 @@ pub(crate) fn run(a: SynthArgs) -> anyhow::Result<()> {
         if limit == 0 {
             break;
         }
-        let render = RenderOptions { sampling, seed: a.seed, max_samples: Some(limit), block: rate as usize / 4 };
+        let render = RenderOptions {
+            sampling,
+            seed: a.seed,
+            max_samples: Some(limit),
+            block: rate as usize / 4,
+            ..RenderOptions::default()
+        };
         let mut written: anyhow::Result<()> = Ok(());
         let t1 = Instant::now();
         let stats = speaker.render(sentence, &render, &cancel, &mut |pcm| {

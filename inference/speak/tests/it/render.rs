@@ -32,7 +32,7 @@ fn render_length_is_the_planned_duration_and_a_seed_reproduces_it() {
     let rate = s.sample_rate() as f64;
     assert_eq!(rate, 16384.0);
     for sentence in s.plan(TEXT, 1.0).unwrap() {
-        let o = RenderOptions { seed: 7, block: 1000, ..RenderOptions::default() };
+        let o = RenderOptions { seed: 7, block: 1000, first_block: 0, ..RenderOptions::default() };
         let (pcm, blocks) = collect(&s, &sentence, &o);
         assert_eq!(pcm.len(), sentence.samples());
         let want = sentence.duration_s * rate;
@@ -41,6 +41,11 @@ fn render_length_is_the_planned_duration_and_a_seed_reproduces_it() {
         assert!(pcm.iter().any(|&v| v != pcm[0]), "constant audio");
         // The same seed gives the same samples, whatever the block size.
         assert_eq!(collect(&s, &sentence, &RenderOptions { block: 4096, ..o }).0, pcm);
+        // A short first hand-over (a stream's first audio sooner) changes no sample.
+        let (short, short_blocks) = collect(&s, &sentence, &RenderOptions { first_block: 256, ..o });
+        assert_eq!(short, pcm, "the first block changed the samples");
+        assert_eq!(short_blocks[0], 256.min(pcm.len()), "{short_blocks:?}");
+        assert!(short_blocks[1..].iter().all(|&b| b > 0 && b <= 1000), "{short_blocks:?}");
         assert_ne!(collect(&s, &sentence, &RenderOptions { seed: 8, ..o }).0, pcm, "the seed is ignored");
         // max_samples cuts the sentence.
         assert_eq!(collect(&s, &sentence, &RenderOptions { max_samples: Some(1234), ..o }).0, pcm[..1234]);
@@ -93,7 +98,7 @@ fn cancelling_stops_the_render_between_blocks() {
     let d = tempfile::tempdir().unwrap();
     let s = speaker(d.path());
     let sentence = &s.plan(TEXT, 1.0).unwrap()[0];
-    let o = RenderOptions { block: 500, ..RenderOptions::default() };
+    let o = RenderOptions { block: 500, first_block: 0, ..RenderOptions::default() };
     let cancel = CancelToken::new();
     let mut got = 0;
     let r = s.render(sentence, &o, &cancel, &mut |b| {
@@ -124,7 +129,7 @@ fn a_sink_that_breaks_stops_the_render() {
     let d = tempfile::tempdir().unwrap();
     let s = speaker(d.path());
     let sentence = &s.plan(TEXT, 1.0).unwrap()[0];
-    let o = RenderOptions { block: 300, ..RenderOptions::default() };
+    let o = RenderOptions { block: 300, first_block: 0, ..RenderOptions::default() };
     let mut calls = 0;
     let stats = s
         .render(sentence, &o, &CancelToken::new(), &mut |_| {
