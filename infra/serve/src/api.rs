@@ -156,6 +156,7 @@ async fn start(app: &App, req: Request) -> Result<Started, ApiError> {
         speed: request.speed,
         seed: request.seed.unwrap_or_else(fresh_seed),
         block: app.config.block,
+        first_block: app.config.first_block,
         sampling: app.config.sampling,
         stall: app.config.stall_timeout,
         metrics: app.metrics.clone(),

@@ -46,6 +46,10 @@ pub struct ServeConfig {
     pub shutdown_grace: Duration,
     /// Samples per streamed block (1638: about 100 ms at 16384 Hz).
     pub block: usize,
+    /// A sentence's first streamed block on the CPU, samples (256; 0:
+    /// `block`): first audio sooner. The slots' own is
+    /// [`SlotConfig::first_block`].
+    pub first_block: usize,
     /// How every voice samples (default [`dv_speak::DEFAULT_SAMPLING`]).
     pub sampling: Sampling,
     /// Render on slot schedulers (one per voice) instead of the worker pool:
@@ -112,6 +116,7 @@ impl ServeConfig {
             stall_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(10),
             block: dv_speak::DEFAULT_BLOCK,
+            first_block: dv_speak::DEFAULT_FIRST_BLOCK,
             sampling: dv_speak::DEFAULT_SAMPLING,
             slots: None,
         }

@@ -75,6 +75,7 @@ pub(crate) struct Job {
     pub(crate) speed: f32,
     pub(crate) seed: u64,
     pub(crate) block: usize,
+    pub(crate) first_block: usize,
     pub(crate) sampling: Sampling,
     pub(crate) stall: Duration,
     pub(crate) metrics: Arc<Metrics>,
@@ -164,8 +165,13 @@ impl Job {
                 }
             }
         };
-        let options =
-            RenderOptions { sampling: self.sampling, seed: self.seed, block: self.block, ..RenderOptions::default() };
+        let options = RenderOptions {
+            sampling: self.sampling,
+            seed: self.seed,
+            block: self.block,
+            first_block: self.first_block,
+            ..RenderOptions::default()
+        };
         let t = Instant::now();
         let mut samples = 0;
         for sentence in &plan {

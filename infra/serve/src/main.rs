@@ -66,12 +66,12 @@ struct Args {
     /// (cuda, cpu-slots) Samples per launch, sent as one block (about 100 ms).
     #[arg(long, default_value_t = dv_speak::DEFAULT_BLOCK)]
     slot_block: usize,
-    /// (cuda, cpu-slots) A new request's first launch, samples: while the device
-    /// has room to spare its first launches are this short and grow to the block
-    /// as fast as its delivered audio allows, for sooner first audio; 0: every
-    /// launch is a whole block.
-    #[arg(long, default_value_t = dv_slots::Ramp::FIRST)]
-    slot_first_block: usize,
+    /// A streamed answer's first block, samples, for sooner first audio: on cpu
+    /// a sentence's first block; on cuda and cpu-slots a new request's first
+    /// launch, while the device has room to spare (its next launches grow to
+    /// --slot-block as fast as its delivered audio allows). 0: whole blocks.
+    #[arg(long, default_value_t = dv_speak::DEFAULT_FIRST_BLOCK)]
+    first_block: usize,
     /// How every voice samples: voiced-temperature:T (temperature T on voiced frames, direct
     /// sampling elsewhere; the default, 0.7), direct (the paper's choice), temperature:T or mode.
     #[arg(long, default_value_t = dv_speak::DEFAULT_SAMPLING, value_parser = Sampling::from_str)]
@@ -173,6 +173,7 @@ fn main() -> anyhow::Result<()> {
     config.preload = !a.no_preload;
     config.max_voices = a.max_voices;
     config.sampling = a.sampling.validate()?;
+    config.first_block = a.first_block;
     if matches!(a.device, DeviceArg::Cuda) {
         // Refused here, not when the first voice loads.
         dv_gpu::GpuSampling::new(config.sampling)
@@ -192,7 +193,7 @@ fn main() -> anyhow::Result<()> {
             bail!("--slot-block and --max-sentence-s must be positive");
         }
         sc.block = a.slot_block;
-        sc.first_block = a.slot_first_block;
+        sc.first_block = a.first_block;
         sc.max_sentence_s = a.max_sentence_s;
         if a.queue.is_none() {
             config.queue = 2 * sc.slots;

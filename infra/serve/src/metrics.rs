@@ -229,7 +229,7 @@ impl Metrics {
         let name = "dv_serve_slot_short_launches_total";
         let _ = writeln!(
             out,
-            "# HELP {name} Launches shorter than the block: new requests' first launches while the device had room (--slot-first-block).\n# TYPE {name} counter\n{name} {}",
+            "# HELP {name} Launches shorter than the block: new requests' first launches while the device had room (--first-block).\n# TYPE {name} counter\n{name} {}",
             sum(&|s| s.short.load(r))
         );
         // The GPU conditioning networks (absent when the CPU runs it).
