@@ -73,4 +73,4 @@ pub use condition::{ConditionBatches, GpuConditioning};
 pub use cpu::CpuSlots;
 pub use cuda::{fill_windows, CudaSlots};
 pub use engine::SlotEngine;
-pub use scheduler::{Ramp, Scheduler, SlotEvent, SlotStats, SlotStream};
+pub use scheduler::{Scheduler, SlotEvent, SlotStats, SlotStream};

@@ -12,18 +12,16 @@
 //! oldest and send each slot's codes to its member as 16-bit PCM. With
 //! nothing to sample it sleeps on the command channel.
 //!
-//! Short first launches ([`Ramp`]): a request's first audio waits for the
-//! first launch it is in, so while the device has room to spare the first
-//! launches of a new request are short and grow (256 samples, then more
-//! each launch, up to `block`) exactly as fast as the audio already
-//! delivered allows without an underrun: with the device taking a fraction
-//! `u` of real time per sample, launch j + 1 may hold
-//! `first + S_j (1/u - 1)` samples, `S_j` the request's samples submitted
-//! before it. `u` is measured from the launches collected (device time per
-//! step, times the sample rate, times a margin), so near capacity
-//! (`u` >= [`Ramp::MAX_LOAD`]) every launch keeps `block` samples and the
-//! capacity is unchanged. The other slots sample the shorter launches too
-//! and stay ahead of real time while `u` < 1.
+//! Short first launches ([`Ramp`], `dv_speak`'s rule): a request's first
+//! audio waits for the first launch it is in, so while the device has room
+//! to spare a new request's first launch is short (512 samples) and the
+//! next ones grow only as fast as the audio already delivered to it allows
+//! (what the device can make while the listener plays what it has, less a
+//! slack for jitter), up to `block`. The device's seconds per step are
+//! measured from the launches collected; near capacity every launch keeps
+//! `block` samples, so the capacity is unchanged. The other slots sample
+//! the shorter launches too, and stay ahead of real time while the device
+//! is faster than real time.
 //!
 //! Pipelining (depth 2 on the GPU): launch k + 1 is submitted before launch
 //! k is collected, so the scheduler's own work (commands, starts, handing
@@ -44,7 +42,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use dv_speak::CancelToken;
+use dv_speak::{CancelToken, Ramp};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 use crate::backend::{Condition, LaunchTimes, MultiBackend, Prepare, SlotError, SlotSentence};
@@ -141,39 +139,6 @@ impl SlotStream {
 impl Drop for SlotStream {
     fn drop(&mut self) {
         let _ = self.tx.send(Command::Leave { id: self.id });
-    }
-}
-
-/// Short first launches for new requests ([`Scheduler::spawn_ramped`]; the
-/// module documentation gives the rule).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Ramp {
-    /// A new request's first launch, samples (clamped to the block).
-    pub first: usize,
-    /// The voice's sample rate, Hz: real time for the load estimate.
-    pub sample_rate: u32,
-}
-
-impl Ramp {
-    /// Above this measured load (device seconds per second of audio, with
-    /// [`Ramp::MARGIN`]) launches keep the full block.
-    pub const MAX_LOAD: f64 = 0.95;
-    /// The measured load is multiplied by this before use.
-    pub const MARGIN: f64 = 1.1;
-    /// The default first launch: [`dv_speak::DEFAULT_FIRST_BLOCK`], 256
-    /// samples (15.6 ms at 16,384 Hz), as the CPU render's first hand-over.
-    pub const FIRST: usize = dv_speak::DEFAULT_FIRST_BLOCK;
-
-    /// The next launch's length for a request with `sent` samples already
-    /// submitted, at measured load `load` (None before any launch was
-    /// timed), launches of at most `block`.
-    pub fn steps(&self, sent: usize, load: Option<f64>, block: usize) -> usize {
-        let first = self.first.clamp(1, block);
-        match load.map(|u| u * Self::MARGIN) {
-            Some(u) if u >= Self::MAX_LOAD => block,
-            Some(u) if sent > 0 => (first as f64 + sent as f64 * (1.0 / u.max(1e-3) - 1.0)).min(block as f64) as usize,
-            _ => first,
-        }
     }
 }
 
@@ -285,9 +250,12 @@ struct Member {
     running: Option<(usize, Arc<SlotSentence>)>,
     /// Launches in flight holding samples of this member.
     inflight: usize,
-    /// Samples submitted for it so far, and whether its launches still
-    /// follow the [`Ramp`] (until one would be a whole block).
+    /// Samples submitted for it so far and sent to it, when its first
+    /// audio went out, and whether its launches still follow the [`Ramp`]
+    /// (until one would be a whole block).
     sent: usize,
+    delivered: usize,
+    first_out: Option<Instant>,
     ramping: bool,
 }
 
@@ -406,6 +374,8 @@ impl<B: MultiBackend> Loop<B> {
                         running: None,
                         inflight: 0,
                         sent: 0,
+                        delivered: 0,
+                        first_out: None,
                         ramping: self.ramp.is_some(),
                     },
                 );
@@ -539,13 +509,18 @@ impl<B: MultiBackend> Loop<B> {
     /// member's launches follow the [`Ramp`].
     fn steps(&mut self) -> usize {
         let Some(ramp) = self.ramp else { return self.block };
-        let load = self.per_step.map(|c| c * f64::from(ramp.sample_rate));
+        let (now, rate, c) = (Instant::now(), f64::from(ramp.sample_rate), self.per_step);
         let mut steps = self.block;
         for m in self.members.values_mut() {
             if !m.ramping || m.running.is_none() {
                 continue;
             }
-            let b = ramp.steps(m.sent, load, self.block);
+            // The audio it will have buffered once the launches in flight are in.
+            let ahead = m.first_out.map(|t1| {
+                let inflight = (m.sent - m.delivered) as f64;
+                m.sent as f64 / rate - now.duration_since(t1).as_secs_f64() - inflight * c.unwrap_or(0.0) * Ramp::MARGIN
+            });
+            let b = ramp.steps(ahead, c, self.block);
             if b >= self.block {
                 m.ramping = false;
             } else {
@@ -658,6 +633,8 @@ impl<B: MultiBackend> Loop<B> {
             }
             let block: Vec<i16> = row.iter().map(|&c| self.pcm[c as usize]).collect();
             produced += p.want as u64;
+            m.delivered += p.want;
+            m.first_out.get_or_insert_with(Instant::now);
             // A send fails only when the receiver is gone: reaped next iteration.
             let _ = m.events.send(SlotEvent::Audio(block));
             if p.last {

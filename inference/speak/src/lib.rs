@@ -81,7 +81,7 @@ mod wav;
 
 pub use error::SpeakError;
 pub use options::{
-    sentence_seed, Device, RenderOptions, SpeakerOptions, DEFAULT_BLOCK, DEFAULT_FIRST_BLOCK, DEFAULT_SAMPLING,
+    sentence_seed, Device, Ramp, RenderOptions, SpeakerOptions, DEFAULT_BLOCK, DEFAULT_FIRST_BLOCK, DEFAULT_SAMPLING,
 };
 pub use parity::{G2pParity, Parity, ParityMiss, WavenetParity};
 pub use pronunciation::{g2p_word, pronounce, stressed, Pronounced};

@@ -98,9 +98,56 @@ pub const DEFAULT_SAMPLING: Sampling = Sampling::VoicedTemperature(0.7);
 /// About 100 ms at 16384 Hz: the default [`RenderOptions::block`].
 pub const DEFAULT_BLOCK: usize = 1638;
 
-/// About 16 ms at 16384 Hz: the default [`RenderOptions::first_block`], a
+/// About 31 ms at 16384 Hz: the default [`RenderOptions::first_block`], a
 /// sentence's first samples handed over sooner (a stream's first audio).
-pub const DEFAULT_FIRST_BLOCK: usize = 256;
+/// 256 samples (16 ms) left a listener who plays from the first byte short by
+/// up to 9-19 ms in the first blocks on 2 cores (the edge resampler holds a
+/// few milliseconds back, and the host jitters): `benchmarks/serve/first_audio.sh`,
+/// benchmarks/serve.md.
+pub const DEFAULT_FIRST_BLOCK: usize = 512;
+
+/// Short first blocks for a streamed answer: its first audio waits for
+/// `first` samples, not a whole block, and the blocks after grow only as
+/// fast as the audio already delivered allows, so that a client playing
+/// from the first byte never runs dry. Each next block holds what the
+/// sampler can make while the listener plays the audio it already has, less
+/// [`Ramp::SLACK_S`] for the host's jitter: `(ahead - SLACK_S) / (c MARGIN)`
+/// samples, `ahead` the audio buffered at the client when the block starts
+/// and `c` the measured seconds per sample, at least `first`, at most the
+/// block. Near capacity (`c` × rate × MARGIN ≥ [`Ramp::MAX_LOAD`]) every
+/// block is whole. `dv_speak::Speaker::render` ramps a sentence's blocks on
+/// the CPU; `dv_slots` ramps a new request's launches.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ramp {
+    /// The first block, samples (clamped to the block).
+    pub first: usize,
+    /// The voice's sample rate, Hz.
+    pub sample_rate: u32,
+}
+
+impl Ramp {
+    /// Above this load (seconds per second of audio, times [`Ramp::MARGIN`])
+    /// every block is whole.
+    pub const MAX_LOAD: f64 = 0.95;
+    /// The measured seconds per sample are multiplied by this.
+    pub const MARGIN: f64 = 1.15;
+    /// Audio kept buffered beyond the next block's making, for the host's
+    /// jitter (threads, the network, the client).
+    pub const SLACK_S: f64 = 0.025;
+
+    /// The next block's samples: `ahead_s`, the audio the listener has
+    /// buffered when the block starts (None before any audio went out),
+    /// `per_sample_s` the measured seconds per sample (None before any were
+    /// timed), blocks of at most `block`.
+    pub fn steps(&self, ahead_s: Option<f64>, per_sample_s: Option<f64>, block: usize) -> usize {
+        let first = self.first.clamp(1, block);
+        match (ahead_s, per_sample_s.map(|c| c * Self::MARGIN)) {
+            (_, Some(c)) if c * f64::from(self.sample_rate) >= Self::MAX_LOAD => block,
+            (Some(ahead), Some(c)) if c > 0.0 => (((ahead - Self::SLACK_S) / c).max(0.0) as usize).clamp(first, block),
+            _ => first,
+        }
+    }
+}
 
 /// How one sentence is rendered.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -119,8 +166,9 @@ pub struct RenderOptions {
     /// for cancellation; the samples do not depend on it.
     pub block: usize,
     /// The first hand-over of each sentence on the CPU, samples (at most
-    /// `block`; 0: `block`), so that a stream's first audio waits for 256
-    /// samples rather than 1,638. The samples do not depend on it.
+    /// `block`; 0: every hand-over is `block`), so that a stream's first
+    /// audio waits for 512 samples rather than 1,638; the hand-overs after it
+    /// grow as [`Ramp`] allows. The samples do not depend on it.
     pub first_block: usize,
 }
 

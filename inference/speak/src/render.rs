@@ -12,7 +12,7 @@ use dv_synth::Rng;
 
 use crate::backend::Backend;
 use crate::error::SpeakError;
-use crate::options::{sentence_seed, RenderOptions};
+use crate::options::{sentence_seed, Ramp, RenderOptions};
 use crate::sentence::{Sentence, PAUSE};
 use crate::speaker::Speaker;
 
@@ -155,19 +155,29 @@ impl Speaker {
             Backend::Cpu(sampler) => {
                 let mut stream = sampler.stream(&cond, n, sampling, Rng::new(seed));
                 let mut codes = vec![0u8; block];
-                // The first hand-over is short (a stream's first audio), the rest whole blocks.
-                let first = match render.first_block {
-                    0 => block,
-                    f => f.min(block),
+                // The first hand-over is short (a stream's first audio), the next ones grow as the
+                // audio already handed over allows (Ramp), up to whole blocks.
+                let ramp = (render.first_block > 0)
+                    .then_some(Ramp { first: render.first_block, sample_rate: self.sample_rate() });
+                let (rate, started) = (f64::from(self.sample_rate()), Instant::now());
+                let mut first_out: Option<f64> = None;
+                let mut step = |stats: &RenderStats| -> usize {
+                    let Some(ramp) = ramp else { return block };
+                    let now = started.elapsed().as_secs_f64();
+                    if stats.samples > 0 && first_out.is_none() {
+                        first_out = Some(now);
+                    }
+                    let ahead = first_out.map(|t1| stats.samples as f64 / rate - (now - t1));
+                    let per_sample = (stats.samples > 0).then(|| stats.sampling_s / stats.samples as f64);
+                    ramp.steps(ahead, per_sample, block)
                 };
-                let step = |done: usize| if done == 0 { first } else { block };
                 let lead = lead_samples(sentence, self.sample_rate(), n);
                 let mut fed = 0;
                 while fed < lead {
                     if cancel.is_cancelled() {
                         return Err(SpeakError::Cancelled);
                     }
-                    let k = step(fed).min(lead - fed);
+                    let k = step(&stats).min(lead - fed);
                     codes[..k].fill(SILENCE);
                     let t = Instant::now();
                     stream.force(&codes[..k])?;
@@ -181,8 +191,9 @@ impl Speaker {
                     if cancel.is_cancelled() {
                         return Err(SpeakError::Cancelled);
                     }
+                    let k = step(&stats);
                     let t = Instant::now();
-                    let got = stream.next_block(&mut codes[..step(stats.samples)])?;
+                    let got = stream.next_block(&mut codes[..k])?;
                     stats.sampling_s += t.elapsed().as_secs_f64();
                     if got == 0 || !deliver(&codes[..got], &mut stats)? {
                         break;

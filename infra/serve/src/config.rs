@@ -46,7 +46,7 @@ pub struct ServeConfig {
     pub shutdown_grace: Duration,
     /// Samples per streamed block (1638: about 100 ms at 16384 Hz).
     pub block: usize,
-    /// A sentence's first streamed block on the CPU, samples (256; 0:
+    /// A sentence's first streamed block on the CPU, samples (512; 0:
     /// `block`): first audio sooner. The slots' own is
     /// [`SlotConfig::first_block`].
     pub first_block: usize,
@@ -77,7 +77,7 @@ pub struct SlotConfig {
     /// Samples per launch, sent as one block (1638: about 100 ms).
     pub block: usize,
     /// A new request's first launch while the device has room to spare
-    /// ([`dv_slots::Ramp`]; 0: every launch is `block`).
+    /// ([`dv_speak::Ramp`]; 0: every launch is `block`).
     pub first_block: usize,
     /// The longest sentence a slot takes, seconds; a longer one fails its
     /// request (the GPU keeps this much conditioning room per pool).
@@ -86,14 +86,14 @@ pub struct SlotConfig {
 
 impl SlotConfig {
     /// `slots` slots on `backend`, launches of [`dv_speak::DEFAULT_BLOCK`]
-    /// samples (a new request's first ones [`dv_slots::Ramp::FIRST`] while
+    /// samples (a new request's first ones [`dv_speak::DEFAULT_FIRST_BLOCK`] while
     /// the device has room), sentences up to 120 s.
     pub fn new(backend: SlotBackend, slots: usize) -> Self {
         Self {
             backend,
             slots: slots.max(1),
             block: dv_speak::DEFAULT_BLOCK,
-            first_block: dv_slots::Ramp::FIRST,
+            first_block: dv_speak::DEFAULT_FIRST_BLOCK,
             max_sentence_s: 120.0,
         }
     }

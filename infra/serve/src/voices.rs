@@ -12,12 +12,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use dv_speak::{Device, Speaker, SpeakerOptions};
+use dv_speak::{Device, Ramp, Speaker, SpeakerOptions};
 use dv_synth::{ConditioningNetwork, Sampling};
 use dv_voice::catalog;
 use tokio::sync::OnceCell;
 
-use dv_slots::{CpuSlots, CudaSlots, Ramp, Scheduler, SlotEngine};
+use dv_slots::{CpuSlots, CudaSlots, Scheduler, SlotEngine};
 
 use crate::config::{SlotBackend, SlotConfig};
 use crate::error::ApiError;
