@@ -46,6 +46,14 @@
 //! [`speech_extent`] finds where speech starts and ends from the frames'
 //! levels, as `librosa.effects.trim` does, and [`clamp_edge_pauses`] moves
 //! those two boundaries to it when the model's boundary lies in the pause.
+//! A model trained on little speech (20 minutes) goes further: it fires the
+//! first *few* pairs on the first frames, squeezing several phonemes into
+//! the leading pause (and likewise at the end), beyond what moving one
+//! boundary can mend. [`confine_labels`] lowers the probability of every
+//! pair but the two edge ones outside the speech extent ([`speech_frames`])
+//! before decoding, so that the inner pairs are
+//! placed inside speech by the model's own posteriors, and the edge ones
+//! are then clamped as before.
 //!
 //! # Guarantees
 //!
@@ -161,6 +169,13 @@ pub fn phone_timing(alignment: &CtcAlignment, frame_step: f64, duration: f64) ->
 /// apart, clipped at 0), as `librosa.effects.trim` finds speech; `None` when
 /// no level is finite.
 pub fn speech_extent(levels_db: &[f64], step: f64, top_db: f64) -> Option<(f64, f64)> {
+    let (first, end) = speech_frames(levels_db, top_db)?;
+    Some((((first as f64) - 0.5).max(0.0) * step, (end as f64 - 0.5) * step))
+}
+
+/// [`speech_extent`] in frames: `[first, last + 1)` of the frames within
+/// `top_db` of the loudest; `None` when no level is finite.
+pub fn speech_frames(levels_db: &[f64], top_db: f64) -> Option<(usize, usize)> {
     let max = levels_db.iter().copied().filter(|v| v.is_finite()).fold(f64::NEG_INFINITY, f64::max);
     if !max.is_finite() {
         return None;
@@ -168,7 +183,53 @@ pub fn speech_extent(levels_db: &[f64], step: f64, top_db: f64) -> Option<(f64, 
     let loud = |v: &f64| v.is_finite() && *v >= max - top_db;
     let first = levels_db.iter().position(loud)?;
     let last = levels_db.iter().rposition(loud)?;
-    Some((((first as f64) - 0.5).max(0.0) * step, (last as f64 + 0.5) * step))
+    Some((first, last + 1))
+}
+
+/// What [`confine_labels`] takes from a label's log-probability at a frame
+/// outside the window: far more than any model's preference between blank
+/// and a label (log-softmax values of a trained model lie above -100), yet
+/// finite, so that a path exists even when the labels cannot fit inside.
+pub const CONFINE_PENALTY: f32 = 1.0e4;
+
+/// Makes a CTC decoder spend the frames outside `window` (`[from, to)`) on
+/// the classes in `keep` (blank, and the first and last pairs): every other
+/// class's log-probability there is lowered by [`CONFINE_PENALTY`]. Used
+/// with [`speech_frames`], it keeps every pair but the edge ones inside
+/// speech, where a model trained on little data
+/// otherwise fires the first few pairs on the first frames of the leading
+/// pause and the last few on the last frames of the trailing one (squeezing
+/// several phonemes into the pause, where [`clamp_edge_pauses`] cannot move
+/// them). The edge pairs keep their freedom: [`clamp_edge_pauses`] places
+/// them, and the level rule there is closer to the truth than the model's
+/// own edge pairs (`benchmarks/newspeaker.md`). A path through the kept
+/// classes outside the window scores as it did; [`inner_within`] says
+/// whether the decoded path kept to the window.
+///
+/// # Shapes
+/// `rows`: `[frames, classes]`, row-major log-probabilities.
+pub fn confine_labels(rows: &mut [f32], classes: usize, keep: &[usize], window: (usize, usize)) {
+    if classes == 0 {
+        return;
+    }
+    for (f, row) in rows.chunks_exact_mut(classes).enumerate() {
+        if f >= window.0 && f < window.1 {
+            continue;
+        }
+        for (c, v) in row.iter_mut().enumerate() {
+            if !keep.contains(&c) {
+                *v -= CONFINE_PENALTY;
+            }
+        }
+    }
+}
+
+/// Whether every label of `alignment` but the first and the last lies
+/// inside `window` (`[from, to)` frames); an alignment of two labels or
+/// fewer does.
+pub fn inner_within(alignment: &CtcAlignment, window: (usize, usize)) -> bool {
+    let n = alignment.spans.len();
+    n <= 2 || (alignment.spans[1].start >= window.0 && alignment.spans[n - 2].end <= window.1)
 }
 
 /// Moves the boundary after a leading pause (`leading`: `phones[0]` is a

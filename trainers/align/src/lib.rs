@@ -103,7 +103,10 @@ mod textgrid;
 mod viterbi;
 
 pub use beam::{ctc_prefix_beam, edit_distance};
-pub use boundary::{clamp_edge_pauses, phone_timing, speech_extent, PhoneInterval, PhoneTiming};
+pub use boundary::{
+    clamp_edge_pauses, confine_labels, inner_within, phone_timing, speech_extent, speech_frames, PhoneInterval,
+    PhoneTiming, CONFINE_PENALTY,
+};
 pub use cuda::{cuda_available, GpuAligner, MasDeviceBatch, CTC_MAX_LABELS, MAS_MAX_TEXT};
 pub use error::AlignError;
 pub use mas::{

@@ -1,6 +1,6 @@
 use dv_align::{
-    clamp_edge_pauses, ctc_viterbi, phone_timing, speech_extent, AlignError, CtcAlignment, PhoneInterval, PhoneTiming,
-    Span,
+    clamp_edge_pauses, confine_labels, ctc_viterbi, inner_within, phone_timing, speech_extent, speech_frames,
+    AlignError, CtcAlignment, PhoneInterval, PhoneTiming, Span, CONFINE_PENALTY,
 };
 
 use crate::rng::SplitMix64;
@@ -222,4 +222,92 @@ fn edge_pauses_move_only_inside_the_pause_and_keep_every_phone() {
     // One phone: nothing to move.
     let mut p = phones(&[]);
     assert_eq!(clamp_edge_pauses(&mut p, true, true, (0.15, 0.8)), 0);
+}
+
+#[test]
+fn speech_frames_are_the_extent_in_frames() {
+    let levels = [-80.0, -80.0, -79.0, -30.0, -20.0, -25.0, -40.0, -80.0, -70.0, f64::NEG_INFINITY];
+    assert_eq!(speech_frames(&levels, 45.0), Some((3, 7)));
+    assert_eq!(speech_frames(&levels, 55.0), Some((3, 9)));
+    assert_eq!(speech_frames(&[f64::NAN], 45.0), None);
+}
+
+/// Five pairs over 100 frames (blank 0, labels 1-5): a model that fires the
+/// first three on the leading pause's first frames (squeezing two phonemes
+/// into it), the fourth at frame 40 and the last on the trailing pause's
+/// last frame; speech spans frames 30-69.
+fn squeezed_posteriors() -> (Vec<f32>, usize, usize, Vec<u32>) {
+    let (frames, classes) = (100, 6);
+    let mut lp = vec![-10.0f32; frames * classes];
+    for f in 0..frames {
+        lp[f * classes] = -0.05;
+    }
+    for (f, label) in [(0, 1), (1, 2), (2, 3), (40, 4), (99, 5)] {
+        lp[f * classes] = -6.0;
+        lp[f * classes + label] = -0.01;
+    }
+    (lp, frames, classes, vec![1, 2, 3, 4, 5])
+}
+
+#[test]
+fn inner_labels_are_decoded_inside_speech_and_the_rest_is_unchanged() {
+    let (lp, frames, classes, labels) = squeezed_posteriors();
+    let window = (27, 73);
+    let keep = [0, 1, 5];
+    let free = ctc_viterbi(&lp, frames, classes, &labels, 0).unwrap();
+    let starts = |a: &CtcAlignment| a.spans.iter().map(|s| s.start).collect::<Vec<_>>();
+    assert_eq!(starts(&free), [0, 1, 2, 40, 99]);
+    assert!(!inner_within(&free, window));
+
+    let mut inside = lp.clone();
+    confine_labels(&mut inside, classes, &keep, window);
+    for f in 0..frames {
+        for c in 0..classes {
+            let (was, now) = (lp[f * classes + c], inside[f * classes + c]);
+            if keep.contains(&c) || (window.0..window.1).contains(&f) {
+                assert_eq!(now, was, "frame {f} class {c}");
+            } else {
+                assert_eq!(now, was - CONFINE_PENALTY, "frame {f} class {c}");
+            }
+        }
+    }
+    let a = ctc_viterbi(&inside, frames, classes, &labels, 0).unwrap();
+    assert!(inner_within(&a, window), "{:?}", a.spans);
+    let s = starts(&a);
+    // The edge pairs stay where the model put them (the level rule places them later), the
+    // squeezed inner pairs move into speech, and the one the model placed there stays.
+    assert_eq!((s[0], s[3], s[4]), (0, 40, 99), "{s:?}");
+    assert!(s[1] >= window.0 && s[2] > s[1] && s[2] < 40, "{s:?}");
+    // Kept classes outside the window cost what they did: the path scores as on the model's own
+    // posteriors.
+    let rescored: f32 = a
+        .states
+        .iter()
+        .enumerate()
+        .map(|(f, &st)| {
+            let class = if st % 2 == 0 { 0 } else { labels[(st as usize - 1) / 2] as usize };
+            lp[f * classes + class]
+        })
+        .sum();
+    assert!((rescored - a.score).abs() < 1e-3, "{rescored} vs {}", a.score);
+
+    // A window too short for the inner labels: a path still exists and says it left the window.
+    let mut narrow = lp.clone();
+    confine_labels(&mut narrow, classes, &keep, (50, 52));
+    let a = ctc_viterbi(&narrow, frames, classes, &labels, 0).unwrap();
+    assert!(!inner_within(&a, (50, 52)));
+    assert!(a.score < -CONFINE_PENALTY);
+    // The whole rule (the pipeline's): inner pairs inside speech less a frame at each end (frames
+    // 31-68 of speech 30-69), then the edge pauses clamped to the extent. The squeezed phonemes
+    // get speech, and the pauses end and begin where speech starts and stops.
+    let mut rule = lp.clone();
+    confine_labels(&mut rule, classes, &keep, (31, 69));
+    let a = ctc_viterbi(&rule, frames, classes, &labels, 0).unwrap();
+    let mut t = phone_timing(&a, 0.01, 1.0).unwrap();
+    let extent = (0.295, 0.695);
+    assert_eq!(clamp_edge_pauses(&mut t.phones, true, true, extent), 2);
+    assert_eq!((t.phones[0].end, t.phones[5].start), extent);
+    assert!(t.phones[1].end - t.phones[1].start >= 0.01 && t.phones[2].start > 0.3, "{:?}", t.phones);
+    // Two labels or fewer have no inner ones.
+    assert!(inner_within(&alignment(10, &[(0, 1), (9, 10)], 0.0), (4, 6)));
 }

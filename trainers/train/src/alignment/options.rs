@@ -60,8 +60,10 @@ pub struct AlignOptions {
     /// The edge pauses end where speech starts and stops: the first and last
     /// frames within this many dB of the loudest (as `librosa.effects.trim`;
     /// Coqui TTS's default `trim_db` is 45). CTC does not tie the first and
-    /// last pairs to a moment, so the model's own boundaries there are not
-    /// used when they fall inside the pause. 0 keeps the model's.
+    /// last pairs to a moment: the model's own edge boundaries are not used
+    /// when they fall inside the pause, and every other pair is decoded
+    /// inside speech (`dv_align::confine_labels`).
+    /// 0 keeps the model's.
     pub trim_db: f64,
 }
 

@@ -72,6 +72,13 @@ pub struct AlignReport {
     pub trim_db: f64,
     /// Edge boundaries moved to where speech starts or stops.
     pub edge_boundaries_trimmed: usize,
+    /// Utterances whose pairs but the edge ones were decoded inside their
+    /// speech (the frames within `trim_db` of the loudest but the first and
+    /// the last: `dv_align::confine_labels`).
+    pub edge_confined: usize,
+    /// Utterances whose inner pairs could not all fit inside their speech
+    /// and were decoded from the model's posteriors as they are.
+    pub edge_confine_overruled: usize,
     pub viterbi: ViterbiBackend,
     /// Time spent in the Viterbi decoder.
     pub viterbi_seconds: f64,
@@ -118,6 +125,12 @@ impl AlignReport {
             ),
             None => "boundaries     no reference boundaries to compare with".to_string(),
         });
+        if self.trim_db > 0.0 {
+            out.push(format!(
+                "edges          {} boundaries moved to where speech starts or stops ({} dB); inner pairs kept inside speech in {} utterances, {} could not be",
+                self.edge_boundaries_trimmed, self.trim_db, self.edge_confined, self.edge_confine_overruled
+            ));
+        }
         let gpu = self.viterbi == ViterbiBackend::Cuda;
         out.push(match o.decoder {
             Decoder::Viterbi => format!(

@@ -6,8 +6,8 @@
 use std::time::Instant;
 
 use dv_align::{
-    clamp_edge_pauses, constrained_pair_beam, ctc_viterbi, phone_timing, quarantine_by_group, speech_extent,
-    BoundaryErrors, TextGrid,
+    clamp_edge_pauses, confine_labels, constrained_pair_beam, ctc_viterbi, inner_within, phone_timing,
+    quarantine_by_group, speech_extent, speech_frames, BoundaryErrors, TextGrid,
 };
 use dv_text::{Phoneme, PhonemePair};
 use dv_torch::tch;
@@ -22,6 +22,12 @@ use super::{
 };
 use crate::checkpoint::{load_model_weights, open};
 use crate::{DataConfig, Dataset, Features, FeaturesConfig, RunConfig, Segmentation, FRAME_SECONDS, PAIR_CLASSES};
+
+/// Frames inside speech (by the levels, `trim_db`) where no inner pair may
+/// fire, at each end: the first inner boundary then lies after the onset,
+/// so that [`clamp_edge_pauses`] can always move the leading pause's end to
+/// it (and likewise at the end).
+pub const EDGE_MARGIN_FRAMES: usize = 1;
 
 /// Aligns the utterances of `o.features` with the segmentation checkpoint
 /// `o.checkpoint` and writes the outputs under `o.out` (module docs).
@@ -79,6 +85,7 @@ pub fn align(o: &AlignOptions, progress: &mut dyn FnMut(&str)) -> Result<AlignRe
     let mut errors = BoundaryErrors::new();
     let mut unscored = 0usize;
     let mut trimmed = 0usize;
+    let (mut confined, mut overruled) = (0usize, 0usize);
     // The beam decoder: utterances whose decoded pairs differ from the reference (not scored).
     let mut different = 0usize;
     let gpu = match (o.decoder, o.viterbi, o.device) {
@@ -98,34 +105,73 @@ pub fn align(o: &AlignOptions, progress: &mut dyn FnMut(&str)) -> Result<AlignRe
         let lp = lp.f_transpose(0, 1)?.f_contiguous()?.f_to_device(tch::Device::Cpu)?; // [b, t, classes]
         let t_max = lp.size()[1] as usize;
         let flat = Vec::<f32>::try_from(lp.f_reshape([-1])?)?;
-        // The whole batch's Viterbi paths on the GPU, when asked; a batch the kernel refuses (an
-        // utterance too short for its pairs, say) falls back to the CPU utterance by utterance,
-        // where the bad one fails alone.
-        let tv = Instant::now();
-        let gpu_paths = gpu.as_ref().and_then(|g| gpu_viterbi(g, &data, chunk, &flat, t_max, classes));
-        viterbi_s += tv.elapsed().as_secs_f64();
         // PPER: the prefix beam search is the slowest step here (about 0.1 s an utterance), so the
-        // batch's utterances are decoded on every core at once.
+        // batch's utterances are decoded on every core at once. It reads the model's own
+        // posteriors, not the confined ones below.
         if o.pper_beam > 0 {
             let (edits, refs) = pper_batch(&data, chunk, &flat, t_max, classes, o.pper_beam)?;
             pair_edits += edits;
             pair_refs += refs;
         }
+        // Each utterance's pairs but the edge ones are decoded inside its speech (the frames within
+        // trim_db of its loudest, EDGE_MARGIN_FRAMES fewer at each end): dv_align::confine_labels.
+        // A path that cannot keep inside is decoded again from the model's own posteriors.
+        let windows: Vec<Option<(usize, usize)>> = chunk
+            .iter()
+            .map(|&i| {
+                let frames = data.frames_of(i).unwrap_or(0);
+                let levels = mfcc_levels_db(data.mfcc(i).unwrap_or_default(), frames);
+                (o.trim_db > 0.0).then(|| speech_frames(&levels, o.trim_db)).flatten().map(|(a, b)| {
+                    (a + EDGE_MARGIN_FRAMES, b.saturating_sub(EDGE_MARGIN_FRAMES).max(a + EDGE_MARGIN_FRAMES))
+                })
+            })
+            .collect();
+        let mut inside = flat.clone();
+        for (b, w) in windows.iter().enumerate() {
+            if let Some(w) = *w {
+                let frames = data.frames_of(chunk[b]).unwrap_or(0);
+                let l = labels(&data, chunk[b]);
+                let keep = [0, l.first().map_or(0, |&c| c as usize), l.last().map_or(0, |&c| c as usize)];
+                confine_labels(&mut inside[b * t_max * classes..(b * t_max + frames) * classes], classes, &keep, w);
+            }
+        }
+        // The whole batch's Viterbi paths on the GPU, when asked; a batch the kernel refuses (an
+        // utterance too short for its pairs, say) falls back to the CPU utterance by utterance,
+        // where the bad one fails alone.
+        let tv = Instant::now();
+        let gpu_paths = gpu.as_ref().and_then(|g| gpu_viterbi(g, &data, chunk, &inside, t_max, classes));
+        viterbi_s += tv.elapsed().as_secs_f64();
         for (b, &i) in chunk.iter().enumerate() {
             let id = data.ids()[i].clone();
             let frames = data.frames_of(i).unwrap_or(0);
             let labels = labels(&data, i);
-            let rows = rows(&flat, b, frames, t_max, classes);
+            let own = rows(&flat, b, frames, t_max, classes);
+            let rows = rows(&inside, b, frames, t_max, classes);
             let duration = frames as f64 * FRAME_SECONDS;
             let reference_labels = labels.clone();
             let mut labels = labels;
+            let window = windows[b];
+            // Whether a decoded path kept its inner pairs inside speech; counted, and if not,
+            // decoded again.
+            let mut kept = |al: &dv_align::CtcAlignment| match window {
+                Some(w) if inner_within(al, w) => {
+                    confined += 1;
+                    true
+                }
+                Some(_) => {
+                    overruled += 1;
+                    false
+                }
+                None => true,
+            };
             let timing = if o.decoder == Decoder::Beam {
                 let pair = |c: u32| {
                     c.checked_sub(1)
                         .and_then(|k| PhonemePair::from_index(k as usize))
                         .map(|p| (p.0.index() as u16, p.1.index() as u16))
                 };
-                constrained_pair_beam(rows, frames, classes, 0, pair, o.beam_width, 16).and_then(|d| {
+                let beam = |r: &[f32]| constrained_pair_beam(r, frames, classes, 0, pair, o.beam_width, 16);
+                beam(rows).and_then(|d| if kept(&d.alignment) { Ok(d) } else { beam(own) }).and_then(|d| {
                     labels = d.labels;
                     phone_timing(&d.alignment, FRAME_SECONDS, duration)
                 })
@@ -135,6 +181,8 @@ pub fn align(o: &AlignOptions, progress: &mut dyn FnMut(&str)) -> Result<AlignRe
                     Some(paths) => Ok(paths[b].clone()),
                     None => ctc_viterbi(rows, frames, classes, &labels, 0),
                 };
+                let path =
+                    path.and_then(|al| if kept(&al) { Ok(al) } else { ctc_viterbi(own, frames, classes, &labels, 0) });
                 viterbi_s += tv.elapsed().as_secs_f64();
                 path.and_then(|al| phone_timing(&al, FRAME_SECONDS, duration))
             };
@@ -225,6 +273,8 @@ pub fn align(o: &AlignOptions, progress: &mut dyn FnMut(&str)) -> Result<AlignRe
         decoder: o.decoder,
         trim_db: o.trim_db,
         edge_boundaries_trimmed: trimmed,
+        edge_confined: confined,
+        edge_confine_overruled: overruled,
         viterbi: if gpu.is_some() { ViterbiBackend::Cuda } else { ViterbiBackend::Cpu },
         viterbi_seconds: viterbi_s,
         decoded_other_pairs: different,
