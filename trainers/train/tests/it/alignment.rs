@@ -32,12 +32,15 @@ fn align_writes_textgrids_parquet_and_the_report_it_returns() {
     // reference boundaries, no plots.
     let printed = r.summary(&options);
     let printed: Vec<&str> = printed.lines().collect();
-    assert_eq!(printed.len(), 6, "{printed:?}");
+    assert_eq!(printed.len(), 7, "{printed:?}");
     assert_eq!(printed[0], "aligned        2 of 2 utterances (0 failed)");
     assert!(printed[1].starts_with("confidence     median ") && printed[2].starts_with("quarantined    "));
     assert_eq!(printed[3], "boundaries     no reference boundaries to compare with");
-    assert!(printed[4].starts_with("viterbi        ") && printed[4].ends_with(" s on the CPU"), "{printed:?}");
-    assert!(printed[5].starts_with("PPER           ") && printed[5].ends_with("width 10)"), "{printed:?}");
+    // Both utterances' inner pairs decoded inside speech (the default trim_db).
+    assert_eq!((r.edge_confined + r.edge_confine_overruled, r.trim_db), (2, AlignOptions::TRIM_DB), "{r:?}");
+    assert!(printed[4].starts_with("edges          ") && printed[4].contains(" dB); inner pairs kept"), "{printed:?}");
+    assert!(printed[5].starts_with("viterbi        ") && printed[5].ends_with(" s on the CPU"), "{printed:?}");
+    assert!(printed[6].starts_with("PPER           ") && printed[6].ends_with("width 10)"), "{printed:?}");
     assert!(r.boundary_error.is_none() && r.without_reference == 2, "the fixture has no reference times");
     let pper = r.pper.as_ref().expect("PPER with the default beam");
     assert!(pper.reference_pairs >= 5 + 5 && pper.error_rate.is_finite(), "{pper:?}");
@@ -78,9 +81,9 @@ fn align_writes_textgrids_parquet_and_the_report_it_returns() {
     assert_eq!((r.aligned, r.decoder), (2, Decoder::Beam));
     assert!(r.pper.is_none());
     let printed = r.summary(&beam);
-    let decoder = printed.lines().nth(4).unwrap_or_default();
+    let decoder = printed.lines().nth(5).unwrap_or_default();
     assert!(decoder.starts_with("decoder        beam of 8 over chained pairs: "), "{printed}");
-    assert_eq!(printed.lines().count(), 5, "no PPER line: {printed}");
+    assert_eq!(printed.lines().count(), 6, "no PPER line: {printed}");
 
     // Options out of range and a missing checkpoint are errors that say what to change.
     let e = align(&AlignOptions { batch: 0, ..options.clone() }, &mut |_: &str| {}).unwrap_err();
