@@ -113,40 +113,45 @@ pub fn align(o: &AlignOptions, progress: &mut dyn FnMut(&str)) -> Result<AlignRe
             pair_edits += edits;
             pair_refs += refs;
         }
-        // Each utterance's pairs but the edge ones are decoded inside its speech (the frames within
-        // trim_db of its loudest, EDGE_MARGIN_FRAMES fewer at each end): dv_align::confine_labels.
-        // A path that cannot keep inside is decoded again from the model's own posteriors.
+        // With the transcript's pairs (Viterbi), each utterance's pairs but the edge ones are
+        // decoded inside its speech (the frames within trim_db of its loudest, EDGE_MARGIN_FRAMES
+        // fewer at each end): dv_align::confine_labels. A path that cannot keep inside is decoded
+        // again from the model's own posteriors. The beam decoder, which needs no transcript,
+        // decodes the model's posteriors as they are.
+        let confine = o.trim_db > 0.0 && o.decoder == Decoder::Viterbi;
         let windows: Vec<Option<(usize, usize)>> = chunk
             .iter()
             .map(|&i| {
                 let frames = data.frames_of(i).unwrap_or(0);
                 let levels = mfcc_levels_db(data.mfcc(i).unwrap_or_default(), frames);
-                (o.trim_db > 0.0).then(|| speech_frames(&levels, o.trim_db)).flatten().map(|(a, b)| {
+                confine.then(|| speech_frames(&levels, o.trim_db)).flatten().map(|(a, b)| {
                     (a + EDGE_MARGIN_FRAMES, b.saturating_sub(EDGE_MARGIN_FRAMES).max(a + EDGE_MARGIN_FRAMES))
                 })
             })
             .collect();
-        let mut inside = flat.clone();
+        let mut confined_flat: Option<Vec<f32>> = None;
         for (b, w) in windows.iter().enumerate() {
             if let Some(w) = *w {
+                let inside = confined_flat.get_or_insert_with(|| flat.clone());
                 let frames = data.frames_of(chunk[b]).unwrap_or(0);
                 let l = labels(&data, chunk[b]);
                 let keep = [0, l.first().map_or(0, |&c| c as usize), l.last().map_or(0, |&c| c as usize)];
                 confine_labels(&mut inside[b * t_max * classes..(b * t_max + frames) * classes], classes, &keep, w);
             }
         }
+        let inside = confined_flat.as_deref().unwrap_or(&flat);
         // The whole batch's Viterbi paths on the GPU, when asked; a batch the kernel refuses (an
         // utterance too short for its pairs, say) falls back to the CPU utterance by utterance,
         // where the bad one fails alone.
         let tv = Instant::now();
-        let gpu_paths = gpu.as_ref().and_then(|g| gpu_viterbi(g, &data, chunk, &inside, t_max, classes));
+        let gpu_paths = gpu.as_ref().and_then(|g| gpu_viterbi(g, &data, chunk, inside, t_max, classes));
         viterbi_s += tv.elapsed().as_secs_f64();
         for (b, &i) in chunk.iter().enumerate() {
             let id = data.ids()[i].clone();
             let frames = data.frames_of(i).unwrap_or(0);
             let labels = labels(&data, i);
             let own = rows(&flat, b, frames, t_max, classes);
-            let rows = rows(&inside, b, frames, t_max, classes);
+            let rows = rows(inside, b, frames, t_max, classes);
             let duration = frames as f64 * FRAME_SECONDS;
             let reference_labels = labels.clone();
             let mut labels = labels;
@@ -170,8 +175,7 @@ pub fn align(o: &AlignOptions, progress: &mut dyn FnMut(&str)) -> Result<AlignRe
                         .and_then(|k| PhonemePair::from_index(k as usize))
                         .map(|p| (p.0.index() as u16, p.1.index() as u16))
                 };
-                let beam = |r: &[f32]| constrained_pair_beam(r, frames, classes, 0, pair, o.beam_width, 16);
-                beam(rows).and_then(|d| if kept(&d.alignment) { Ok(d) } else { beam(own) }).and_then(|d| {
+                constrained_pair_beam(own, frames, classes, 0, pair, o.beam_width, 16).and_then(|d| {
                     labels = d.labels;
                     phone_timing(&d.alignment, FRAME_SECONDS, duration)
                 })
