@@ -79,7 +79,7 @@ pub(crate) struct AlignArgs {
     /// The pauses at the ends of an utterance end where speech starts and stops: the first and
     /// last frames within this many dB of the loudest (as `librosa.effects.trim`; Coqui TTS's
     /// default `trim_db`). CTC does not tie the first and last pairs to a moment, so the model's
-    /// own boundaries there are not used when they fall inside the pause, and every other pair is
+    /// own boundaries there are not used when they fall inside the pause, and (Viterbi) every other pair is
     /// decoded inside speech (a model trained on little data squeezes the first few phonemes into
     /// the leading pause otherwise). 0 keeps the model's.
     #[arg(long, default_value_t = AlignOptions::TRIM_DB)]
