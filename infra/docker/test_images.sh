@@ -20,8 +20,9 @@
 #
 # Either fails unless whisper (infra/dv/src/recipe/listen.py) hears the sentence with a WER of
 # at most 25 %. Prints the image's size, each time and the WER; removes every container and
-# image it made, also on failure. Exits 0 with a line saying why when podman or mmdebstrap is
-# missing (infra/run test installs both).
+# image it made, also on failure or when stopped by a signal. --train fails at once when podman's
+# storage has less room than its build needs. Exits 0 with a line saying why when podman or
+# mmdebstrap is missing (infra/run test installs both).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -64,19 +65,42 @@ if command -v runc >/dev/null; then
 fi
 limits=(--ulimit "nofile=$(ulimit -Hn):$(ulimit -Hn)" --ulimit nproc=4096:4096)
 
+# One run at a time on a machine: two training images building at once need twice the disk
+# (a CI run beside a local one filled a 40 GB disk), and everything a build creates while the
+# lock is held is this run's, which cleanup relies on.
+exec 9>"${TMPDIR:-/tmp}/dv-test-images.lock"
+if ! flock -n 9; then
+    echo "test_images.sh: waiting for another run of test_images.sh on this machine" >&2
+    flock 9
+fi
+
 image="localhost/deepvoice-rs/$what:test-$$"
 work="$(mktemp -d)"
 containers=()
+began=$(date +%s)
+images_before="$(podman images -a -q --no-trunc)"
 cleanup() {
     for c in "${containers[@]}"; do
         podman rm -f -t 2 "$c" >/dev/null 2>&1 || true
     done
     podman rmi -f "$image" >/dev/null 2>&1 || true
+    # A build that does not end (a signal, a full disk) leaves its working containers and its
+    # stages' images behind: --force-rm covers only builds that end. Under the lock, each created
+    # since this run began is this run's.
+    local id created
+    while read -r id created; do
+        [ -n "$id" ] && [ "$created" -ge "$began" ] && podman rm -f --storage "$id" >/dev/null 2>&1 || true
+    done < <(podman ps -a --external --format '{{.ID}} {{.Created.Unix}}' 2>/dev/null)
+    while read -r id; do
+        grep -qx "$id" <<<"$images_before" || podman rmi -f "$id" >/dev/null 2>&1 || true
+    done < <(podman images -a -q --no-trunc --filter dangling=true 2>/dev/null)
     # The prebuilt stage's image, left by podman's layer cache.
     podman image prune -f --filter label=io.github.deepvoice-rs.stage=prebuilt >/dev/null 2>&1 || true
     rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
 
 # log, install_voices and the Python pins
 # shellcheck source=infra/install.sh
@@ -158,7 +182,20 @@ test_serve() {
     log "ok: the serving image builds, becomes ready and speaks"
 }
 
+# Building the training image peaks at about 34 GB of podman's storage (the wheels in the build
+# context, the venv in the build stage, its copy in the image and the committed layer: 40.4 GB
+# free before, 6.3 GB at the lowest, on the dev VM on 2026-11-29).
+TRAIN_BUILD_GB=35
+
 test_train() {
+    local root free_gb
+    root=$(podman info --format '{{.Store.GraphRoot}}')
+    free_gb=$(( $(df -Pk "$root" | awk 'NR == 2 { print $4 }') / 1048576 ))
+    if [ "$free_gb" -lt "$TRAIN_BUILD_GB" ]; then
+        log "$root has $free_gb GB free; building the training image needs about $TRAIN_BUILD_GB GB" \
+            "(build containers an interrupted build left: podman ps -a --external)"
+        exit 1
+    fi
     "$here/infra/docker/base.sh" train
     local py wheels="${DV_HOME:-$HOME/.cache/deepvoice-rs}/wheelhouse"
     local pyv='import sys; print(f"python{sys.version_info[0]}.{sys.version_info[1]}")'
