@@ -90,6 +90,29 @@ pub fn resolve(voice: &str, path: &[PathBuf]) -> Result<PathBuf, VoiceError> {
     }
 }
 
+/// A voice as a server takes it (`dv-serve --voice`, `DV_VOICE`): a name on
+/// the search path, or a package directory given as a path (it contains a
+/// `/`, as `dv synth --voice` takes it). A directory is served under its own
+/// name, the folder holding it going first on the search path: returns the
+/// name and that folder. Errors name the directory that holds no package, or
+/// a directory name that is not a voice name.
+pub fn name_and_folder(voice: &str) -> Result<(String, Option<PathBuf>), VoiceError> {
+    if !voice.contains('/') {
+        return Ok((voice.to_string(), None));
+    }
+    let config = Path::new(voice).join(CONFIG_FILE);
+    if !config.is_file() {
+        let source = std::io::Error::new(std::io::ErrorKind::NotFound, "no voice package here (dv export writes one)");
+        return Err(VoiceError::Io { path: config, source });
+    }
+    let dir = Path::new(voice).canonicalize().map_err(|source| VoiceError::Io { path: voice.into(), source })?;
+    let name = dir.file_name().and_then(|n| n.to_str()).filter(|n| valid_name(n));
+    match (name, dir.parent()) {
+        (Some(name), Some(folder)) => Ok((name.to_string(), Some(folder.to_path_buf()))),
+        _ => Err(VoiceError::VoiceName { name: dir.display().to_string() }),
+    }
+}
+
 /// The first `<folder>/<name>` on `path` that holds a `config.json`; `name`
 /// must be a plain name ([`valid_name`]), never a path: what a server uses
 /// for a request's voice.

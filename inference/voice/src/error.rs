@@ -54,7 +54,7 @@ pub enum VoiceError {
     #[error("{name:?} is not a voice name (letters, digits, '-', '_' and '.', not starting with '.')")]
     VoiceName { name: String },
 
-    #[error("no voice {name:?} in {} (known voices: {})", display_paths(searched), if known.is_empty() { "none".to_string() } else { known.join(", ") })]
+    #[error("no voice {name:?} in {} (known voices: {}); DV_VOICES adds folders of voice packages, and a package's directory can be given as a path", display_paths(searched), if known.is_empty() { "none".to_string() } else { known.join(", ") })]
     VoiceNotFound { name: String, searched: Vec<PathBuf>, known: Vec<String> },
 
     #[error("golden tensor `{name}`: {reason}")]

@@ -4,14 +4,15 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
+use anyhow::{bail, Context};
 use clap::Args;
 use dv_synth::G2p;
 use dv_voice::Voice;
 
 #[derive(Args, Debug)]
 pub struct G2pArgs {
-    /// Words to pronounce.
+    /// Words to pronounce; one the model cannot read as typed (`café`, `3rd`) is read as the
+    /// text front end reads it (`cafe`, `third`).
     #[arg(required = true)]
     words: Vec<String>,
     /// A voice package with a G2P model (`dv export --g2p`): a name (`dv voices`) or a
@@ -35,8 +36,21 @@ pub(crate) fn run(a: G2pArgs) -> anyhow::Result<()> {
     let g2p = G2p::new(&voice)?;
     let (_, lex) = crate::text::load_lexicon(a.cmudict)?;
     let width = a.beam.unwrap_or(g2p.config().beam);
+    let mut words = Vec::new();
     for raw in &a.words {
         let w = raw.to_lowercase();
+        if w.chars().all(|c| c.is_ascii_lowercase() || "'-.".contains(c)) {
+            words.push(w);
+            continue;
+        }
+        let read: Vec<String> = dv_text::normalize(raw).words().map(str::to_string).collect();
+        if read.is_empty() {
+            bail!("{raw:?}: no word in it that the text front end reads");
+        }
+        eprintln!("{raw:?} read as {:?}", read.join(" "));
+        words.extend(read);
+    }
+    for w in words {
         let known = lex.get(&w).and_then(|p| p.first());
         if let Some(p) = known {
             println!("{w}\tlexicon\t{}", p.iter().map(ToString::to_string).collect::<Vec<_>>().join(" "));

@@ -10,6 +10,7 @@
 //! quality from duration/F0 quality). Reading features needs `dv-train`, so
 //! that mode stays here and hands its frames to the library.
 
+use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -38,7 +39,8 @@ pub struct SynthArgs {
     /// The utterance id in `--features`.
     #[arg(long, requires = "features")]
     utterance: Option<String>,
-    /// The WAV file to write.
+    /// The WAV file to write; `-` streams the WAV to standard output as it is sampled (its size
+    /// fields 0xFFFFFFFF, as streamed WAV has them), for `dv synth ... -o - | aplay`.
     #[arg(short, long)]
     out: PathBuf,
     /// voiced-temperature:T (temperature on voiced frames only, direct elsewhere; the default,
@@ -193,7 +195,90 @@ fn utterance(speaker: &Speaker, features: &str, id: &str) -> anyhow::Result<dv_s
     Ok(sentence)
 }
 
+fn precision_name(p: Precision) -> &'static str {
+    match p {
+        Precision::F32 => "float32",
+        Precision::Int16 => "int16",
+    }
+}
+
+/// Refuses flags that cannot work before the voice loads and the sampler is
+/// calibrated: a user should not wait seconds to hear of a typo.
+fn check_flags(a: &SynthArgs) -> anyhow::Result<()> {
+    if let Some(t) = a.threads.filter(|t| !(1..=2).contains(t)) {
+        bail!("--threads {t}: the CPU sampler runs on 1 thread or 2 (the main and auxiliary threads of §5.1)");
+    }
+    if !dv_speak::SPEED_RANGE.contains(&a.speed) {
+        bail!(
+            "--speed {}: outside {}..={} (1 is the duration model's own rate)",
+            a.speed,
+            dv_speak::SPEED_RANGE.start(),
+            dv_speak::SPEED_RANGE.end()
+        );
+    }
+    if let Some(s) = a.max_seconds.filter(|s| !(s.is_finite() && *s > 0.0)) {
+        bail!("--max-seconds {s}: not a positive number of seconds");
+    }
+    if a.out.as_os_str() == "-" {
+        if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+            bail!("-o -: standard output is a terminal; pipe it (dv synth ... -o - | aplay) or give a file");
+        }
+        return Ok(());
+    }
+    if a.out.is_dir() {
+        bail!("-o {}: is a folder; give the WAV file's name", a.out.display());
+    }
+    if let Some(parent) = a.out.parent().filter(|p| !p.as_os_str().is_empty() && !p.is_dir()) {
+        bail!("-o {}: the folder {} does not exist", a.out.display(), parent.display());
+    }
+    Ok(())
+}
+
+/// Where the audio goes: a file written under a `.partial` name and renamed
+/// when complete (a crash leaves no half-written WAV under the asked name),
+/// or standard output as a streamed WAV.
+enum Sink {
+    File { wav: WavWriter, tmp: PathBuf, out: PathBuf },
+    Stdout(std::io::Stdout),
+}
+
+impl Sink {
+    fn open(out: &std::path::Path, rate: u32) -> anyhow::Result<Sink> {
+        if out.as_os_str() == "-" {
+            let mut stdout = std::io::stdout();
+            stdout.write_all(&dv_speak::wav_header(rate, None)).context("writing the WAV header to standard output")?;
+            return Ok(Sink::Stdout(stdout));
+        }
+        let mut tmp = out.as_os_str().to_owned();
+        tmp.push(".partial");
+        let tmp = PathBuf::from(tmp);
+        let wav = WavWriter::create(&tmp, rate)?;
+        Ok(Sink::File { wav, tmp, out: out.to_path_buf() })
+    }
+
+    fn push(&mut self, pcm: &[i16]) -> anyhow::Result<()> {
+        match self {
+            Sink::File { wav, .. } => Ok(wav.push(pcm)?),
+            Sink::Stdout(stdout) => {
+                let bytes: Vec<u8> = pcm.iter().flat_map(|v| v.to_le_bytes()).collect();
+                stdout.write_all(&bytes).and_then(|()| stdout.flush()).context("writing audio to standard output")
+            }
+        }
+    }
+
+    fn finish(self) -> anyhow::Result<()> {
+        match self {
+            Sink::File { wav, tmp, out } => {
+                wav.finish()?;
+                std::fs::rename(&tmp, &out).with_context(|| format!("renaming {} to {}", tmp.display(), out.display()))
+            }
+            Sink::Stdout(mut stdout) => stdout.flush().context("writing audio to standard output"),
+        }
+    }
+}
+
 pub(crate) fn run(a: SynthArgs) -> anyhow::Result<()> {
+    check_flags(&a)?;
     let mut options = a.speaker_options()?;
     let sampling = a.sampling;
     let dir = crate::voices::resolve(a.voice.as_deref())?;
@@ -213,10 +298,10 @@ pub(crate) fn run(a: SynthArgs) -> anyhow::Result<()> {
             .map(|t| format!("{} x{} {:.2}x", if t.int16 { "int16" } else { "f32" }, t.threads, t.real_time))
             .collect();
         eprintln!(
-            "calibration ({}): {}; using {:?}, {} thread(s)",
+            "calibration ({}): {}; using {}, {} thread(s)",
             if cached { "cached" } else { "measured now" },
             figures.join(", "),
-            options.precision,
+            precision_name(options.precision),
             options.threads
         );
     }
@@ -252,18 +337,27 @@ pub(crate) fn run(a: SynthArgs) -> anyhow::Result<()> {
     let mut limit = a.max_seconds.map_or(usize::MAX, |s| (s * rate as f64) as usize);
     let total_s = (frames_total * speaker.hop()).min(limit) as f64 / rate as f64;
     let sampler = match (speaker.device(), speaker.cpu_sampler()) {
-        (Device::Cpu, Some((kernel, o))) => format!("kernel {kernel:?}, {o:?}"),
+        (Device::Cpu, Some((kernel, o))) => format!(
+            "CPU kernel {}, {}, {} thread(s), {} nonlinearities",
+            match kernel {
+                Kernel::Scalar => "scalar",
+                Kernel::Avx2Fma => "avx2-fma",
+            },
+            precision_name(o.precision),
+            o.threads,
+            match o.nonlinearity {
+                Nonlinearity::Exact => "exact",
+                Nonlinearity::Approximate => "approximate",
+            }
+        ),
         _ => "cuda kernel 1".to_string(),
     };
     eprintln!(
-        "{} sentence(s), {frames_total} frames ({total_s:.2} s), {sampler}, sampling {sampling:?}, seed {}",
+        "{} sentence(s), {frames_total} frames ({total_s:.2} s), {sampler}, sampling {sampling}, seed {}",
         sentences.len(),
         a.seed
     );
-    let mut tmp = a.out.as_os_str().to_owned();
-    tmp.push(".partial");
-    let tmp = PathBuf::from(tmp);
-    let mut wav = WavWriter::create(&tmp, rate)?;
+    let mut wav = Sink::open(&a.out, rate)?;
     let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let (mut cond_s, mut gen_s, mut done) = (0.0, 0.0, 0usize);
     let cancel = CancelToken::new();
@@ -282,7 +376,7 @@ pub(crate) fn run(a: SynthArgs) -> anyhow::Result<()> {
         let t1 = Instant::now();
         let stats = speaker.render(sentence, &render, &cancel, &mut |pcm| {
             if let Err(e) = wav.push(pcm) {
-                written = Err(e.into());
+                written = Err(e);
                 return ControlFlow::Break(());
             }
             done += pcm.len();
@@ -306,10 +400,9 @@ pub(crate) fn run(a: SynthArgs) -> anyhow::Result<()> {
         eprintln!();
     }
     wav.finish()?;
-    std::fs::rename(&tmp, &a.out).with_context(|| format!("renaming {} to {}", tmp.display(), a.out.display()))?;
-    println!(
+    let summary = format!(
         "wrote {}: {:.2} s at {} Hz; conditioning {:.3} s, sampling {:.2} s ({:.2}x real time), total {:.2} s",
-        a.out.display(),
+        if a.out.as_os_str() == "-" { "standard output".into() } else { a.out.display().to_string() },
         total_s,
         rate,
         cond_s,
@@ -317,5 +410,11 @@ pub(crate) fn run(a: SynthArgs) -> anyhow::Result<()> {
         total_s / gen_s.max(1e-9),
         t0.elapsed().as_secs_f64()
     );
+    // Standard output carries the audio when asked to.
+    if matches!(a.out.as_os_str().to_str(), Some("-")) {
+        eprintln!("{summary}");
+    } else {
+        println!("{summary}");
+    }
     Ok(())
 }

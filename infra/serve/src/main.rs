@@ -39,7 +39,9 @@ struct Args {
     /// Require `Authorization: Bearer KEY` on /v1/* (also from DV_API_KEY).
     #[arg(long, env = "DV_API_KEY", hide_env_values = true)]
     api_key: Option<String>,
-    /// The voice of requests that name none (default: DV_VOICE, else the shipped voice).
+    /// The voice of requests that name none: a name, or a package directory (served under its
+    /// directory's name); default: DV_VOICE, else the shipped voice. Refused at start when it
+    /// is nowhere to be found (unless --no-preload).
     #[arg(long)]
     voice: Option<String>,
     /// Folders to find voices in, before DV_VOICES, $DV_HOME/voices, the installed and the shipped ones.
@@ -159,9 +161,17 @@ fn main() -> anyhow::Result<()> {
     if !a.host.is_loopback() && !a.public {
         bail!("--host {} is not a loopback address: add --public to serve beyond this machine", a.host);
     }
-    let mut path = a.voices.clone();
+    // --voice DIR (as dv synth takes it) serves the package under its directory's name.
+    let voice = a.voice.clone().unwrap_or_else(catalog::default_voice);
+    let (default_voice, folder) = catalog::name_and_folder(&voice).with_context(|| format!("--voice {voice}"))?;
+    let mut path: Vec<PathBuf> = folder.into_iter().collect();
+    path.extend(a.voices.iter().cloned());
     path.extend(catalog::search_path(Some(&shipped_dir())));
-    let mut config = ServeConfig::new(path, a.voice.clone().unwrap_or_else(catalog::default_voice));
+    if !a.no_preload {
+        // A voice that is not there will not appear: refuse to start, as for a bad flag.
+        catalog::resolve_name(&default_voice, &path).with_context(|| format!("the default voice {voice:?}"))?;
+    }
+    let mut config = ServeConfig::new(path, default_voice);
     if let Some(w) = a.workers {
         config.workers = w.max(1);
         config.queue = 2 * config.workers;

@@ -1,6 +1,6 @@
 //! Finding voices by name on a search path.
 
-use dv_voice::catalog::{is_demo, list, list_default_first, resolve, resolve_name, valid_name};
+use dv_voice::catalog::{is_demo, list, list_default_first, name_and_folder, resolve, resolve_name, valid_name};
 use dv_voice::VoiceError;
 
 use crate::package::write_ok;
@@ -48,6 +48,26 @@ fn first_folder_with_the_name_wins_and_a_miss_lists_the_known_voices() {
     // a path is taken as a path
     let p = b.path().join("other");
     assert_eq!(resolve(p.to_str().unwrap(), &[]).unwrap(), p);
+}
+
+#[test]
+fn a_server_takes_a_package_directory_as_its_name_in_its_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    write_ok(&dir.path().join("mine"));
+    let folder = dir.path().canonicalize().unwrap();
+    assert_eq!(name_and_folder("slt").unwrap(), ("slt".to_string(), None));
+    let given = format!("{}/mine/", dir.path().display());
+    assert_eq!(name_and_folder(&given).unwrap(), ("mine".to_string(), Some(folder.clone())));
+    // what the server then finds under that name
+    assert_eq!(resolve_name("mine", &[folder.clone()]).unwrap(), folder.join("mine"));
+    // a directory that holds no package is named with its missing config.json
+    std::fs::create_dir_all(dir.path().join("empty")).unwrap();
+    let err = name_and_folder(&format!("{}/empty", dir.path().display())).unwrap_err();
+    assert!(matches!(err, VoiceError::Io { .. }) && err.to_string().contains("empty/config.json"), "{err}");
+    // a directory whose name a request could not give
+    write_ok(&dir.path().join("my voice"));
+    let err = name_and_folder(&format!("{}/my voice", dir.path().display())).unwrap_err();
+    assert!(matches!(err, VoiceError::VoiceName { .. }), "{err}");
 }
 
 #[test]

@@ -33,6 +33,9 @@ fn g2p_and_phonemes_use_the_built_in_cmudict_without_python() {
     let printed = ok(&dv_alone(d.path(), &["g2p", "hello", "read"]));
     assert!(printed.contains("hello\tlexicon\tHH AH0 L OW1"), "{printed}");
     assert!(printed.contains("read\tlexicon\tR EH1 D"), "CMUDict's first pronunciation: {printed}");
+    // What the model cannot read as typed is read as the text front end reads it.
+    let printed = ok(&dv_alone(d.path(), &["g2p", "Café", "3rd"]));
+    assert!(printed.contains("cafe\tlexicon\tK AH0 F EY1") && printed.contains("third\tlexicon\tTH ER1 D"), "{printed}");
     let printed = ok(&dv_alone(d.path(), &["text", "phonemes", "hello there"]));
     assert_eq!(printed, "hello\tHH AH0 L OW1\nthere\tDH EH1 R\n");
     let printed = ok(&dv_alone(d.path(), &["text", "lexicon-stats"]));

@@ -331,8 +331,10 @@ fn device_and_sampling_values_are_refused_naming_the_flag() {
             assert!(err.contains(w), "{args:?}: no {w:?} in {err}");
         }
     };
-    let synth = ["synth", "--voice", "/nonexistent", "-o", "/nonexistent/x.wav"];
+    let never = std::env::temp_dir().join("dv-never-written.wav");
+    let synth = ["synth", "--voice", "/nonexistent", "-o", never.to_str().unwrap()];
     let with = |extra: &[&'static str]| [&synth[..], extra].concat();
+    assert!(!never.exists());
     refused(&with(&["--device", "cuda:1"]), &["'cuda:1'", "--device", "GPU 0 only: cpu or cuda"]);
     refused(&with(&["--device", "gpu"]), &["'gpu'", "--device", "not cpu, cuda or cuda:N"]);
     refused(
@@ -368,8 +370,17 @@ fn speed_scales_the_planned_frames_and_bad_values_are_refused() {
         let wav = d.path().join(format!("speed-{speed}.wav"));
         // --max-seconds: the plan is what is compared; sampling stops at once.
         let o = dv(&[
-            "synth", "--f32", "--threads", "1", "--max-seconds", "0.01", "--speed", speed, "-o",
-            wav.to_str().unwrap(), "Please turn left at the next traffic light.",
+            "synth",
+            "--f32",
+            "--threads",
+            "1",
+            "--max-seconds",
+            "0.01",
+            "--speed",
+            speed,
+            "-o",
+            wav.to_str().unwrap(),
+            "Please turn left at the next traffic light.",
         ]);
         let err = String::from_utf8_lossy(&o.stderr).into_owned();
         assert!(o.status.success(), "--speed {speed}: {err}");
@@ -382,4 +393,56 @@ fn speed_scales_the_planned_frames_and_bad_values_are_refused() {
     let o = dv(&["synth", "--speed", "5", "-o", d.path().join("x.wav").to_str().unwrap(), "Hello."]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("speed") && err.contains("0.25..=4"), "{err}");
+}
+
+/// `-o -` streams the WAV to standard output as it is sampled (size fields
+/// 0xFFFFFFFF; the summary on stderr), the same samples a file gets; flags
+/// that cannot work are refused before the voice loads and the sampler is
+/// calibrated, naming the flag, and no file is left behind.
+#[test]
+fn standard_output_takes_a_streamed_wav_and_bad_flags_fail_before_loading() {
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("x.wav");
+    let args = |out: &str| -> Vec<String> {
+        ["synth", "--f32", "--threads", "1", "--max-seconds", "0.3", "-o", out, "Hello there."]
+            .map(String::from)
+            .to_vec()
+    };
+    let piped = dv(&args("-").iter().map(String::as_str).collect::<Vec<_>>());
+    let err = String::from_utf8_lossy(&piped.stderr);
+    assert!(piped.status.success(), "{err}");
+    assert!(err.contains("wrote standard output: 0.30 s"), "{err}");
+    let wav = &piped.stdout;
+    assert_eq!(&wav[0..4], b"RIFF");
+    assert_eq!(&wav[4..8], &u32::MAX.to_le_bytes(), "a streamed RIFF size");
+    assert_eq!(&wav[40..44], &u32::MAX.to_le_bytes(), "a streamed data size");
+    assert_eq!((wav.len() - 44) / 2, (0.3 * 16384.0) as usize, "--max-seconds 0.3 of samples");
+    let o = dv(&args(file.to_str().unwrap()).iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let written = std::fs::read(&file).unwrap();
+    assert_eq!(&written[44..], &wav[44..], "the file's samples and the stream's");
+
+    let refused = |extra: &[&str], want: &str| {
+        let mut a = vec!["synth", "-o"];
+        a.extend_from_slice(extra);
+        a.push("Hello.");
+        let o = dv(&a);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{a:?}: {err}");
+        assert!(err.contains(want), "{a:?}: no {want:?} in {err}");
+        assert!(!err.contains("calibration") && !err.contains("voice "), "{a:?}: refused only after loading: {err}");
+    };
+    let out = d.path().join("y.wav");
+    let out = out.to_str().unwrap();
+    refused(&[out, "--threads", "4"], "--threads 4: the CPU sampler runs on 1 thread or 2");
+    refused(&[out, "--max-seconds=-1"], "--max-seconds -1: not a positive number of seconds");
+    refused(&[out, "--max-seconds", "0"], "--max-seconds 0: not a positive number of seconds");
+    let missing = d.path().join("no/such/folder/z.wav");
+    refused(
+        &[missing.to_str().unwrap()],
+        &format!("the folder {} does not exist", d.path().join("no/such/folder").display()),
+    );
+    refused(&[d.path().to_str().unwrap()], "is a folder; give the WAV file's name");
+    let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["x.wav"], "nothing but the one WAV written");
 }

@@ -341,6 +341,37 @@ fn the_binary_refuses_a_sampling_mode_the_gpu_lacks_before_loading_anything() {
 }
 
 #[test]
+fn the_binary_serves_a_package_directory_and_refuses_a_default_voice_it_cannot_find() {
+    let (dir, home) = (voices(false), tempfile::tempdir().unwrap());
+    // --voice DIR, as dv synth takes it: served under the directory's name.
+    let port = free_port();
+    let package = dir.path().join("test");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dv-serve"));
+    cmd.args(["--port", &port.to_string(), "--voice", package.to_str().unwrap()])
+        .env("DV_HOME", home.path())
+        .env_remove("DV_API_KEY")
+        .stdout(Stdio::null());
+    let mut child = ProcessGroup::spawn(&mut cmd).unwrap();
+    ready_within(&mut child, port);
+    let mut tcp = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    tcp.write_all(b"GET /readyz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    tcp.read_to_string(&mut answer).unwrap();
+    assert!(answer.contains(r#""voice":"test""#), "{answer}");
+    assert!(terminate(&mut child).success());
+    // A name found nowhere: refused at start, naming it and what is there.
+    let out = Command::new(env!("CARGO_BIN_EXE_dv-serve"))
+        .args(["--port", "0", "--voice", "nope", "--voices"])
+        .arg(dir.path())
+        .env("DV_HOME", home.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains(r#"no voice "nope""#) && err.contains("known voices: ") && err.contains("test"), "{err}");
+}
+
+#[test]
 fn the_binary_takes_three_devices_and_refuses_others_naming_them() {
     let stderr = |device: &str| {
         let out = Command::new(env!("CARGO_BIN_EXE_dv-serve")).args(["--device", device, "--help"]).output().unwrap();
