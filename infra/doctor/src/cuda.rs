@@ -72,6 +72,8 @@ fn open(names: &[&str], extra_dirs: &[PathBuf]) -> Result<(Library, String), Cud
             // depending on their state.
             match unsafe { Library::new(&c) } {
                 Ok(lib) => return Ok((lib, mapped_path(name).unwrap_or_else(|| c.display().to_string()))),
+                // dlopen's message names the file already.
+                Err(e) if e.to_string().contains(&*c.to_string_lossy()) => tried.push(e.to_string()),
                 Err(e) => tried.push(format!("{}: {e}", c.display())),
             }
         }
@@ -92,7 +94,8 @@ fn mapped_path(name: &str) -> Option<String> {
 /// Looks up a symbol. `T` must be the symbol's true C signature.
 fn sym<'l, T>(lib: &'l Library, name: &str) -> Result<Symbol<'l, T>, CudaError> {
     // SAFETY: every caller passes the documented C signature of `name` as `T`.
-    unsafe { lib.get::<T>(name.as_bytes()) }.map_err(|e| CudaError::Symbol { name: name.to_string(), reason: e.to_string() })
+    unsafe { lib.get::<T>(name.as_bytes()) }
+        .map_err(|e| CudaError::Symbol { name: name.to_string(), reason: e.to_string() })
 }
 
 /// The one checked gate for CUDA driver return codes (0 is `CUDA_SUCCESS`).

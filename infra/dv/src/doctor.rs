@@ -72,10 +72,15 @@ pub(crate) fn run() -> anyhow::Result<()> {
         };
         line(&format!("  {what}"), state);
     }
-    for prog in ["python3", "praat"] {
+    // What is missing and for what: python3 scores voices (whisper, DNSMOS), praat is only the
+    // oracle of the pitch tracker's tests and benchmarks.
+    for (prog, missing) in [
+        ("python3", "not found (dv recipe's evaluate stage scores voices with it)"),
+        ("praat", "not found (optional: the pitch tracker's oracle in tests and benchmarks)"),
+    ] {
         line(
             &format!("  {prog}"),
-            tool::find_program(prog).map(|p| format!("ok ({})", p.display())).unwrap_or_else(|| "not found".into()),
+            tool::find_program(prog).map(|p| format!("ok ({})", p.display())).unwrap_or_else(|| missing.into()),
         );
     }
     match dv_text::LexiconSource::cmudict() {

@@ -35,6 +35,7 @@ pub(crate) fn run(a: ServeArgs) -> anyhow::Result<()> {
         );
     }
     // Only returns on failure.
-    let err = std::process::Command::new(&server).args(&a.args).exec();
+    // argv[0] "dv serve": what the server's usage line shows (`dv serve --help`).
+    let err = std::process::Command::new(&server).arg0("dv serve").args(&a.args).exec();
     Err(err).with_context(|| format!("starting {}", server.display()))
 }

@@ -59,7 +59,7 @@ fn a_server_takes_a_package_directory_as_its_name_in_its_folder() {
     let given = format!("{}/mine/", dir.path().display());
     assert_eq!(name_and_folder(&given).unwrap(), ("mine".to_string(), Some(folder.clone())));
     // what the server then finds under that name
-    assert_eq!(resolve_name("mine", &[folder.clone()]).unwrap(), folder.join("mine"));
+    assert_eq!(resolve_name("mine", std::slice::from_ref(&folder)).unwrap(), folder.join("mine"));
     // a directory that holds no package is named with its missing config.json
     std::fs::create_dir_all(dir.path().join("empty")).unwrap();
     let err = name_and_folder(&format!("{}/empty", dir.path().display())).unwrap_err();
