@@ -175,7 +175,7 @@ fn check_weights(config: &VoiceConfig, weights: &Weights) -> Result<(), VoiceErr
 pub(crate) fn read_safetensors(path: &Path) -> Result<Weights, VoiceError> {
     let bytes = fs::read(path).map_err(|source| VoiceError::Io { path: path.to_path_buf(), source })?;
     let st = SafeTensors::deserialize(&bytes)
-        .map_err(|e| VoiceError::Safetensors { path: path.to_path_buf(), reason: format!("{e:?}") })?;
+        .map_err(|e| VoiceError::Safetensors { path: path.to_path_buf(), reason: read_reason(&e, bytes.len()) })?;
     let mut out = Weights::new();
     for (name, view) in st.iter() {
         let data: Vec<f32> = match view.dtype() {
@@ -188,6 +188,18 @@ pub(crate) fn read_safetensors(path: &Path) -> Result<Weights, VoiceError> {
         out.insert(name.to_string(), Tensor::new(name, view.shape().to_vec(), data)?);
     }
     Ok(out)
+}
+
+/// Why a safetensors file could not be read, in words: the usual cause, a
+/// file cut short (a copy or download that stopped), said as such.
+fn read_reason(e: &safetensors::SafeTensorError, len: usize) -> String {
+    use safetensors::SafeTensorError as E;
+    match e {
+        E::HeaderTooSmall | E::InvalidHeaderLength | E::MetadataIncompleteBuffer => {
+            format!("{e:?}: its {len} bytes end before what its header declares (a truncated copy?)")
+        }
+        _ => format!("{e:?}"),
+    }
 }
 
 /// Serializes named tensors as a safetensors file, each in half precision

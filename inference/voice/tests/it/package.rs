@@ -260,6 +260,17 @@ fn a_file_changed_after_writing_is_refused_by_its_checksum() {
 }
 
 #[test]
+fn a_truncated_model_file_is_called_truncated() {
+    let dir = tempfile::tempdir().unwrap();
+    write_ok(dir.path());
+    let p = dir.path().join("model.safetensors");
+    let bytes = fs::read(&p).unwrap();
+    fs::write(&p, &bytes[..bytes.len() / 2]).unwrap();
+    let err = Voice::read(dir.path()).unwrap_err().to_string();
+    assert!(err.contains(&p.display().to_string()) && err.contains("a truncated copy?"), "{err}");
+}
+
+#[test]
 fn unknown_config_keys_are_named() {
     for (section, key, expect) in [
         (None, "vocoder", "vocoder"),
