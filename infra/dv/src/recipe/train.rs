@@ -103,7 +103,16 @@ pub(crate) fn train(model: Model, ctx: &Ctx<'_>, log: &mut StageLog) -> anyhow::
         };
         log.line(&format!("run directory  {} ({steps} steps, global batch {batch}, on {on})", dir.display()));
         let mut sink = |line: &str| log.line(line);
-        let s = dv_train::train_threads(&cfg, ranks, &mut sink)?;
+        let stop = StopOnSignal::install()?;
+        let s = match dv_train::train_threads(&cfg, ranks, &mut sink) {
+            Err(dv_train::TrainError::Stopped { step }) => bail!(
+                "{name}: stopped by a signal after step {step}, with a checkpoint of it in {}: \
+                 run the recipe again to resume there",
+                ctx.rel(&dir.join("checkpoints"))
+            ),
+            r => r?,
+        };
+        drop(stop);
         log.line(&format!(
             "steps {} to {} in {:.1} s, final loss {:.6}",
             s.start_step, s.steps, s.seconds, s.final_loss
@@ -113,4 +122,45 @@ pub(crate) fn train(model: Model, ctx: &Ctx<'_>, log: &mut StageLog) -> anyhow::
         bail!("{name}: training finished but {} is missing", ck.display());
     }
     Ok(vec![ctx.rel(&ck), ctx.rel(&dir.join("metrics.jsonl"))])
+}
+
+/// While a stage trains in this process, SIGINT (Ctrl-C) and SIGTERM stop it
+/// after the current step with a checkpoint of it ([`dv_train::stop_flag`]),
+/// as `dv train` stops on SIGTERM, so that a rerun loses nothing; a second
+/// signal ends the process at once (exit 130). Outside training the signals
+/// act as by default (signal-hook cannot give a handler back, so the
+/// handlers stay, and act by default while no stage trains).
+struct StopOnSignal;
+
+/// Whether no stage is training in this process (the handlers' condition
+/// for the default action).
+fn not_training() -> &'static std::sync::Arc<std::sync::atomic::AtomicBool> {
+    static FLAG: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> = std::sync::OnceLock::new();
+    FLAG.get_or_init(|| std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)))
+}
+
+impl StopOnSignal {
+    fn install() -> anyhow::Result<Self> {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        use signal_hook::flag;
+        static INSTALLED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+        if INSTALLED.get().is_none() {
+            let stop = dv_train::stop_flag();
+            for signal in [SIGINT, SIGTERM] {
+                // In this order: the default while not training; the second signal; the first.
+                flag::register_conditional_default(signal, not_training().clone())?;
+                flag::register_conditional_shutdown(signal, 130, stop.clone())?;
+                flag::register(signal, stop.clone())?;
+            }
+            let _ = INSTALLED.set(());
+        }
+        not_training().store(false, std::sync::atomic::Ordering::SeqCst);
+        Ok(Self)
+    }
+}
+
+impl Drop for StopOnSignal {
+    fn drop(&mut self) {
+        not_training().store(true, std::sync::atomic::Ordering::SeqCst);
+    }
 }

@@ -576,3 +576,63 @@ fn a_wavenet_on_predicted_f0_follows_the_duration_model() {
     let printed = until(&predicted);
     assert_eq!(ran(&printed), ["train-duration", "train-wavenet"], "{printed}");
 }
+
+/// The last step in a training stage's metrics, once its run directory has one.
+fn last_step(out: &Path, stage: &str) -> Option<u64> {
+    let dir = std::fs::read_dir(out.join("runs").join(stage)).ok()?.next()?.ok()?.path();
+    let text = std::fs::read_to_string(dir.join("metrics.jsonl")).ok()?;
+    text.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()?["step"].as_u64()).max()
+}
+
+/// Ctrl-C (SIGINT to the foreground process group, as a terminal sends it)
+/// during a stage that trains in the recipe's process stops it after the
+/// current step with a checkpoint of that step, and says so; a rerun
+/// resumes there instead of from the last periodic checkpoint.
+#[test]
+fn ctrl_c_during_training_checkpoints_the_step_and_a_rerun_resumes_there() {
+    let d = tempfile::tempdir().unwrap();
+    let corpus = d.path().join("slt");
+    ok(&dv(&["corpus", "make-default", "--utterances", "10", "--out", corpus.to_str().unwrap()]));
+    let out = d.path().join("out");
+    // No periodic WaveNet checkpoint before the last step: the signal's is the only one.
+    let r = recipe(d.path(), "r.toml", &corpus, &out, 40);
+    let text = std::fs::read_to_string(&r).unwrap();
+    let text = text.replace("set.checkpoint = { every = 2, keep_last = 10 }", "set.checkpoint = { every = 1000 }");
+    std::fs::write(&r, text).unwrap();
+    let stderr = d.path().join("stderr.txt");
+    let mut child = ProcessGroup::spawn(
+        Command::new(env!("CARGO_BIN_EXE_dv"))
+            .args(["recipe", "run", r.to_str().unwrap(), "--stop-stage", "train-wavenet"])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&stderr).unwrap()),
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while last_step(&out, "train-wavenet").is_none_or(|s| s < 2) {
+        assert!(child.try_wait().unwrap().is_none(), "the recipe ended before it could be interrupted");
+        assert!(Instant::now() < deadline, "the WaveNet stage logged no step");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let sent = Command::new("kill").args(["-s", "INT", "--", &format!("-{}", child.id())]).status().unwrap();
+    assert!(sent.success());
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the recipe did not stop after SIGINT");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let err = std::fs::read_to_string(&stderr).unwrap();
+    assert_eq!(status.code(), Some(1), "{status:?}: {err}");
+    let said = err.split("train-wavenet: stopped by a signal after step ").nth(1).unwrap_or_else(|| panic!("{err}"));
+    let step: u64 = said.split(',').next().unwrap().parse().unwrap();
+    assert!((2..40).contains(&step), "{err}");
+    let runs = std::fs::read_dir(out.join("runs/train-wavenet")).unwrap().next().unwrap().unwrap().path();
+    let ck = runs.join(format!("checkpoints/step-{step:010}.safetensors"));
+    assert!(ck.exists(), "no checkpoint of step {step}: {err}");
+    // The rerun resumes at that step.
+    let printed = ok(&dv(&["recipe", "run", r.to_str().unwrap(), "--stop-stage", "train-wavenet"]));
+    assert_eq!(ran(&printed), ["train-wavenet"], "{printed}");
+    let log = std::fs::read_to_string(out.join("logs/train-wavenet.log")).unwrap();
+    assert!(log.contains("resumed from") && log.contains(&format!("(step {step})")), "{log}");
+}
