@@ -85,14 +85,20 @@ fn read_reference(root: &Path, id: &str, out: &mut Collector) -> Option<Referenc
     let mut r = ReferenceLabels::default();
     let lab = root.join("lab").join(format!("{id}.lab"));
     if lab.is_file() {
-        match std::fs::read_to_string(&lab).map_err(|e| e.to_string()).and_then(|t| parse_xwaves_lab(&t).map_err(|e| e.to_string())) {
+        match std::fs::read_to_string(&lab)
+            .map_err(|e| e.to_string())
+            .and_then(|t| parse_xwaves_lab(&t).map_err(|e| e.to_string()))
+        {
             Ok(spans) => r.phones = spans,
             Err(e) => out.bad(id, &lab, BadReason::MalformedLabels, e),
         }
     }
     let f0 = root.join("f0").join(format!("{id}.f0"));
     if f0.is_file() {
-        match std::fs::read_to_string(&f0).map_err(|e| e.to_string()).and_then(|t| parse_est_f0(&t).map_err(|e| e.to_string())) {
+        match std::fs::read_to_string(&f0)
+            .map_err(|e| e.to_string())
+            .and_then(|t| parse_est_f0(&t).map_err(|e| e.to_string()))
+        {
             Ok(track) => r.f0 = Some(track),
             Err(e) => out.bad(id, &f0, BadReason::MalformedLabels, e),
         }

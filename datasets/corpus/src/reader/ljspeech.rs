@@ -1,5 +1,6 @@
 //! LJSpeech: `metadata.csv` with `id|transcript|normalized transcript` per
-//! line (pipe-separated, no quoting, UTF-8, no header) and `wavs/<id>.wav`.
+//! line (pipe-separated, no quoting, UTF-8, no header; the third column
+//! may be left out, a fourth is refused) and `wavs/<id>.wav`.
 //! One speaker, `LJ`. The third column is what gets normalized when present
 //! (it already spells out numbers); the second is kept as the transcript.
 
@@ -18,8 +19,9 @@ pub(crate) fn read(root: &Path) -> Result<Collector, CorpusError> {
         }
         let fields: Vec<&[u8]> = line.split(|b| *b == b'|').collect();
         let id = String::from_utf8_lossy(fields[0]).trim().to_string();
-        if fields.len() < 2 || id.is_empty() {
-            let detail = format!("line {}: expected `id|transcript|normalized`", n + 1);
+        if !(2..=3).contains(&fields.len()) || id.is_empty() {
+            // More than three: a `|` in a transcript would cut it short, so the row is refused.
+            let detail = format!("line {}: {} fields; expected `id|transcript|normalized`", n + 1, fields.len());
             out.bad(format!("line {}", n + 1), &index, BadReason::MalformedIndex, detail);
             continue;
         }

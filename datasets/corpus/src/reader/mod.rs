@@ -140,7 +140,12 @@ fn read_index(path: &Path, kind: &'static str) -> Result<Vec<u8>, CorpusError> {
     if !path.is_file() {
         return Err(CorpusError::WrongLayout { path: path.to_path_buf(), kind, reason: "index file missing".into() });
     }
-    std::fs::read(path).map_err(CorpusError::io(path))
+    let mut bytes = std::fs::read(path).map_err(CorpusError::io(path))?;
+    // A UTF-8 byte order mark (what some Windows editors write) is not part of the first id.
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        bytes.drain(..3);
+    }
+    Ok(bytes)
 }
 
 /// The sorted entries of a directory (files or subdirectories).

@@ -3,7 +3,11 @@
 //! columns `path`, `text` and optionally `speaker`. A first row naming
 //! those columns (`path`/`audio`/`wav`/`file`, `text`/`transcript`/
 //! `sentence`, `speaker`) is a header and may order them freely; otherwise
-//! the columns are positional. Relative paths are relative to the table's
+//! the columns are positional. A row with more fields than the columns is
+//! refused (in a `.csv`, unquoted commas in the text split it), and so is a
+//! speaker of several words in a `.csv` without a header (the tail of such
+//! a text, most likely).
+//! Relative paths are relative to the table's
 //! directory. The id is the audio file's name without extension when no two
 //! audio files of the table share it (LJSpeech's and Piper's ids), else the
 //! path relative to the table's directory without extension, `/` written
@@ -42,6 +46,8 @@ pub(crate) fn read(file: &Path) -> Result<Collector, CorpusError> {
     let mut out = Collector::default();
     let mut rows = Vec::new();
     let mut cols = Columns { path: 0, text: 1, speaker: Some(2) };
+    // A header's width; without one, path, text and speaker.
+    let (mut width, mut positional) = (3, true);
     for (n, row) in rb.from_reader(bytes.as_slice()).byte_records().enumerate() {
         let line = n + 1;
         let row = match row {
@@ -54,10 +60,25 @@ pub(crate) fn read(file: &Path) -> Result<Collector, CorpusError> {
         if n == 0 {
             if let Some(h) = header(&row) {
                 cols = h;
+                (width, positional) = (row.len(), false);
                 continue;
             }
         }
         if row.iter().all(|f| f.trim_ascii().is_empty()) {
+            continue;
+        }
+        // Unquoted commas in a .csv text split it: refused, not silently cut short.
+        let quote = if tsv { "" } else { " (quote a text that holds commas: \"Turn left, then right.\")" };
+        if row.len() > width {
+            let detail = format!("line {line}: {} fields, more than the {width} columns{quote}", row.len());
+            out.bad(format!("line {line}"), file, BadReason::MalformedIndex, detail);
+            continue;
+        }
+        let spoken_speaker = cols.speaker.and_then(|i| row.get(i)).filter(|s| s.trim_ascii().contains(&b' '));
+        if let (Some(s), true, false) = (spoken_speaker, positional, tsv) {
+            let s = String::from_utf8_lossy(s.trim_ascii());
+            let detail = format!("line {line}: the speaker column holds {s:?}, words, not a speaker id{quote}");
+            out.bad(format!("line {line}"), file, BadReason::MalformedIndex, detail);
             continue;
         }
         let (Some(path), Some(text)) = (row.get(cols.path), row.get(cols.text)) else {

@@ -230,6 +230,46 @@ fn tables_read_tsv_with_header_csv_with_quotes_and_positional_rows() {
     assert_eq!(reasons(&c), want);
 }
 
+/// What a spreadsheet or a hand-written index gets wrong, refused row by
+/// row with the line and the reason rather than read as other text: a
+/// `|` in an LJSpeech transcript, unquoted commas in a `.csv` text, and a
+/// byte order mark before the first id.
+#[test]
+fn rows_that_would_cut_a_transcript_short_are_refused_and_a_bom_is_not_an_id() {
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path();
+    for id in ["my001", "my002", "my003"] {
+        wav(&r.join(format!("wavs/{id}.wav")), 16_000, 1600);
+    }
+    write(&r.join("metadata.csv"), "\u{feff}my001|Hello.|Hello.\nmy002|a|b|c|extra column\nmy003|Two columns.\n");
+    let c = read(r.to_str().unwrap(), None).unwrap();
+    assert_eq!(ids(&c), ["my001", "my003"]);
+    let bad = c.bad.iter().find(|b| b.item == "line 2").unwrap();
+    assert_eq!(bad.reason, BadReason::MalformedIndex);
+    assert!(bad.detail.contains("5 fields"), "{}", bad.detail);
+
+    let t = d.path().join("t");
+    wav(&t.join("a.wav"), 16_000, 1600);
+    wav(&t.join("b.wav"), 16_000, 1600);
+    wav(&t.join("c.wav"), 16_000, 1600);
+    write(&t.join("plain.csv"), "a.wav,Turn left, then right.\nb.wav,\"Turn left, then right.\"\nc.wav,Stop here,ann\n");
+    let c = read(t.join("plain.csv").to_str().unwrap(), None).unwrap();
+    assert_eq!(ids(&c), ["b", "c"]);
+    assert_eq!(c.utterances[0].transcript, "Turn left, then right.");
+    assert_eq!(c.utterances[1].speaker, "ann");
+    let bad = c.bad.iter().find(|b| b.item == "line 1").unwrap();
+    assert!(bad.detail.contains("\"then right.\"") && bad.detail.contains("quote a text"), "{}", bad.detail);
+    write(&t.join("head.csv"), "path,text\na.wav,Turn left, then right.\nb.wav,Fine.\n");
+    let c = read(t.join("head.csv").to_str().unwrap(), None).unwrap();
+    assert_eq!(ids(&c), ["b"]);
+    let bad = c.bad.iter().find(|b| b.item == "line 2").unwrap();
+    assert!(bad.detail.contains("3 fields, more than the 2 columns"), "{}", bad.detail);
+    // With a header, a speaker may be several words.
+    write(&t.join("named.csv"), "path,text,speaker\na.wav,Fine.,Ann Lee\n");
+    let c = read(t.join("named.csv").to_str().unwrap(), None).unwrap();
+    assert_eq!(c.utterances[0].speaker, "Ann Lee");
+}
+
 #[test]
 fn table_ids_are_file_names_unless_two_files_share_one() {
     let d = tempfile::tempdir().unwrap();
