@@ -40,6 +40,9 @@ pub(crate) fn run_config(model: Model, ctx: &Ctx<'_>) -> anyhow::Result<(dv_trai
 /// is the global batch either way.
 pub(crate) fn train(model: Model, ctx: &Ctx<'_>, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     let name = Stage::Train(model);
+    if model == Model::Segmentation {
+        enough_utterances(ctx)?;
+    }
     let dir = run_dir(&ctx.out, model, ctx.key);
     let (cfg, note) = run_config(model, ctx)?;
     if let Some(note) = note {
@@ -122,6 +125,42 @@ pub(crate) fn train(model: Model, ctx: &Ctx<'_>, log: &mut StageLog) -> anyhow::
         bail!("{name}: training finished but {} is missing", ck.display());
     }
     Ok(vec![ctx.rel(&ck), ctx.rel(&dir.join("metrics.jsonl"))])
+}
+
+/// Before the first training stage: refuses a corpus with fewer usable
+/// utterances than a batch of a stage that trains on utterances (the
+/// segmentation and duration/F0 models), naming the stage and what to
+/// change, rather than after the stages before that one have trained. The
+/// trainer's own check stays the exact one; this one never refuses a
+/// corpus that could train (fewer than a batch cannot).
+fn enough_utterances(ctx: &Ctx<'_>) -> anyhow::Result<()> {
+    let manifest = ctx.phones().join("manifest.json");
+    let Ok(text) = std::fs::read_to_string(&manifest) else { return Ok(()) };
+    let usable = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v["utterances"].as_u64())
+        .with_context(|| format!("{}: no utterance count", manifest.display()))?;
+    for model in [Model::Segmentation, Model::Duration] {
+        let (cfg, _) = run_config(model, ctx)?;
+        let held_out = match &cfg.data {
+            dv_train::DataConfig::Features(f) => f.validation_fraction > 0.0,
+            dv_train::DataConfig::Prosody(p) => p.validation_fraction > 0.0,
+            _ => continue,
+        };
+        let needed = cfg.train.batch as u64 + u64::from(held_out);
+        if usable < needed {
+            bail!(
+                "the corpus has {usable} usable utterance(s) ({}); {} trains on batches of {} utterances{}: \
+                 bring more audio, or lower the batch in the recipe ([{}] set.train.batch)",
+                ctx.rel(&manifest),
+                Stage::Train(model),
+                cfg.train.batch,
+                if held_out { " and holds some out for validation" } else { "" },
+                model.field()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// While a stage trains in this process, SIGINT (Ctrl-C) and SIGTERM stop it

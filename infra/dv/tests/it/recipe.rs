@@ -636,3 +636,24 @@ fn ctrl_c_during_training_checkpoints_the_step_and_a_rerun_resumes_there() {
     let log = std::fs::read_to_string(out.join("logs/train-wavenet.log")).unwrap();
     assert!(log.contains("resumed from") && log.contains(&format!("(step {step})")), "{log}");
 }
+
+/// A corpus with fewer usable utterances than a training stage's batch is
+/// refused before anything trains, naming the stage and what to change.
+#[test]
+fn a_corpus_smaller_than_a_batch_is_refused_before_anything_trains() {
+    let d = tempfile::tempdir().unwrap();
+    let corpus = d.path().join("slt");
+    ok(&dv(&["corpus", "make-default", "--utterances", "3", "--out", corpus.to_str().unwrap()]));
+    let out = d.path().join("out");
+    let r = recipe(d.path(), "r.toml", &corpus, &out, 2);
+    let o = dv(&["recipe", "run", r.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("the corpus has 3 usable utterance(s)")
+            && err.contains("train-segmentation trains on batches of 4 utterances")
+            && err.contains("[train_segmentation] set.train.batch"),
+        "{err}"
+    );
+    assert!(!out.join("runs").exists(), "nothing trained");
+}

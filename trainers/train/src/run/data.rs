@@ -95,14 +95,17 @@ pub(super) fn build_data(cfg: &RunConfig) -> Result<(Datasets, Vec<String>), Tra
 }
 
 /// Refuses a training set of fewer than one global batch: `"{url} has {len}
-/// {what}, fewer than one batch of {batch}{why}"`.
+/// {what}, fewer than one batch of {batch}{why}: lower [train] batch, …"`.
 fn at_least_one_batch(cfg: &RunConfig, url: &str, len: usize, what: &str, why: &str) -> Result<(), TrainError> {
     if len >= cfg.train.batch {
         return Ok(());
     }
     Err(TrainError::Config {
         path: "[data] url".into(),
-        reason: format!("{url} has {len} {what}, fewer than one batch of {}{why}", cfg.train.batch),
+        reason: format!(
+            "{url} has {len} {what}, fewer than one batch of {}{why}: lower [train] batch, or bring more data",
+            cfg.train.batch
+        ),
     })
 }
 
