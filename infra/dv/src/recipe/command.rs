@@ -260,6 +260,16 @@ fn execute(a: &RunFlags, gpus: Option<Gpus>) -> anyhow::Result<()> {
             started.elapsed().as_secs_f64(),
             lock_path.display()
         );
+        // What a user came for, when the run got that far.
+        let (voice, report) = (out.join("voice"), out.join("report.md"));
+        if voice.join("config.json").is_file() && report.is_file() {
+            println!(
+                "voice {} (dv synth --voice {} \"…\"); report {}",
+                voice.display(),
+                voice.display(),
+                report.display()
+            );
+        }
     }
     Ok(())
 }

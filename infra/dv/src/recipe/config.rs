@@ -63,8 +63,15 @@ impl Loaded {
     /// the recipe's `init` (duration/F0 and WaveNet), then `set` merged in.
     pub fn train_table(&self, field: &str, t: &TrainStage) -> anyhow::Result<toml::Table> {
         let path = self.resolve(&t.config);
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("recipe {}: {field}.config: reading {path}", self.file.display()))?;
+        let text = std::fs::read_to_string(&path).with_context(|| {
+            // A preset copied elsewhere keeps paths relative to where it was.
+            let hint = if Path::new(&t.config).is_relative() {
+                format!(" ({:?} is relative to the recipe file's folder, {})", t.config, self.base.display())
+            } else {
+                String::new()
+            };
+            format!("recipe {}: {field}.config: reading {path}{hint}", self.file.display())
+        })?;
         let table: toml::Table = toml::from_str(&text)
             .map_err(|e| anyhow::anyhow!("recipe {}: {field}.config = {path}: {e}", self.file.display()))?;
         Ok(stage_table(table, field, self.recipe.init.as_ref().map(|i| self.resolve(i)), t))

@@ -264,7 +264,11 @@ fn scalars(v: &Value) -> String {
     if let Value::Object(m) = v {
         for (k, x) in m {
             match x {
-                Value::Number(n) => s.push_str(&format!("- {k}: {n}\n")),
+                // Figures to four significant digits: 0.0293, not 0.029280870225694443.
+                Value::Number(n) => match (n.as_f64(), n.is_f64()) {
+                    (Some(x), true) => s.push_str(&format!("- {k}: {}\n", significant(x, 4))),
+                    _ => s.push_str(&format!("- {k}: {n}\n")),
+                },
                 Value::String(t) => s.push_str(&format!("- {k}: {t}\n")),
                 Value::Bool(b) => s.push_str(&format!("- {k}: {b}\n")),
                 _ => {}
@@ -272,6 +276,20 @@ fn scalars(v: &Value) -> String {
         }
     }
     s
+}
+
+/// `x` rounded to `digits` significant digits, without trailing zeros.
+fn significant(x: f64, digits: i32) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return x.to_string();
+    }
+    let decimals = (digits - 1 - x.abs().log10().floor() as i32).max(0) as usize;
+    let s = format!("{x:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
 }
 
 pub(crate) fn report(ctx: &Ctx<'_>, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
@@ -309,9 +327,12 @@ pub(crate) fn report(ctx: &Ctx<'_>, log: &mut StageLog) -> anyhow::Result<Vec<St
     for p in e["plots"].as_array().into_iter().flatten() {
         md.push_str(&format!("![{}]({})\n\n", p["what"].as_str().unwrap_or(""), p["png"].as_str().unwrap_or("")));
     }
-    md.push_str("## Notes\n\n");
-    for n in e["notes"].as_array().into_iter().flatten() {
-        md.push_str(&format!("- {}\n", n.as_str().unwrap_or("")));
+    let notes: Vec<&str> = e["notes"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    if !notes.is_empty() {
+        md.push_str("## Notes\n\n");
+        for n in notes {
+            md.push_str(&format!("- {n}\n"));
+        }
     }
     crate::write_atomic(&out.join("report.md"), md.as_bytes())?;
     log.line(&format!("report {}", out.join("report.md").display()));
@@ -374,4 +395,19 @@ fn listen_section(l: &Value) -> String {
         }
     }
     md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::significant;
+
+    #[test]
+    fn figures_keep_four_significant_digits() {
+        assert_eq!(significant(0.029280870225694443, 4), "0.02928");
+        assert_eq!(significant(41.0123, 4), "41.01");
+        assert_eq!(significant(2.5, 4), "2.5");
+        assert_eq!(significant(12345.678, 4), "12346");
+        assert_eq!(significant(-0.5, 4), "-0.5");
+        assert_eq!(significant(0.0, 4), "0");
+    }
 }

@@ -118,6 +118,10 @@ fn recipe_runs_skips_reruns_and_resumes() {
     let r = recipe(d.path(), "r.toml", &corpus, &out, 6);
     let printed = run(&r);
     assert_eq!(ran(&printed).len(), 10, "{printed}");
+    assert!(
+        printed.contains(&format!("voice {}", out.join("voice").display())),
+        "the last line names the voice: {printed}"
+    );
     for f in
         ["report.md", "voice/config.json", "evaluate/evaluate.json", "aligned/quarantine.tsv", "logs/train-wavenet.log"]
     {
