@@ -18,6 +18,9 @@ use super::stage::{why_run, Ctx, Model, Stage, StageLog};
 
 #[derive(Subcommand)]
 pub(crate) enum RecipeCommand {
+    /// Write a recipe for a corpus of your own from a preset (finetune by default): corpus,
+    /// format and out set, the preset's relative paths made absolute; then `dv recipe run` it.
+    New(super::new::NewArgs),
     /// Run the recipe's stages (each skipped when its inputs, config and code are unchanged).
     Run(RunArgs),
     /// Each stage and why it would run or be skipped (the same as `run --dry-run`).
@@ -141,6 +144,7 @@ pub(crate) fn run(c: RecipeCommand) -> anyhow::Result<()> {
             None,
         ),
         RecipeCommand::TrainConfig { recipe, stage, out } => super::emit::train_config(&recipe, &stage, &out),
+        RecipeCommand::New(a) => super::new::new(a),
     }
 }
 

@@ -102,6 +102,7 @@ mod key;
 mod kube;
 mod listen;
 mod lock;
+mod new;
 mod plan;
 mod relabel;
 mod report;

@@ -661,3 +661,61 @@ fn a_corpus_smaller_than_a_batch_is_refused_before_anything_trains() {
     );
     assert!(!out.join("runs").exists(), "nothing trained");
 }
+
+/// `dv recipe new` writes a recipe for one's own corpus from a preset: the
+/// corpus, format and out set, the embedded corpus's `make_default`
+/// dropped, the preset's relative paths absolute, so that it runs from
+/// wherever it is written; mistakes are refused before anything is written.
+#[test]
+fn recipe_new_writes_a_preset_for_ones_own_corpus_that_runs_from_anywhere() {
+    let d = tempfile::tempdir().unwrap();
+    let corpus = d.path().join("mine");
+    ok(&dv(&["corpus", "make-default", "--utterances", "3", "--out", corpus.to_str().unwrap()]));
+    let r = d.path().join("elsewhere/mine.toml");
+    std::fs::create_dir_all(r.parent().unwrap()).unwrap();
+    let out = d.path().join("out");
+    let args = |extra: &[&str]| {
+        let mut a = vec!["recipe", "new", corpus.to_str().unwrap(), "--preset", "tiny-cpu", "-o", r.to_str().unwrap()];
+        a.extend_from_slice(extra);
+        a.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    let run = |a: Vec<String>| dv(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let printed = ok(&run(args(&["--out", out.to_str().unwrap()])));
+    assert!(printed.contains("next: dv recipe run"), "{printed}");
+    let text = std::fs::read_to_string(&r).unwrap();
+    let v: toml::Table = toml::from_str(&text).unwrap();
+    assert_eq!(v["corpus"].as_str(), Some(corpus.canonicalize().unwrap().to_str().unwrap()));
+    assert_eq!(v["out"].as_str(), Some(out.to_str().unwrap()));
+    assert!(!v.contains_key("make_default") && !v.contains_key("format"), "{text}");
+    for stage in ["train_segmentation", "train_duration", "train_wavenet"] {
+        let config = v[stage]["config"].as_str().unwrap();
+        assert!(Path::new(config).is_absolute() && Path::new(config).is_file(), "{stage}: {config}");
+    }
+    assert!(Path::new(v["g2p"]["model"].as_str().unwrap()).is_file());
+    assert!(text.contains("# Written by `dv recipe new` from the preset"), "{text}");
+    assert!(text.contains("\n[evaluate]\nsentences = "), "the preset's settings kept: {text}");
+    // As `dv recipe run` reads it, from its own folder.
+    let status = ok(&dv(&["recipe", "status", r.to_str().unwrap()]));
+    assert!(status.contains("[1/10] inspect: would run"), "{status}");
+    // Refused, writing nothing: an existing file, a missing corpus, an unknown preset or format.
+    let refused = |a: Vec<String>, want: &str| {
+        let o = run(a);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains(want), "{want}: {err}");
+    };
+    refused(args(&[]), "exists: --force replaces it");
+    std::fs::remove_file(&r).unwrap();
+    let mut a = args(&[]);
+    a[4] = "bogus".into();
+    refused(a, "known: blizzard2013, embedded-gpu, finetune");
+    refused(args(&["--format", "wav"]), "--format: unknown corpus format");
+    let mut a = args(&[]);
+    a[2] = d.path().join("missing").display().to_string();
+    refused(a, "the corpus");
+    assert!(!r.exists());
+    // The default preset, fine-tuning from the shipped voice: `init` made absolute.
+    let o = ok(&dv(&["recipe", "new", corpus.to_str().unwrap(), "-o", r.to_str().unwrap()]));
+    let v: toml::Table = toml::from_str(&std::fs::read_to_string(&r).unwrap()).unwrap();
+    assert!(Path::new(v["init"].as_str().unwrap()).join("config.json").is_file(), "{o}: {v}");
+    assert_eq!(v["out"].as_str(), Some("$DV_HOME/recipes/mine"));
+}

@@ -1,0 +1,176 @@
+//! `dv recipe new`: a recipe file for a corpus of one's own, from a preset,
+//! as ESPnet users copy a recipe directory and Piper users a training
+//! command. The preset's text and comments are kept; `corpus`, `format` and
+//! `out` are set (the embedded corpus's `make_default` dropped), and every
+//! relative path the preset names (the run configs, the G2P model, `init`)
+//! is made absolute, so that the new file works wherever it is written.
+//! The file is checked as `dv recipe run` reads it before it is kept.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use clap::Args;
+
+use super::config::Loaded;
+
+#[derive(Args)]
+pub(crate) struct NewArgs {
+    /// The corpus: a directory of one of the layouts `dv corpus inspect` reads, a .tsv/.csv
+    /// table, or an object-store URL.
+    corpus: String,
+    /// The preset: a name in infra/recipes/ (finetune: an hour of a new speaker from the shipped
+    /// voice, on a GPU; ljspeech, vctk-p225, blizzard2013, embedded-gpu: from scratch; tiny-cpu:
+    /// minutes on a CPU, a toy) or a recipe file.
+    #[arg(long, default_value = "finetune")]
+    preset: String,
+    /// The corpus layout (ljspeech, arctic, blizzard2013, vctk, table); default: detected.
+    #[arg(long)]
+    format: Option<String>,
+    /// Where the recipe's stages write; default: $DV_HOME/recipes/<the recipe file's name>.
+    #[arg(long)]
+    out: Option<String>,
+    /// The recipe file to write.
+    #[arg(short = 'o', long = "recipe", default_value = "recipe.toml")]
+    recipe: PathBuf,
+    /// Replace the recipe file if it exists.
+    #[arg(long)]
+    force: bool,
+}
+
+/// The presets of the source tree this binary was built from.
+fn presets_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes");
+    dir.canonicalize().unwrap_or(dir)
+}
+
+/// The preset file `preset` names: a path, or a name in [`presets_dir`].
+fn preset_file(preset: &str) -> anyhow::Result<PathBuf> {
+    if preset.contains('/') || preset.ends_with(".toml") {
+        return Ok(PathBuf::from(preset));
+    }
+    let file = presets_dir().join(format!("{preset}.toml"));
+    if file.is_file() {
+        return Ok(file);
+    }
+    let mut known: Vec<String> = std::fs::read_dir(presets_dir())
+        .map(|d| d.filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".toml").map(str::to_string)).collect())
+        .unwrap_or_default();
+    known.sort();
+    bail!("--preset {preset}: no such preset in {} (known: {})", presets_dir().display(), known.join(", "))
+}
+
+/// A relative path in a preset, absolute from `base`; `None` for what is not
+/// a path relative to the preset's folder (a URL, `$DV_HOME/…`, an absolute
+/// path, `none`).
+fn absolute(value: &str, base: &Path) -> Option<String> {
+    let relative = !(value.contains("://")
+        || value.starts_with("$DV_HOME")
+        || value.starts_with("${DV_HOME}")
+        || value == "none"
+        || Path::new(value).is_absolute());
+    relative.then(|| {
+        let p = base.join(value);
+        p.canonicalize().unwrap_or(p).display().to_string()
+    })
+}
+
+/// A TOML basic string.
+fn quoted(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+/// `text`, a preset, for `corpus` (with `format` when given) writing to
+/// `out`, its relative paths made absolute from `base`.
+pub(crate) fn rewrite(text: &str, base: &Path, corpus: &str, format: Option<&str>, out: &str) -> String {
+    let mut top = vec![format!("corpus = {}", quoted(corpus))];
+    if let Some(f) = format {
+        top.push(format!("format = {}", quoted(f)));
+    }
+    top.push(format!("out = {}", quoted(out)));
+    let mut lines: Vec<String> = Vec::new();
+    let (mut in_table, mut placed) = (false, false);
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        in_table |= trimmed.starts_with('[');
+        let key = trimmed.split('=').next().unwrap_or("").trim();
+        let is_assignment = trimmed.contains('=') && !trimmed.starts_with('#');
+        if !in_table && is_assignment && ["corpus", "format", "out", "make_default"].contains(&key) {
+            if !placed {
+                lines.append(&mut top);
+                placed = true;
+            }
+            continue;
+        }
+        if in_table && !placed {
+            lines.append(&mut top);
+            lines.push(String::new());
+            placed = true;
+        }
+        let path_value = is_assignment && ["config", "model", "init"].contains(&key);
+        let value = trimmed.split_once('=').map(|(_, v)| v.trim());
+        match (path_value, value.and_then(|v| v.strip_prefix('"')?.split_once('"'))) {
+            (true, Some((v, rest))) if absolute(v, base).is_some() => {
+                let indent = &line[..line.len() - trimmed.len()];
+                lines.push(format!("{indent}{key} = {}{rest}", quoted(&absolute(v, base).unwrap_or_default())));
+            }
+            _ => lines.push(line.to_string()),
+        }
+    }
+    if !placed {
+        lines.append(&mut top);
+    }
+    lines.join("\n") + "\n"
+}
+
+pub(crate) fn new(a: NewArgs) -> anyhow::Result<()> {
+    let preset = preset_file(&a.preset)?;
+    let text = std::fs::read_to_string(&preset).with_context(|| format!("reading the preset {}", preset.display()))?;
+    let base = preset.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+    if a.recipe.exists() && !a.force {
+        bail!("{} exists: --force replaces it", a.recipe.display());
+    }
+    if let Some(f) = &a.format {
+        f.parse::<dv_corpus::CorpusKind>().map_err(|e| anyhow::anyhow!("--format: {e}"))?;
+    }
+    // A local corpus is looked at now: a path or layout mistake is cheaper here than at the
+    // recipe's first stage. An absolute path, since the recipe resolves from its own folder.
+    let corpus = if a.corpus.contains("://") {
+        a.corpus.clone()
+    } else {
+        let p = Path::new(&a.corpus);
+        let p = p.canonicalize().with_context(|| format!("the corpus {}", p.display()))?;
+        if a.format.is_none() {
+            let (kind, _) = dv_corpus::detect(&p).with_context(|| format!("the corpus {}", p.display()))?;
+            eprintln!("corpus {} (layout {kind}, detected)", p.display());
+        }
+        p.display().to_string()
+    };
+    let name = a.recipe.file_stem().and_then(|s| s.to_str()).unwrap_or("recipe");
+    let out = a.out.clone().unwrap_or_else(|| format!("$DV_HOME/recipes/{name}"));
+    let header = format!(
+        "# Written by `dv recipe new` from the preset {} on {}, for the corpus {corpus}:\n\
+         # the preset's settings and notes below, its relative paths made absolute.\n\n",
+        preset.display(),
+        crate::utc_now()
+    );
+    let written = header + &rewrite(&text, &base, &corpus, a.format.as_deref(), &out);
+    crate::write_atomic(&a.recipe, written.as_bytes())?;
+    // Read back as `dv recipe run` reads it, each run config included; a file that fails is not kept.
+    let check = Loaded::load(&a.recipe).and_then(|l| {
+        for (field, stage) in l.recipe.train_stages() {
+            l.train_table(field, stage)?;
+        }
+        Ok(())
+    });
+    if let Err(e) = check {
+        let _ = std::fs::remove_file(&a.recipe);
+        return Err(e.context(format!("the recipe written from {} does not load", preset.display())));
+    }
+    println!("wrote {} (preset {}; out {out})", a.recipe.display(), preset.display());
+    println!(
+        "next: dv recipe run {}   (dv recipe status {} says what would run)",
+        a.recipe.display(),
+        a.recipe.display()
+    );
+    Ok(())
+}
