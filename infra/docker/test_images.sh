@@ -66,31 +66,32 @@ fi
 limits=(--ulimit "nofile=$(ulimit -Hn):$(ulimit -Hn)" --ulimit nproc=4096:4096)
 
 # One run at a time on a machine: two training images building at once need twice the disk
-# (a CI run beside a local one filled a 40 GB disk), and everything a build creates while the
-# lock is held is this run's, which cleanup relies on.
-exec 9>"${TMPDIR:-/tmp}/dv-test-images.lock"
+# (a CI run beside a local one filled a 40 GB disk), and what a build creates while the lock is
+# held is this run's, which cleanup relies on.
+exec 9>>"/tmp/dv-test-images-$(id -u).lock"
 if ! flock -n 9; then
-    echo "test_images.sh: waiting for another run of test_images.sh on this machine" >&2
-    flock 9
+    echo "test_images.sh: waiting (at most 40 min) for another run of test_images.sh on this machine" >&2
+    flock -w 2400 9 || { echo "test_images.sh: the other run still holds /tmp/dv-test-images-$(id -u).lock" >&2; exit 1; }
 fi
 
 image="localhost/deepvoice-rs/$what:test-$$"
 work="$(mktemp -d)"
 containers=()
-began=$(date +%s)
+external_before="$(podman ps -a --external -q --no-trunc)"
 images_before="$(podman images -a -q --no-trunc)"
 cleanup() {
+    trap '' INT TERM  # a second signal does not cut the cleanup short
     for c in "${containers[@]}"; do
         podman rm -f -t 2 "$c" >/dev/null 2>&1 || true
     done
     podman rmi -f "$image" >/dev/null 2>&1 || true
     # A build that does not end (a signal, a full disk) leaves its working containers and its
-    # stages' images behind: --force-rm covers only builds that end. Under the lock, each created
-    # since this run began is this run's.
-    local id created
-    while read -r id created; do
-        [ -n "$id" ] && [ "$created" -ge "$began" ] && podman rm -f --storage "$id" >/dev/null 2>&1 || true
-    done < <(podman ps -a --external --format '{{.ID}} {{.Created.Unix}}' 2>/dev/null)
+    # stages' images behind: --force-rm covers only builds that end. Those that were not there
+    # when this run began are its own, unless someone ran `podman build` beside it.
+    local id
+    while read -r id; do
+        [ -n "$id" ] && ! grep -qx "$id" <<<"$external_before" && podman rm -f --storage "$id" >/dev/null 2>&1 || true
+    done < <(podman ps -a --external -q --no-trunc 2>/dev/null)
     while read -r id; do
         grep -qx "$id" <<<"$images_before" || podman rmi -f "$id" >/dev/null 2>&1 || true
     done < <(podman images -a -q --no-trunc --filter dangling=true 2>/dev/null)

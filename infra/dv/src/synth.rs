@@ -238,8 +238,20 @@ fn check_flags(a: &SynthArgs) -> anyhow::Result<()> {
 /// when complete (a crash leaves no half-written WAV under the asked name),
 /// or standard output as a streamed WAV.
 enum Sink {
-    File { wav: WavWriter, tmp: PathBuf, out: PathBuf },
+    File { wav: WavWriter, tmp: Partial, out: PathBuf },
     Stdout(std::io::Stdout),
+}
+
+/// A `.partial` file, removed when dropped before it was renamed (a render
+/// or write that failed leaves nothing behind).
+struct Partial(Option<PathBuf>);
+
+impl Drop for Partial {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
 }
 
 impl Sink {
@@ -252,8 +264,9 @@ impl Sink {
         let mut tmp = out.as_os_str().to_owned();
         tmp.push(".partial");
         let tmp = PathBuf::from(tmp);
+        let guard = Partial(Some(tmp.clone()));
         let wav = WavWriter::create(&tmp, rate)?;
-        Ok(Sink::File { wav, tmp, out: out.to_path_buf() })
+        Ok(Sink::File { wav, tmp: guard, out: out.to_path_buf() })
     }
 
     fn push(&mut self, pcm: &[i16]) -> anyhow::Result<()> {
@@ -261,16 +274,24 @@ impl Sink {
             Sink::File { wav, .. } => Ok(wav.push(pcm)?),
             Sink::Stdout(stdout) => {
                 let bytes: Vec<u8> = pcm.iter().flat_map(|v| v.to_le_bytes()).collect();
-                stdout.write_all(&bytes).and_then(|()| stdout.flush()).context("writing audio to standard output")
+                match stdout.write_all(&bytes).and_then(|()| stdout.flush()) {
+                    // The reader left (`| head -c`, a player closed): quiet, as main.rs ends on EPIPE.
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(141),
+                    r => r.context("writing audio to standard output"),
+                }
             }
         }
     }
 
     fn finish(self) -> anyhow::Result<()> {
         match self {
-            Sink::File { wav, tmp, out } => {
+            Sink::File { wav, mut tmp, out } => {
                 wav.finish()?;
-                std::fs::rename(&tmp, &out).with_context(|| format!("renaming {} to {}", tmp.display(), out.display()))
+                let path = tmp.0.clone().unwrap_or_default();
+                std::fs::rename(&path, &out)
+                    .with_context(|| format!("renaming {} to {}", path.display(), out.display()))?;
+                tmp.0 = None;
+                Ok(())
             }
             Sink::Stdout(mut stdout) => stdout.flush().context("writing audio to standard output"),
         }

@@ -17,7 +17,11 @@ pub(crate) fn read(root: &Path) -> Result<Collector, CorpusError> {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let fields: Vec<&[u8]> = line.split(|b| *b == b'|').collect();
+        let mut fields: Vec<&[u8]> = line.split(|b| *b == b'|').collect();
+        // A trailing `|` (an empty last field) is not a field.
+        while fields.len() > 2 && fields.last().is_some_and(|f| f.trim_ascii().is_empty()) {
+            fields.pop();
+        }
         let id = String::from_utf8_lossy(fields[0]).trim().to_string();
         if !(2..=3).contains(&fields.len()) || id.is_empty() {
             // More than three: a `|` in a transcript would cut it short, so the row is refused.

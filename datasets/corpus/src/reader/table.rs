@@ -3,10 +3,10 @@
 //! columns `path`, `text` and optionally `speaker`. A first row naming
 //! those columns (`path`/`audio`/`wav`/`file`, `text`/`transcript`/
 //! `sentence`, `speaker`) is a header and may order them freely; otherwise
-//! the columns are positional. A row with more fields than the columns is
-//! refused (in a `.csv`, unquoted commas in the text split it), and so is a
-//! speaker of several words in a `.csv` without a header (the tail of such
-//! a text, most likely).
+//! the columns are positional. In a `.csv`, a row with more non-empty
+//! fields than the columns is refused (unquoted commas in the text split
+//! it), and so is, without a header, a speaker of several words or one that
+//! starts with a space (the tail of such a text, most likely).
 //! Relative paths are relative to the table's
 //! directory. The id is the audio file's name without extension when no two
 //! audio files of the table share it (LJSpeech's and Piper's ids), else the
@@ -69,12 +69,19 @@ pub(crate) fn read(file: &Path) -> Result<Collector, CorpusError> {
         }
         // Unquoted commas in a .csv text split it: refused, not silently cut short.
         let quote = if tsv { "" } else { " (quote a text that holds commas: \"Turn left, then right.\")" };
-        if row.len() > width {
-            let detail = format!("line {line}: {} fields, more than the {width} columns{quote}", row.len());
+        // Trailing empty fields (a spreadsheet's padding) are not fields; in a .tsv, where a tab
+        // cannot be part of a text, further columns are left unread.
+        let fields = row.iter().rposition(|f| !f.trim_ascii().is_empty()).map_or(0, |i| i + 1);
+        if fields > width && !tsv {
+            let detail = format!("line {line}: {fields} fields, more than the {width} columns{quote}");
             out.bad(format!("line {line}"), file, BadReason::MalformedIndex, detail);
             continue;
         }
-        let spoken_speaker = cols.speaker.and_then(|i| row.get(i)).filter(|s| s.trim_ascii().contains(&b' '));
+        // Words, or a field that starts with a space (`a.wav,Yes, sir`): the tail of a text.
+        let spoken_speaker = cols
+            .speaker
+            .and_then(|i| row.get(i))
+            .filter(|s| s.trim_ascii().contains(&b' ') || s.first().is_some_and(u8::is_ascii_whitespace));
         if let (Some(s), true, false) = (spoken_speaker, positional, tsv) {
             let s = String::from_utf8_lossy(s.trim_ascii());
             let detail = format!("line {line}: the speaker column holds {s:?}, words, not a speaker id{quote}");

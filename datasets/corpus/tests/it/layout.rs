@@ -241,7 +241,7 @@ fn rows_that_would_cut_a_transcript_short_are_refused_and_a_bom_is_not_an_id() {
     for id in ["my001", "my002", "my003"] {
         wav(&r.join(format!("wavs/{id}.wav")), 16_000, 1600);
     }
-    write(&r.join("metadata.csv"), "\u{feff}my001|Hello.|Hello.\nmy002|a|b|c|extra column\nmy003|Two columns.\n");
+    write(&r.join("metadata.csv"), "\u{feff}my001|Hello.|Hello.\nmy002|a|b|c|extra column\nmy003|Two columns.|\n");
     let c = read(r.to_str().unwrap(), None).unwrap();
     assert_eq!(ids(&c), ["my001", "my003"]);
     let bad = c.bad.iter().find(|b| b.item == "line 2").unwrap();
@@ -252,9 +252,13 @@ fn rows_that_would_cut_a_transcript_short_are_refused_and_a_bom_is_not_an_id() {
     wav(&t.join("a.wav"), 16_000, 1600);
     wav(&t.join("b.wav"), 16_000, 1600);
     wav(&t.join("c.wav"), 16_000, 1600);
-    write(&t.join("plain.csv"), "a.wav,Turn left, then right.\nb.wav,\"Turn left, then right.\"\nc.wav,Stop here,ann\n");
+    write(
+        &t.join("plain.csv"),
+        "a.wav,Turn left, then right.\nb.wav,\"Turn left, then right.\"\nc.wav,Stop here,ann,,\nc.wav,Yes, sir\n",
+    );
     let c = read(t.join("plain.csv").to_str().unwrap(), None).unwrap();
-    assert_eq!(ids(&c), ["b", "c"]);
+    assert_eq!(ids(&c), ["b", "c"], "a spreadsheet's empty trailing fields are no fields");
+    assert!(c.bad.iter().any(|b| b.item == "line 4" && b.detail.contains("\"sir\"")), "{:?}", c.bad);
     assert_eq!(c.utterances[0].transcript, "Turn left, then right.");
     assert_eq!(c.utterances[1].speaker, "ann");
     let bad = c.bad.iter().find(|b| b.item == "line 1").unwrap();

@@ -236,7 +236,7 @@ fn execute(a: &RunFlags, gpus: Option<Gpus>) -> anyhow::Result<()> {
         let mut log = StageLog::open(&logs.join(format!("{name}.log")))?;
         log.line(&format!("stage {name}: key {key} ({why})"));
         let t = Instant::now();
-        let ctx = Ctx { loaded: &loaded, out: out.clone(), lock: &lock, key: &key, gpus };
+        let ctx = Ctx { loaded: &loaded, out: out.clone(), lock: &lock, key: &key, gpus, last: Stage::ALL[last] };
         let outputs = match stage.run(&ctx, &mut log) {
             Ok(o) => o,
             Err(e) => {
@@ -254,6 +254,9 @@ fn execute(a: &RunFlags, gpus: Option<Gpus>) -> anyhow::Result<()> {
             t.elapsed().as_secs_f64(),
             started.elapsed().as_secs_f64()
         );
+        if super::train::stop_before_next_stage() {
+            bail!("stopped by a signal after {name} had finished (its lock entry is written): run the recipe again to go on");
+        }
     }
     if a.dry_run {
         println!("dry run: {} stage(s) would run, {skipped} skipped", would_run.len());

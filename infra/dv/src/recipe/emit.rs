@@ -66,7 +66,8 @@ pub(crate) fn train_config(recipe: &Path, stage: &str, file: &Path) -> anyhow::R
     let key = key_of(&parts_of(&loaded, Stage::Train(model), &lock)?);
     let dir = run_dir(&out, model, &key);
     // As the stage reads them: the segmentation model the phones, the others the aligner's.
-    let ctx = Ctx { loaded: &loaded, out: out.clone(), lock: &lock, key: &key, gpus: loaded.recipe.gpus };
+    let last = Stage::ALL[Stage::ALL.len() - 1];
+    let ctx = Ctx { loaded: &loaded, out: out.clone(), lock: &lock, key: &key, gpus: loaded.recipe.gpus, last };
     let (cfg, _) = super::train::run_config(model, &ctx)?;
     let text = toml::to_string(&cfg).context("writing the run config as TOML")?;
     // What is written must read back as the same config.

@@ -29,9 +29,10 @@ pub(crate) struct NewArgs {
     /// Where the recipe's stages write; default: $DV_HOME/recipes/<the recipe file's name>.
     #[arg(long)]
     out: Option<String>,
-    /// The recipe file to write.
-    #[arg(short = 'o', long = "recipe", default_value = "recipe.toml")]
-    recipe: PathBuf,
+    /// The recipe file to write; default: <the corpus's name>.toml here (the corpus folder's
+    /// name, or the folder of a table file).
+    #[arg(short = 'o', long = "recipe")]
+    recipe: Option<PathBuf>,
     /// Replace the recipe file if it exists.
     #[arg(long)]
     force: bool,
@@ -122,12 +123,21 @@ pub(crate) fn rewrite(text: &str, base: &Path, corpus: &str, format: Option<&str
     lines.join("\n") + "\n"
 }
 
+/// A name for the corpus at `corpus`: its folder's, or for a table file
+/// (`…/my-voice/metadata.tsv`) the folder holding it.
+fn corpus_name(corpus: &str) -> String {
+    let p = Path::new(corpus.trim_end_matches('/'));
+    let named = if p.extension().is_some() { p.parent().unwrap_or(p) } else { p };
+    named.file_name().and_then(|n| n.to_str()).filter(|n| !n.is_empty()).unwrap_or("recipe").to_string()
+}
+
 pub(crate) fn new(a: NewArgs) -> anyhow::Result<()> {
     let preset = preset_file(&a.preset)?;
     let text = std::fs::read_to_string(&preset).with_context(|| format!("reading the preset {}", preset.display()))?;
     let base = preset.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
-    if a.recipe.exists() && !a.force {
-        bail!("{} exists: --force replaces it", a.recipe.display());
+    let recipe = a.recipe.clone().unwrap_or_else(|| PathBuf::from(format!("{}.toml", corpus_name(&a.corpus))));
+    if recipe.exists() && !a.force {
+        bail!("{} exists: --force replaces it", recipe.display());
     }
     if let Some(f) = &a.format {
         f.parse::<dv_corpus::CorpusKind>().map_err(|e| anyhow::anyhow!("--format: {e}"))?;
@@ -145,8 +155,13 @@ pub(crate) fn new(a: NewArgs) -> anyhow::Result<()> {
         }
         p.display().to_string()
     };
-    let name = a.recipe.file_stem().and_then(|s| s.to_str()).unwrap_or("recipe");
-    let out = a.out.clone().unwrap_or_else(|| format!("$DV_HOME/recipes/{name}"));
+    let name = recipe.file_stem().and_then(|s| s.to_str()).unwrap_or("recipe");
+    let out = match &a.out {
+        None => format!("$DV_HOME/recipes/{name}"),
+        // Relative to where the command runs, as the user meant it, not to the recipe's folder.
+        Some(o) if absolute(o, Path::new(".")).is_some() => std::path::absolute(o)?.display().to_string(),
+        Some(o) => o.clone(),
+    };
     let header = format!(
         "# Written by `dv recipe new` from the preset {} on {}, for the corpus {corpus}:\n\
          # the preset's settings and notes below, its relative paths made absolute.\n\n",
@@ -154,23 +169,25 @@ pub(crate) fn new(a: NewArgs) -> anyhow::Result<()> {
         crate::utc_now()
     );
     let written = header + &rewrite(&text, &base, &corpus, a.format.as_deref(), &out);
-    crate::write_atomic(&a.recipe, written.as_bytes())?;
-    // Read back as `dv recipe run` reads it, each run config included; a file that fails is not kept.
-    let check = Loaded::load(&a.recipe).and_then(|l| {
+    // Checked under a name beside it (its relative paths resolve from the same folder), read
+    // as `dv recipe run` reads it, each run config included; only then renamed over the target.
+    let mut trial = recipe.as_os_str().to_owned();
+    trial.push(".new");
+    let trial = PathBuf::from(trial);
+    crate::write_atomic(&trial, written.as_bytes())?;
+    let check = Loaded::load(&trial).and_then(|l| {
         for (field, stage) in l.recipe.train_stages() {
             l.train_table(field, stage)?;
         }
         Ok(())
     });
     if let Err(e) = check {
-        let _ = std::fs::remove_file(&a.recipe);
+        let _ = std::fs::remove_file(&trial);
         return Err(e.context(format!("the recipe written from {} does not load", preset.display())));
     }
-    println!("wrote {} (preset {}; out {out})", a.recipe.display(), preset.display());
-    println!(
-        "next: dv recipe run {}   (dv recipe status {} says what would run)",
-        a.recipe.display(),
-        a.recipe.display()
-    );
+    std::fs::rename(&trial, &recipe)
+        .with_context(|| format!("renaming {} to {}", trial.display(), recipe.display()))?;
+    println!("wrote {} (preset {}; out {out})", recipe.display(), preset.display());
+    println!("next: dv recipe run {}   (dv recipe status {} says what would run)", recipe.display(), recipe.display());
     Ok(())
 }

@@ -209,6 +209,8 @@ pub(crate) struct Ctx<'a> {
     pub lock: &'a Lock,
     pub key: &'a str,
     pub gpus: Gpus,
+    /// The last stage this run goes to (`--stop-stage`).
+    pub last: Stage,
 }
 
 impl Ctx<'_> {

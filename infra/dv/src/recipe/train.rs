@@ -128,8 +128,8 @@ pub(crate) fn train(model: Model, ctx: &Ctx<'_>, log: &mut StageLog) -> anyhow::
 }
 
 /// Before the first training stage: refuses a corpus with fewer usable
-/// utterances than a batch of a stage that trains on utterances (the
-/// segmentation and duration/F0 models), naming the stage and what to
+/// utterances than a batch of a stage this run goes to that trains on
+/// utterances (the segmentation and duration/F0 models), naming the stage and what to
 /// change, rather than after the stages before that one have trained. The
 /// trainer's own check stays the exact one; this one never refuses a
 /// corpus that could train (fewer than a batch cannot).
@@ -140,15 +140,20 @@ fn enough_utterances(ctx: &Ctx<'_>) -> anyhow::Result<()> {
         .ok()
         .and_then(|v| v["utterances"].as_u64())
         .with_context(|| format!("{}: no utterance count", manifest.display()))?;
-    for model in [Model::Segmentation, Model::Duration] {
+    let runs = |stage: Stage| {
+        let at = |s: Stage| Stage::ALL.iter().position(|&x| x == s);
+        at(stage) <= at(ctx.last)
+    };
+    for model in [Model::Segmentation, Model::Duration].into_iter().filter(|&m| runs(Stage::Train(m))) {
         let (cfg, _) = run_config(model, ctx)?;
         let held_out = match &cfg.data {
             dv_train::DataConfig::Features(f) => f.validation_fraction > 0.0,
             dv_train::DataConfig::Prosody(p) => p.validation_fraction > 0.0,
             _ => continue,
         };
-        let needed = cfg.train.batch as u64 + u64::from(held_out);
-        if usable < needed {
+        // The held-out share is drawn by hash, so a small corpus may hold none out: a batch is
+        // what surely cannot be trained without.
+        if usable < cfg.train.batch as u64 {
             bail!(
                 "the corpus has {usable} usable utterance(s) ({}); {} trains on batches of {} utterances{}: \
                  bring more audio, or lower the batch in the recipe ([{}] set.train.batch)",
@@ -193,6 +198,8 @@ impl StopOnSignal {
             }
             let _ = INSTALLED.set(());
         }
+        // A fresh request per stage: one left from an earlier stage is acted on by then.
+        dv_train::stop_flag().store(false, std::sync::atomic::Ordering::SeqCst);
         not_training().store(false, std::sync::atomic::Ordering::SeqCst);
         Ok(Self)
     }
@@ -201,5 +208,18 @@ impl StopOnSignal {
 impl Drop for StopOnSignal {
     fn drop(&mut self) {
         not_training().store(true, std::sync::atomic::Ordering::SeqCst);
+        // A signal during the last step (or after it) stops nothing in the trainer: the stage is
+        // complete, and the recipe stops before the next one ([`stop_before_next_stage`]).
+        if dv_train::stop_flag().swap(false, std::sync::atomic::Ordering::SeqCst) {
+            STOP_BEFORE_NEXT.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
     }
+}
+
+static STOP_BEFORE_NEXT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether a signal came while a stage trained but too late to stop it: the
+/// recipe then stops once that stage is recorded in the lock.
+pub(crate) fn stop_before_next_stage() -> bool {
+    STOP_BEFORE_NEXT.load(std::sync::atomic::Ordering::SeqCst)
 }

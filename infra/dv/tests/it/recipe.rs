@@ -718,4 +718,23 @@ fn recipe_new_writes_a_preset_for_ones_own_corpus_that_runs_from_anywhere() {
     let v: toml::Table = toml::from_str(&std::fs::read_to_string(&r).unwrap()).unwrap();
     assert!(Path::new(v["init"].as_str().unwrap()).join("config.json").is_file(), "{o}: {v}");
     assert_eq!(v["out"].as_str(), Some("$DV_HOME/recipes/mine"));
+    // A preset whose result does not load leaves the recipe there as it was, even with --force.
+    let before = std::fs::read_to_string(&r).unwrap();
+    let broken = d.path().join("broken.toml");
+    std::fs::write(&broken, before.replace("segmentation-embedded.toml", "no-such-config.toml")).unwrap();
+    let o = dv(&[
+        "recipe",
+        "new",
+        corpus.to_str().unwrap(),
+        "--preset",
+        broken.to_str().unwrap(),
+        "-o",
+        r.to_str().unwrap(),
+        "--force",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("does not load") && err.contains("no-such-config.toml"), "{err}");
+    assert_eq!(std::fs::read_to_string(&r).unwrap(), before);
+    let left: Vec<_> = std::fs::read_dir(r.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["mine.toml"], "no trial file left");
 }
