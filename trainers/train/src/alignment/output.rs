@@ -145,7 +145,9 @@ impl AlignReport {
         });
         if let Some(p) = &self.pper {
             out.push(format!(
-                "PPER           {:.2}% ({} edits in {} reference pairs; CTC prefix beam search, width {})",
+                "PPER           {:.2}% (phoneme-pair error rate: the model's own best pairs against the \
+                 transcript's, {} edits in {} reference pairs, above 100 % when it hears more pairs than there \
+                 are; CTC prefix beam search, width {})",
                 100.0 * p.error_rate,
                 p.edits,
                 p.reference_pairs,
