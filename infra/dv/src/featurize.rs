@@ -90,6 +90,11 @@ pub(crate) fn run_cli(a: FeaturizeArgs) -> anyhow::Result<()> {
     for (reason, n) in &report.skipped {
         println!("  {reason:<20} {n}");
     }
+    // What the corpus reader passed and featurizing found wrong, by name (the reader's own bad
+    // items are dv corpus inspect's to list; both are in the shards' bad/ tables).
+    for b in &report.dropped {
+        println!("  dropped: {} [{}]: {}", b.item, b.reason, b.detail);
+    }
     println!(
         "throughput     {:.1} audio-s/s on {} thread(s) ({:.1} s)",
         report.audio_seconds / report.elapsed.max(1e-9),

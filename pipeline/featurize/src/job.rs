@@ -75,6 +75,10 @@ pub struct Report {
     pub shards_skipped: usize,
     pub utterances: usize,
     pub skipped: BTreeMap<String, usize>,
+    /// The utterances this run dropped that the corpus reader had passed (too long, unreadable
+    /// audio), each naming its file and why; with the reader's own bad items in the shards'
+    /// `bad/` tables.
+    pub dropped: Vec<BadItem>,
     pub audio_seconds: f64,
     pub chunks: usize,
     pub silent_chunks: usize,
@@ -156,12 +160,16 @@ pub fn run(job: &Job, progress: &mut dyn FnMut(Progress)) -> Result<Report, Feat
         })?) {
             match result {
                 Ok(f) => rows.push(f),
-                Err(e) => bad.push(BadItem {
-                    item: u.id.clone(),
-                    file: PathBuf::from(&u.audio),
-                    reason: bad_reason(&e),
-                    detail: e.to_string(),
-                }),
+                Err(e) => {
+                    let item = BadItem {
+                        item: u.id.clone(),
+                        file: PathBuf::from(&u.audio),
+                        reason: bad_reason(&e),
+                        detail: e.to_string(),
+                    };
+                    report.dropped.push(item.clone());
+                    bad.push(item);
+                }
             }
         }
         let name = shard_name(i, n);

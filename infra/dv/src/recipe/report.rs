@@ -303,6 +303,22 @@ pub(crate) fn report(ctx: &Ctx<'_>, log: &mut StageLog) -> anyhow::Result<Vec<St
     for b in bad.iter().take(20) {
         md.push_str(&format!("- `{}`\n", b.replace('\t', " | ")));
     }
+    // What featurize dropped after inspect had passed it (too long, audio it could not read).
+    let featurized = read_json(&out.join("featurize.json"));
+    let dropped: Vec<&Value> = featurized["dropped"].as_array().into_iter().flatten().collect();
+    if !dropped.is_empty() {
+        md.push_str(&format!("\nDropped by featurize: {} (`featurize.json`)\n\n", dropped.len()));
+        for d in dropped.iter().take(20) {
+            let field = |k: &str| d[k].as_str().unwrap_or("").to_string();
+            md.push_str(&format!(
+                "- `{} | {} | {}`: {}\n",
+                field("item"),
+                field("file"),
+                field("reason"),
+                field("detail")
+            ));
+        }
+    }
     md.push('\n');
     let f = read_json(&out.join("featurize.json"));
     md.push_str(&format!("Featurized:\n\n{}", scalars(&f)));

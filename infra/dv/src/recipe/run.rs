@@ -103,6 +103,9 @@ fn featurize(ctx: &Ctx<'_>, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
     for (reason, n) in &report.skipped {
         log.line(&format!("skipped {reason}: {n}"));
     }
+    for b in &report.dropped {
+        log.line(&format!("  dropped: {} {} [{}]: {}", b.item, b.file.display(), b.reason, b.detail));
+    }
     if !report.manifest_written {
         bail!("featurize: shards missing, the features manifest was not written");
     }
@@ -111,6 +114,10 @@ fn featurize(ctx: &Ctx<'_>, log: &mut StageLog) -> anyhow::Result<Vec<String>> {
         "audio_hours": report.audio_seconds / 3600.0,
         "chunks": report.chunks,
         "skipped": report.skipped,
+        // What this run dropped that inspect had passed (bad.tsv has inspect's own).
+        "dropped": report.dropped.iter().map(|b| json!({
+            "item": b.item, "file": b.file.display().to_string(), "reason": b.reason.as_str(), "detail": b.detail,
+        })).collect::<Vec<_>>(),
     });
     crate::write_atomic(&ctx.out.join("featurize.json"), serde_json::to_string_pretty(&summary)?.as_bytes())?;
     if r.labels == Labels::Corpus {

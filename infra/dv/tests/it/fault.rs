@@ -281,6 +281,7 @@ fn a_one_hour_recording_is_refused_with_the_limit_named_in_bounded_memory() {
     let out = text(&o);
     assert!(o.status.success(), "{out}");
     assert!(out.contains("utterances     1 featurized") && out.contains("too_long             1"), "{out}");
+    assert!(out.contains("  dropped: hour [too_long]: ") && out.contains("limit of 60 s"), "named: {out}");
     eprintln!("peak RSS: {base} KiB with the 3 s file alone, {hour} KiB with the one-hour file beside it");
     // The hour is refused from its header, before decoding: its 115 MB
     // never enter memory (the two runs differ by their second utterance).

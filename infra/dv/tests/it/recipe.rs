@@ -240,8 +240,20 @@ fn recipe_runs_skips_reruns_and_resumes() {
     let mut text = std::fs::read_to_string(&txt).unwrap();
     text.push_str("( slt_fortune_09999 \"A line with no recording.\" )\n");
     text.push_str("( slt_fortune_09998 \"A line with a broken recording.\" )\n");
+    text.push_str("( slt_fortune_09997 \"A line with a minute of silence.\" )\n");
     std::fs::write(&txt, text).unwrap();
     std::fs::write(bad.join("wav/slt_fortune_09998.wav"), b"RIFF\x10\0\0\0WAVEnot audio").unwrap();
+    // 61 s of 16 kHz silence: a sound file inspect passes, over featurize's limit of 60 s.
+    let data = 61 * 16_000 * 2u32;
+    let mut long = b"RIFF".to_vec();
+    long.extend_from_slice(&(36 + data).to_le_bytes());
+    long.extend_from_slice(b"WAVEfmt \x10\0\0\0\x01\0\x01\0");
+    long.extend_from_slice(&16_000u32.to_le_bytes());
+    long.extend_from_slice(&32_000u32.to_le_bytes());
+    long.extend_from_slice(b"\x02\0\x10\0data");
+    long.extend_from_slice(&data.to_le_bytes());
+    long.resize(long.len() + data as usize, 0);
+    std::fs::write(bad.join("wav/slt_fortune_09997.wav"), long).unwrap();
     let out2 = d.path().join("out2");
     let r2 = recipe(d.path(), "r2.toml", &bad, &out2, 6);
     let mut child = ProcessGroup::spawn(
@@ -279,6 +291,8 @@ fn recipe_runs_skips_reruns_and_resumes() {
     assert!(bad_tsv.contains("slt_fortune_09999") && bad_tsv.contains("slt_fortune_09998"), "{bad_tsv}");
     let report = std::fs::read_to_string(out2.join("report.md")).unwrap();
     assert!(report.contains("Bad items: 2") && report.contains("slt_fortune_09999"), "{report}");
+    assert!(report.contains("Dropped by featurize: 1") && report.contains("slt_fortune_09997"), "{report}");
+    assert!(report.contains("| too_long`: ") && report.contains("limit of 60 s"), "{report}");
 }
 
 #[test]

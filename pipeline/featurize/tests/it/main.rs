@@ -146,6 +146,8 @@ fn an_utterance_over_the_length_limit_is_a_bad_item_naming_the_limit() {
     let r = run(&Job { shards: Some(1), ..job(&list, &out) }, &mut |_| {}).unwrap();
     assert_eq!(r.utterances, 1, "the utterance at the limit is featurized");
     assert_eq!(r.skipped.get("too_long"), Some(&1), "{:?}", r.skipped);
+    assert_eq!(r.dropped.len(), 1, "{:?}", r.dropped);
+    assert!(r.dropped[0].item == "over" && r.dropped[0].detail.contains("limit of 60 s"), "{:?}", r.dropped);
     let bad = read(&out.join("bad/shard-00000-of-00001.parquet"));
     let detail = bad.column("detail").unwrap().str().unwrap().get(0).unwrap().to_string();
     assert!(detail.contains("over.wav") && detail.contains("60.5 s") && detail.contains("limit of 60 s"), "{detail}");
