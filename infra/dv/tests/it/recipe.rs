@@ -77,6 +77,13 @@ novel_sentences = 1
     path
 }
 
+/// The embedded corpus of `utterances` utterances rendered into `dir/name`.
+fn embedded(dir: &Path, name: &str, utterances: usize) -> PathBuf {
+    let corpus = dir.join(name);
+    ok(&dv(&["corpus", "make-default", "--utterances", &utterances.to_string(), "--out", corpus.to_str().unwrap()]));
+    corpus
+}
+
 fn run(recipe: &Path) -> String {
     ok(&dv(&["recipe", "run", recipe.to_str().unwrap()]))
 }
@@ -107,8 +114,7 @@ fn losses(out: &Path) -> Vec<(u64, f64)> {
 #[test]
 fn recipe_runs_skips_reruns_and_resumes() {
     let d = tempfile::tempdir().unwrap();
-    let corpus = d.path().join("slt");
-    ok(&dv(&["corpus", "make-default", "--utterances", "10", "--out", corpus.to_str().unwrap()]));
+    let corpus = embedded(d.path(), "slt", 10);
     // Audio and text only: the recipe never needs the corpus's labels.
     std::fs::remove_dir_all(corpus.join("lab")).unwrap();
     std::fs::remove_dir_all(corpus.join("f0")).unwrap();
@@ -298,8 +304,7 @@ fn recipe_runs_skips_reruns_and_resumes() {
 #[test]
 fn recipe_pronounces_words_missing_from_cmudict_with_the_g2p_model() {
     let d = tempfile::tempdir().unwrap();
-    let corpus = d.path().join("slt");
-    ok(&dv(&["corpus", "make-default", "--utterances", "10", "--out", corpus.to_str().unwrap()]));
+    let corpus = embedded(d.path(), "slt", 10);
     // A made-up word in one transcript: CMUDict lacks it.
     let txt = corpus.join("etc/txt.done.data");
     let text = std::fs::read_to_string(&txt).unwrap();
@@ -365,8 +370,7 @@ fn copy_dir(from: &Path, to: &Path) {
 #[test]
 fn corpus_labels_only_score_the_aligner() {
     let d = tempfile::tempdir().unwrap();
-    let corpus = d.path().join("slt");
-    ok(&dv(&["corpus", "make-default", "--utterances", "6", "--out", corpus.to_str().unwrap()]));
+    let corpus = embedded(d.path(), "slt", 6);
     let out = d.path().join("out");
     let r = recipe(d.path(), "r.toml", &corpus, &out, 2);
     ok(&dv(&["recipe", "run", r.to_str().unwrap(), "--stop-stage", "align"]));
@@ -401,8 +405,7 @@ fn key(out: &Path, name: &str) -> String {
 #[test]
 fn training_stage_keys_do_not_depend_on_the_rank_or_gpu_count() {
     let d = tempfile::tempdir().unwrap();
-    let corpus = d.path().join("slt");
-    ok(&dv(&["corpus", "make-default", "--utterances", "10", "--out", corpus.to_str().unwrap()]));
+    let corpus = embedded(d.path(), "slt", 10);
     let out = d.path().join("out");
     let one = recipe(d.path(), "one.toml", &corpus, &out, 2);
     let text = std::fs::read_to_string(&one).unwrap().replace("steps = 2, batch = 1,", "steps = 2, batch = 2,");
@@ -459,8 +462,7 @@ fn training_stage_keys_do_not_depend_on_the_rank_or_gpu_count() {
 #[test]
 fn a_killed_rank_fails_the_stage_naming_it_and_a_rerun_resumes() {
     let d = tempfile::tempdir().unwrap();
-    let corpus = d.path().join("slt");
-    ok(&dv(&["corpus", "make-default", "--utterances", "10", "--out", corpus.to_str().unwrap()]));
+    let corpus = embedded(d.path(), "slt", 10);
     let out = d.path().join("out");
     let r = recipe(d.path(), "r.toml", &corpus, &out, 30);
     let text = std::fs::read_to_string(&r).unwrap().replace("steps = 30, batch = 1,", "steps = 30, batch = 2,");
@@ -540,8 +542,7 @@ fn first_wavenet_loss(out: &Path, key: &str) -> f64 {
 #[test]
 fn a_wavenet_on_predicted_f0_follows_the_duration_model() {
     let d = tempfile::tempdir().unwrap();
-    let corpus = d.path().join("slt");
-    ok(&dv(&["corpus", "make-default", "--utterances", "10", "--out", corpus.to_str().unwrap()]));
+    let corpus = embedded(d.path(), "slt", 10);
     let out = d.path().join("out");
     let plain = recipe(d.path(), "plain.toml", &corpus, &out, 2);
     let until = |r: &Path| ok(&dv(&["recipe", "run", r.to_str().unwrap(), "--stop-stage", "train-wavenet"]));
@@ -609,8 +610,7 @@ fn last_step(out: &Path, stage: &str) -> Option<u64> {
 #[test]
 fn ctrl_c_during_training_checkpoints_the_step_and_a_rerun_resumes_there() {
     let d = tempfile::tempdir().unwrap();
-    let corpus = d.path().join("slt");
-    ok(&dv(&["corpus", "make-default", "--utterances", "10", "--out", corpus.to_str().unwrap()]));
+    let corpus = embedded(d.path(), "slt", 10);
     let out = d.path().join("out");
     // No periodic WaveNet checkpoint before the last step: the signal's is the only one.
     let r = recipe(d.path(), "r.toml", &corpus, &out, 40);
@@ -660,8 +660,7 @@ fn ctrl_c_during_training_checkpoints_the_step_and_a_rerun_resumes_there() {
 #[test]
 fn a_corpus_smaller_than_a_batch_is_refused_before_anything_trains() {
     let d = tempfile::tempdir().unwrap();
-    let corpus = d.path().join("slt");
-    ok(&dv(&["corpus", "make-default", "--utterances", "3", "--out", corpus.to_str().unwrap()]));
+    let corpus = embedded(d.path(), "slt", 3);
     let out = d.path().join("out");
     let r = recipe(d.path(), "r.toml", &corpus, &out, 2);
     let o = dv(&["recipe", "run", r.to_str().unwrap()]);
@@ -683,8 +682,7 @@ fn a_corpus_smaller_than_a_batch_is_refused_before_anything_trains() {
 #[test]
 fn recipe_new_writes_a_preset_for_ones_own_corpus_that_runs_from_anywhere() {
     let d = tempfile::tempdir().unwrap();
-    let corpus = d.path().join("mine");
-    ok(&dv(&["corpus", "make-default", "--utterances", "3", "--out", corpus.to_str().unwrap()]));
+    let corpus = embedded(d.path(), "mine", 3);
     let r = d.path().join("elsewhere/mine.toml");
     std::fs::create_dir_all(r.parent().unwrap()).unwrap();
     let out = d.path().join("out");
