@@ -13,6 +13,12 @@ use dv_config::recipe::{stage_run_config, stage_table};
 pub(crate) use dv_config::recipe::{Gpus, Labels, Recipe, TrainStage};
 use dv_train::RunConfig;
 
+/// Whether `p`, a path in a recipe, is resolved from the recipe file's
+/// folder: not a URL, not under `$DV_HOME`, not absolute.
+pub fn relative_to_recipe(p: &str) -> bool {
+    !(p.contains("://") || p.starts_with("$DV_HOME/") || p.starts_with("${DV_HOME}/") || Path::new(p).is_absolute())
+}
+
 /// A loaded recipe with the directory its relative paths start from.
 pub(crate) struct Loaded {
     pub file: PathBuf,
@@ -32,19 +38,15 @@ impl Loaded {
 
     /// A path or URL from the recipe, resolved (see the module docs).
     pub fn resolve(&self, p: &str) -> String {
-        if p.contains("://") {
-            return p.to_string();
-        }
         for prefix in ["$DV_HOME/", "${DV_HOME}/"] {
             if let Some(rest) = p.strip_prefix(prefix) {
                 return crate::dv_home().join(rest).display().to_string();
             }
         }
-        let path = Path::new(p);
-        if path.is_absolute() {
-            p.to_string()
+        if relative_to_recipe(p) {
+            self.base.join(p).display().to_string()
         } else {
-            self.base.join(path).display().to_string()
+            p.to_string()
         }
     }
 

@@ -61,15 +61,10 @@ fn preset_file(preset: &str) -> anyhow::Result<PathBuf> {
 }
 
 /// A relative path in a preset, absolute from `base`; `None` for what is not
-/// a path relative to the preset's folder (a URL, `$DV_HOME/…`, an absolute
-/// path, `none`).
+/// a path relative to the preset's folder ([`super::config::relative_to_recipe`],
+/// and `none`).
 fn absolute(value: &str, base: &Path) -> Option<String> {
-    let relative = !(value.contains("://")
-        || value.starts_with("$DV_HOME")
-        || value.starts_with("${DV_HOME}")
-        || value == "none"
-        || Path::new(value).is_absolute());
-    relative.then(|| {
+    (value != "none" && super::config::relative_to_recipe(value)).then(|| {
         let p = base.join(value);
         p.canonicalize().unwrap_or(p).display().to_string()
     })
@@ -159,7 +154,7 @@ pub(crate) fn new(a: NewArgs) -> anyhow::Result<()> {
     let out = match &a.out {
         None => format!("$DV_HOME/recipes/{name}"),
         // Relative to where the command runs, as the user meant it, not to the recipe's folder.
-        Some(o) if absolute(o, Path::new(".")).is_some() => std::path::absolute(o)?.display().to_string(),
+        Some(o) if super::config::relative_to_recipe(o) => std::path::absolute(o)?.display().to_string(),
         Some(o) => o.clone(),
     };
     let header = format!(
